@@ -1,0 +1,1 @@
+"""Airflow provider for spark-merge (operator, hook, connection type): see the Airflow issue."""

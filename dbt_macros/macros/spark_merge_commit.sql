@@ -1,0 +1,70 @@
+{#-
+  The copy-on-write commit: journal, repoint, mark done, refresh.
+
+  `repoints`: [{'partition': {col: string value} or none, 'location': new dir,
+                'old_location': previous dir or none, 'exists': bool}]
+
+  The journal goes into table properties in one ALTER (atomic in the
+  metastore) before the first repoint. Every repoint statement is idempotent
+  (ADD IF NOT EXISTS, SET LOCATION), so a begin that finds a journal simply
+  replays it: the commit rolls forward. Old directories stay for readers in
+  flight and rollback until vacuum removes them.
+-#}
+
+{% macro spark_merge__journal_properties(table, merge_id, repoints, chunk=3000) -%}
+{%- set text = {'merge_id': merge_id, 'repoints': repoints} | tojson -%}
+{%- set n = ((text | length) / chunk) | round(0, 'ceil') | int -%}
+('spark_merge.root' = {{ spark_merge__literal(table.root) }},
+ 'spark_merge.journal.merge_id' = {{ spark_merge__literal(merge_id) }},
+ 'spark_merge.journal.parts' = '{{ n }}'
+{%- for i in range(n) %},
+ 'spark_merge.journal.{{ i }}' = {{ spark_merge__literal(text[i * chunk:(i + 1) * chunk]) }}
+{%- endfor %})
+{%- endmacro %}
+
+{% macro spark_merge__journal_sql(table, merge_id, repoints) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge__journal_properties(table, merge_id, repoints) }}
+{%- endmacro %}
+
+{#- One statement per entry of `out`; idempotent, so recovery replays them. -#}
+{% macro spark_merge__repoint_statements(table, repoints, out) -%}
+{%- for r in repoints -%}
+  {%- if r.partition is none -%}
+    {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' SET LOCATION ' ~ spark_merge__literal(r.location)) -%}
+  {%- else -%}
+    {%- if not r.exists -%}
+      {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ADD IF NOT EXISTS ' ~ spark_merge__partition_spec(table, r.partition) ~ ' LOCATION ' ~ spark_merge__literal(r.location)) -%}
+    {%- endif -%}
+    {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ' ~ spark_merge__partition_spec(table, r.partition) ~ ' SET LOCATION ' ~ spark_merge__literal(r.location)) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- endmacro %}
+
+{% macro spark_merge__journal_done_sql(table, merge_id) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' = '0', 'spark_merge.last_merge_id' = {{ spark_merge__literal(merge_id) }})
+{%- endmacro %}
+
+{#- Drop the journal text once done (kept separate: `parts = 0` already means done). -#}
+{% macro spark_merge__journal_clear_sql(table) -%}
+{%- set keys = [] -%}
+{%- for k in table.properties if k.startswith('spark_merge.journal.') and k not in ['spark_merge.journal.parts', 'spark_merge.journal.merge_id'] -%}
+  {%- do keys.append(k) -%}
+{%- endfor -%}
+{%- if keys -%}
+ALTER TABLE {{ table.relation }} UNSET TBLPROPERTIES IF EXISTS ({% for k in keys %}{{ spark_merge__literal(k) }}{{ ", " if not loop.last }}{% endfor %})
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__refresh_sql(table) -%}
+REFRESH TABLE {{ table.relation }}
+{%- endmacro %}
+
+{#- One JSON file per merge under <root>/_spark_merge/history/<merge id>. -#}
+{% macro spark_merge__history_write_sql(ctx, entry) -%}
+INSERT OVERWRITE DIRECTORY {{ spark_merge__literal(ctx.history_location) }} USING json
+SELECT {{ spark_merge__literal(entry.merge_id) }} AS merge_id, {{ spark_merge__literal(entry.finished_at) }} AS finished_at, {{ spark_merge__literal(entry | tojson) }} AS entry
+{%- endmacro %}
+
+{% macro spark_merge__history_read_sql(ctx) -%}
+SELECT merge_id, finished_at, entry FROM json.`{{ ctx.history_glob | replace('`', '``') }}` ORDER BY finished_at DESC
+{%- endmacro %}

@@ -1,0 +1,72 @@
+{#-
+  Small building blocks shared by every spark_merge macro.
+
+  All spark_merge macros are pure: they take plain data (dicts, lists, strings)
+  and return SQL text, or fill an `out` dict/list passed in (with `do`), so the
+  same files render under dbt and under plain jinja2 (merge_core/macros.py).
+-#}
+
+{% macro spark_merge__quote(name) -%}
+`{{ name | replace('`', '``') }}`
+{%- endmacro %}
+
+{% macro spark_merge__literal(value) -%}
+{%- if value is none -%}NULL
+{%- else -%}'{{ value | string | replace('\\', '\\\\') | replace("'", "\\'") }}'
+{%- endif -%}
+{%- endmacro %}
+
+{#- A typed literal from the string form a query returned (CAST(x AS STRING)). -#}
+{% macro spark_merge__typed_literal(value, type) -%}
+{%- if value is none -%}CAST(NULL AS {{ type }})
+{%- else -%}CAST({{ spark_merge__literal(value) }} AS {{ type }})
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__column_list(names, prefix='') -%}
+{%- for n in names -%}{{ prefix }}{{ spark_merge__quote(n) }}{{ ", " if not loop.last }}{%- endfor -%}
+{%- endmacro %}
+
+{#- PARTITION (a = 'x', b = '1') for ALTER TABLE. -#}
+{% macro spark_merge__partition_spec(table, values) -%}
+PARTITION ({% for c in table.partition_columns -%}
+{{ spark_merge__quote(c) }} = {{ spark_merge__literal(values[c]) }}{{ ", " if not loop.last }}
+{%- endfor %})
+{%- endmacro %}
+
+{#- Predicate selecting the given partitions (list of {column: string value}). -#}
+{% macro spark_merge__partition_filter(table, partitions, qualifier='') -%}
+{%- if partitions | length == 0 -%}false
+{%- else -%}
+{%- for part in partitions -%}
+({% for c in table.partition_columns -%}
+{%- set col = table.columns_by_name[c | lower] -%}
+{{ qualifier }}{{ spark_merge__quote(c) }}{% if part[c] is none %} IS NULL{% else %} = {{ spark_merge__typed_literal(part[c], col.type) }}{% endif %}{{ " AND " if not loop.last }}
+{%- endfor %}){{ " OR " if not loop.last }}
+{%- endfor -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#-
+  Can a value of type `src` be stored in a column of type `dst`?
+  Spark's ANSI store-assignment rules (what INSERT INTO accepts): same type,
+  NULL, numeric to numeric, any atomic type to string, date/timestamp between
+  themselves, arrays element-wise. Renders "true" or "false".
+-#}
+{% macro spark_merge__can_assign(src, dst) -%}
+{%- set s = src | lower | trim -%}
+{%- set d = dst | lower | trim -%}
+{%- set numeric = ['tinyint', 'smallint', 'int', 'bigint', 'float', 'double', 'byte', 'short', 'long', 'integer', 'real'] -%}
+{%- set datetimes = ['date', 'timestamp', 'timestamp_ntz', 'timestamp_ltz'] -%}
+{%- set s_num = s in numeric or s.startswith('decimal') -%}
+{%- set d_num = d in numeric or d.startswith('decimal') -%}
+{%- set s_complex = s.startswith('array<') or s.startswith('map<') or s.startswith('struct<') -%}
+{%- if s == d or s == 'void' -%}true
+{%- elif s_num and d_num -%}true
+{%- elif d.startswith('string') and s.startswith('string') -%}true
+{%- elif (d.startswith('string') or d.startswith('varchar') or d.startswith('char')) and not s_complex -%}true
+{%- elif s in datetimes and d in datetimes -%}true
+{%- elif s.startswith('array<') and d.startswith('array<') -%}{{ spark_merge__can_assign(s[6:-1], d[6:-1]) }}
+{%- else -%}false
+{%- endif -%}
+{%- endmacro %}

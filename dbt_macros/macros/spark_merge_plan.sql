@@ -1,0 +1,207 @@
+{#-
+  The merge plan (DELETE_ROW_AND_INSERT_ROW, copy-on-write).
+
+  1. changes:   target (with a row id) RIGHT JOIN source ON ...; a searched CASE
+                picks the first WHEN clause that holds (case number, -1 = none)
+                and its operation (INSERT=1, DELETE=2, UPDATE=3); the new values
+                are computed per target column as __sm_c<i>. Cached: every later
+                step reads it, so the join runs once.
+  2. checks:    duplicate matches per the duplicate rule; NOT NULL violations
+                raise while the cache is built. Both before any write.
+  3. touched:   partitions holding a changed row or receiving an output row.
+  4. rewrite:   touched partitions = untouched target rows (anti-join on row id)
+                + new rows, written as a staging table under <root>/_merge_<id>.
+  5. commit:    see spark_merge_commit.sql.
+  Insert-only merges skip 3-5: their rows are appended.
+-#}
+
+{% macro spark_merge__context(spec, table, merge_id, out) -%}
+{%- set root = table.root.rstrip('/') -%}
+{%- do out.update({
+  'merge_id': merge_id,
+  'changes': '`__sm_changes_' ~ merge_id ~ '`',
+  'stage': spark_merge__quote(table.database) ~ '.' ~ spark_merge__quote('__sm_stage_' ~ merge_id),
+  'stage_location': root ~ '/_merge_' ~ merge_id,
+  'history_location': root ~ '/_spark_merge/history/' ~ merge_id,
+  'history_glob': root ~ '/_spark_merge/history/*',
+}) -%}
+{%- endmacro %}
+
+{#- Row id: file and position for parquet; ORC has no row_index, so file and the
+    row's own values (identical rows in one file share every fate, so the
+    coarser id never changes a result). -#}
+{% macro spark_merge__row_id(table) -%}
+_metadata.file_path AS __sm_file, {% if table.provider == 'parquet' -%}
+_metadata.row_index AS __sm_row
+{%- else -%}
+to_json(struct({{ spark_merge__column_list(table.columns | map(attribute='name') | list) }})) AS __sm_row
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__target_scan(table, where=none) -%}
+(SELECT *, {{ spark_merge__row_id(table) }} FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %})
+{%- endmacro %}
+
+{#- The value clause `cl` gives column `c` (index i). -#}
+{% macro spark_merge__output_value(spec, cl, c) -%}
+{%- set lname = c.name | lower -%}
+{%- if lname in cl.outputs -%}CAST(({{ cl.outputs[lname] }}) AS {{ c.type }})
+{%- elif cl.action == 'update' -%}{{ spark_merge__quote(spec.target_alias) }}.{{ spark_merge__quote(c.name) }}
+{%- else -%}CAST(NULL AS {{ c.type }})
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__changes_sql(spec, table, resolved, ctx) -%}
+{%- set t = spark_merge__quote(spec.target_alias) -%}
+{%- set s = spark_merge__quote(spec.source_alias) -%}
+{%- set has_source = spec.source_kind != 'none' -%}
+{%- set writers = resolved.clauses | rejectattr('action', 'equalto', 'delete') | list -%}
+SELECT
+  {{ t }}.__sm_file AS __sm_file,
+  {{ t }}.__sm_row AS __sm_row,
+  {{ t }}.__sm_file IS NOT NULL AS __sm_matched,
+  {{ s ~ '.__sm_srow' if has_source else 'CAST(NULL AS BIGINT)' }} AS __sm_srow,
+{%- for k in spec.key_columns if (k | lower) in table.columns_by_name %}
+  {{ t }}.{{ spark_merge__quote(k) }} AS `__sm_key_{{ k }}`,
+{%- endfor %}
+{%- for p in table.partition_columns %}
+  {{ t }}.{{ spark_merge__quote(p) }} AS __sm_old{{ loop.index0 }},
+{%- endfor %}
+  CASE
+{%- for cl in resolved.clauses %}
+    WHEN {{ t }}.__sm_file IS {{ 'NOT NULL' if cl.matched else 'NULL' }}{% if cl.condition %} AND ({{ cl.condition }}){% endif %} THEN {{ cl.index }}
+{%- endfor %}
+    ELSE -1
+  END AS __sm_case,
+  CASE __sm_case{% for cl in resolved.clauses %} WHEN {{ cl.index }} THEN {{ cl.op }}{% endfor %} ELSE -1 END AS __sm_op
+{%- for c in table.columns %},
+  {% if writers | length == 0 -%}
+  CAST(NULL AS {{ c.type }})
+  {%- else -%}
+  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge__output_value(spec, cl, c) }}{% endfor %} END
+  {%- endif %} AS __sm_c{{ loop.index0 }}
+{%- if not c.nullable %},
+  CASE WHEN __sm_op IN (1, 3) AND __sm_c{{ loop.index0 }} IS NULL THEN raise_error({{ spark_merge__literal('MERGE_NOT_NULL_VIOLATION: a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ loop.index0 }}
+{%- endif %}
+{%- endfor %}
+{% if has_source -%}
+FROM {{ spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
+RIGHT JOIN (SELECT *, monotonically_increasing_id() AS __sm_srow FROM {{ spark_merge__source_relation(spec) }} AS __sm_src) AS {{ s }}
+  ON {{ spec.on }}
+{%- else -%}
+FROM {{ spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
+WHERE {{ spec.on }}
+{%- endif %}
+{%- endmacro %}
+
+{% macro spark_merge__cache_changes_sql(spec, table, resolved, ctx) -%}
+CACHE TABLE {{ ctx.changes }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
+{{ spark_merge__changes_sql(spec, table, resolved, ctx) }}
+{%- endmacro %}
+
+{#-
+  Which target rows break the duplicate rule; empty text when the rule cannot
+  be broken (no source, or strict with a lone unconditional DELETE).
+    trino:    two source rows pick the same clause for one target row (-1 too)
+    postgres: two source rows UPDATE or DELETE one target row
+    strict:   two source rows match one target row at all
+-#}
+{% macro spark_merge__duplicates_sql(spec, table, resolved, ctx, limit=5) -%}
+{%- set matched = resolved.clauses | selectattr('matched') | list -%}
+{%- set lone_delete = matched | length == 1 and matched[0].action == 'delete' and not matched[0].condition -%}
+{%- set keys = [] -%}
+{%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do keys.append(k) -%}{%- endfor -%}
+{%- if spec.source_kind != 'none' and not (spec.duplicate_rule == 'strict' and lone_delete) -%}
+SELECT {% for k in keys %}CAST(first(`__sm_key_{{ k }}`) AS STRING) AS {{ spark_merge__quote(k) }}, {% endfor -%}
+{% if keys | length == 0 %}first(__sm_file) AS file, first(__sm_row) AS row, {% endif -%}
+count(DISTINCT __sm_srow) AS source_rows
+FROM {{ ctx.changes }}
+WHERE __sm_matched{% if spec.duplicate_rule == 'postgres' %} AND __sm_op IN (2, 3){% endif %}
+GROUP BY __sm_file, __sm_row{% if spec.duplicate_rule == 'trino' %}, __sm_case{% endif %}
+HAVING count(DISTINCT __sm_srow) > 1
+LIMIT {{ limit }}
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__change_counts_sql(ctx) -%}
+SELECT
+  count(DISTINCT __sm_srow) AS numSourceRows,
+  count_if(__sm_op = 1) AS numTargetRowsInserted,
+  count_if(__sm_op = 3) AS numTargetRowsUpdated,
+  count_if(__sm_op = 2) AS numTargetRowsDeleted
+FROM {{ ctx.changes }}
+{%- endmacro %}
+
+{#- Partitions to rewrite, as strings: where a changed row was, and where an output row goes. -#}
+{% macro spark_merge__touched_partitions_sql(table, ctx) -%}
+{%- set idx = [] -%}
+{%- for p in table.partition_columns -%}
+  {%- for c in table.columns -%}{%- if (c.name | lower) == (p | lower) -%}{%- do idx.append(loop.index0) -%}{%- endif -%}{%- endfor -%}
+{%- endfor -%}
+SELECT DISTINCT {% for p in table.partition_columns -%}
+CAST(__sm_p{{ loop.index0 }} AS STRING) AS {{ spark_merge__quote(p) }}{{ ", " if not loop.last }}
+{%- endfor %} FROM (
+  SELECT {% for p in table.partition_columns %}__sm_old{{ loop.index0 }} AS __sm_p{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)
+  UNION ALL
+  SELECT {% for i in idx %}__sm_c{{ i }} AS __sm_p{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} FROM {{ ctx.changes }} WHERE __sm_op IN (1, 3)
+)
+{%- endmacro %}
+
+{#- New content of the touched partitions (or of the whole unpartitioned table). -#}
+{% macro spark_merge__rewrite_select(table, ctx, partitions) -%}
+{%- set names = table.columns | map(attribute='name') | list -%}
+{%- set where = spark_merge__partition_filter(table, partitions) if table.partition_columns else none -%}
+SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge__column_list(table.partition_columns) }}) */{% else %}/*+ REBALANCE */{% endif %} * FROM (
+  SELECT {{ spark_merge__column_list(names, '__sm_t.') }}
+  FROM {{ spark_merge__target_scan(table, where) }} AS __sm_t
+  LEFT ANTI JOIN (SELECT __sm_file, __sm_row FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)) AS __sm_d
+    ON __sm_t.__sm_file = __sm_d.__sm_file AND __sm_t.__sm_row = __sm_d.__sm_row
+  UNION ALL
+  SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+  FROM {{ ctx.changes }} WHERE __sm_op IN (1, 3)
+) AS __sm_new
+{%- endmacro %}
+
+{% macro spark_merge__stage_sql(table, ctx, partitions) -%}
+CREATE TABLE {{ ctx.stage }}
+USING {{ table.provider }}
+{% if table.partition_columns -%}
+PARTITIONED BY ({{ spark_merge__column_list(table.partition_columns) }})
+{% endif -%}
+LOCATION {{ spark_merge__literal(ctx.stage_location) }}
+AS {{ spark_merge__rewrite_select(table, ctx, partitions) }}
+{%- endmacro %}
+
+{% macro spark_merge__append_sql(table, ctx) -%}
+INSERT INTO {{ table.relation }}
+SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+FROM {{ ctx.changes }} WHERE __sm_op = 1
+{%- endmacro %}
+
+{#- Files, bytes, rows and directory per partition of `relation` (metadata columns only). -#}
+{% macro spark_merge__file_stats_sql(table, relation, where=none) -%}
+{%- set pcols = table.partition_columns -%}
+SELECT {% for p in pcols %}{{ spark_merge__quote(p) }}, {% endfor -%}
+url_decode(replace(regexp_extract(__sm_f, '^(.*)/[^/]*$', 1), '+', '%2B')) AS dir,
+count(*) AS files, sum(__sm_size) AS bytes, sum(__sm_rows) AS rows
+FROM (
+  SELECT {% for p in pcols %}CAST({{ spark_merge__quote(p) }} AS STRING) AS {{ spark_merge__quote(p) }}, {% endfor -%}
+  _metadata.file_path AS __sm_f, max(_metadata.file_size) AS __sm_size, count(*) AS __sm_rows
+  FROM {{ relation }}{% if where %} WHERE {{ where }}{% endif %}
+  GROUP BY {% for p in pcols %}{{ spark_merge__quote(p) }}, {% endfor %}_metadata.file_path
+)
+GROUP BY {% for p in pcols %}{{ spark_merge__quote(p) }}, {% endfor %}dir
+{%- endmacro %}
+
+{#- An empty directory for a touched partition that ends up with no rows. -#}
+{% macro spark_merge__empty_partition_sql(table, location) -%}
+{%- set data = table.columns | rejectattr('name', 'in', table.partition_columns) | map(attribute='name') | list -%}
+INSERT OVERWRITE DIRECTORY {{ spark_merge__literal(location) }} USING {{ table.provider }}
+SELECT {{ spark_merge__column_list(data) }} FROM {{ table.relation }} WHERE false
+{%- endmacro %}
+
+{% macro spark_merge__cleanup_sql(ctx) -%}
+UNCACHE TABLE IF EXISTS {{ ctx.changes }};
+DROP VIEW IF EXISTS {{ ctx.changes }};
+DROP TABLE IF EXISTS {{ ctx.stage }}
+{%- endmacro %}

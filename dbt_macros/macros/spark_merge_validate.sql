@@ -1,0 +1,187 @@
+{#-
+  Validation of a merge spec against the real target: everything is checked
+  before any data is read or written, and every error names the statement part.
+
+  Flow (the host runs the SQL, these macros decide):
+    1. host runs `DESCRIBE TABLE EXTENDED <target> AS JSON` and
+       `DESCRIBE QUERY SELECT * FROM <target>`; spark_merge__table_info turns them
+       into the `table` dict every other macro takes;
+    2. spark_merge__resolve checks the clauses structurally (columns, counts,
+       duplicates, NOT NULL) and lists the expression `parts` to type-check;
+    3. host runs spark_merge__describe_parts_sql per scope; when Spark's analyzer
+       refuses it, the host retries part by part to name the failing part;
+    4. spark_merge__check_types compares the described types with the columns.
+-#}
+
+{% macro spark_merge__table_info(desc, column_types, out) -%}
+{%- set errors = [] -%}
+{%- set name = (desc.get('namespace', []) | join('.')) ~ '.' ~ desc.get('table_name', '') -%}
+{%- set props = desc.get('table_properties') or {} -%}
+{%- set provider = (desc.get('provider') or '') | lower -%}
+{%- if (desc.get('type') or '') | upper == 'VIEW' -%}
+  {%- do errors.append('target ' ~ name ~ ' is a view; MERGE, UPDATE and DELETE need a table') -%}
+{%- elif provider == 'hive' -%}
+  {%- do errors.append('target ' ~ name ~ ' is a Hive-format table (STORED AS); spark-merge rewrites datasource tables created with USING parquet or USING orc') -%}
+{%- elif provider not in ['parquet', 'orc'] -%}
+  {%- do errors.append('target ' ~ name ~ ' uses format ' ~ (provider or 'unknown') ~ '; spark-merge rewrites USING parquet or USING orc tables (delta, iceberg and hudi have their own MERGE)') -%}
+{%- endif -%}
+{%- set not_null = [] -%}
+{%- for n in (props.get('spark_merge.not_null') or '').split(',') if n | trim -%}
+  {%- do not_null.append(n | trim | lower) -%}
+{%- endfor -%}
+{%- set nullable_by_name = {} -%}
+{%- for c in desc.get('columns') or [] -%}
+  {%- do nullable_by_name.update({c.name | lower: c.get('nullable', true)}) -%}
+{%- endfor -%}
+{%- set columns = [] -%}
+{%- set by_name = {} -%}
+{%- for row in column_types -%}
+  {%- set lname = row[0] | lower -%}
+  {%- set col = {'name': row[0], 'type': row[1], 'nullable': (nullable_by_name.get(lname, true) and lname not in not_null)} -%}
+  {%- do columns.append(col) -%}
+  {%- do by_name.update({lname: col}) -%}
+{%- endfor -%}
+{%- set location = desc.get('location') or '' -%}
+{%- do out.update({
+  'name': name,
+  'database': desc.get('namespace', [''])[-1],
+  'table_name': desc.get('table_name', ''),
+  'columns': columns,
+  'columns_by_name': by_name,
+  'partition_columns': desc.get('partition_columns') or [],
+  'provider': provider,
+  'location': location,
+  'root': props.get('spark_merge.root') or location,
+  'managed': (desc.get('type') or '') | upper == 'MANAGED',
+  'properties': props,
+  'errors': errors,
+}) -%}
+{%- do out.update({'relation': spark_merge__quote(out.database) ~ '.' ~ spark_merge__quote(out.table_name)}) -%}
+{%- endmacro %}
+
+{% macro spark_merge__clause_label(clause, index) -%}
+WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }} ({{ clause.action | upper }})
+{%- endmacro %}
+
+{#-
+  Structural checks and normalisation. Fills `out` with:
+    errors   - list of messages (empty when fine)
+    clauses  - [{index, label, matched, action, op, condition, outputs: {lower col: expr}}]
+    parts    - expressions to type-check: {label, expr, scope, expect, column}
+  op codes: INSERT=1, DELETE=2, UPDATE=3 (as in Trino).
+-#}
+{% macro spark_merge__resolve(spec, table, out) -%}
+{%- set errors = [] -%}
+{%- set clauses = [] -%}
+{%- set parts = [] -%}
+{%- set s = spark_merge__quote(spec.source_alias) -%}
+{%- set has_source = spec.source_kind != 'none' -%}
+{%- set cols_text = table.columns | map(attribute='name') | join(', ') -%}
+{%- do parts.append({'label': ('WHERE condition' if not has_source else 'ON condition'), 'expr': spec.on, 'scope': 'both', 'expect': 'boolean'}) -%}
+{%- if spec.partition_filter -%}
+  {%- do parts.append({'label': 'option partition_filter', 'expr': spec.partition_filter, 'scope': 'target', 'expect': 'boolean'}) -%}
+{%- endif -%}
+{%- for cl in spec.clauses -%}
+  {%- set label = spark_merge__clause_label(cl, loop.index0) -%}
+  {%- set scope = 'both' if cl.matched else 'source' -%}
+  {%- set outputs = {} -%}
+  {%- set op = {'insert': 1, 'delete': 2, 'update': 3}[cl.action] -%}
+  {%- if cl.action in ['update', 'delete'] and not cl.matched -%}
+    {%- do errors.append(label ~ ': ' ~ cl.action | upper ~ ' is only allowed in WHEN MATCHED clauses') -%}
+  {%- elif cl.action == 'insert' and cl.matched -%}
+    {%- do errors.append(label ~ ': INSERT is only allowed in WHEN NOT MATCHED clauses') -%}
+  {%- endif -%}
+  {%- if cl.condition -%}
+    {%- do parts.append({'label': label ~ ' condition', 'expr': cl.condition, 'scope': scope, 'expect': 'boolean'}) -%}
+  {%- endif -%}
+  {%- if cl.star and not has_source -%}
+    {%- do errors.append(label ~ ': SET * / INSERT * need a source') -%}
+  {%- elif cl.star -%}
+    {%- for c in table.columns -%}
+      {%- do outputs.update({c.name | lower: s ~ '.' ~ spark_merge__quote(c.name)}) -%}
+    {%- endfor -%}
+  {%- elif cl.action == 'update' -%}
+    {%- if cl.assignments | length == 0 -%}
+      {%- do errors.append(label ~ ': UPDATE SET needs at least one assignment') -%}
+    {%- endif -%}
+    {%- for pair in cl.assignments -%}
+      {%- set lname = pair[0] | lower -%}
+      {%- if lname not in table.columns_by_name -%}
+        {%- do errors.append(label ~ ': SET assigns unknown column ' ~ pair[0] ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+      {%- elif lname in outputs -%}
+        {%- do errors.append(label ~ ': column ' ~ pair[0] ~ ' is assigned more than once') -%}
+      {%- else -%}
+        {%- do outputs.update({lname: pair[1]}) -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- elif cl.action == 'insert' -%}
+    {%- set names = cl.insert_columns if cl.insert_columns else (table.columns | map(attribute='name') | list) -%}
+    {%- if names | length != cl.insert_values | length -%}
+      {%- do errors.append(label ~ ': INSERT lists ' ~ names | length ~ ' column(s) but ' ~ cl.insert_values | length ~ ' value(s)') -%}
+    {%- else -%}
+      {%- for name in names -%}
+        {%- set lname = name | lower -%}
+        {%- if lname not in table.columns_by_name -%}
+          {%- do errors.append(label ~ ': INSERT names unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+        {%- elif lname in outputs -%}
+          {%- do errors.append(label ~ ': column ' ~ name ~ ' is listed more than once in INSERT') -%}
+        {%- else -%}
+          {%- do outputs.update({lname: cl.insert_values[loop.index0]}) -%}
+        {%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+    {%- for c in table.columns if not c.nullable and (c.name | lower) not in outputs -%}
+      {%- do errors.append(label ~ ': INSERT gives no value for NOT NULL column ' ~ c.name) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- for c in table.columns if (c.name | lower) in outputs -%}
+    {%- do parts.append({'label': label ~ ' value for column ' ~ c.name, 'expr': outputs[c.name | lower], 'scope': scope, 'expect': 'column', 'column': c}) -%}
+  {%- endfor -%}
+  {%- do clauses.append({'index': loop.index0, 'label': label, 'matched': cl.matched, 'action': cl.action, 'op': op, 'condition': cl.condition, 'outputs': outputs}) -%}
+{%- endfor -%}
+{%- do out.update({'errors': errors, 'clauses': clauses, 'parts': parts}) -%}
+{%- endmacro %}
+
+{#- FROM clause giving expressions of a scope the names they see in the plan. -#}
+{% macro spark_merge__scope_from(spec, table, scope) -%}
+{%- set t = spark_merge__quote(spec.target_alias) -%}
+{%- set s = spark_merge__quote(spec.source_alias) -%}
+{%- if scope == 'source' -%}
+{{ spark_merge__source_relation(spec) }} AS {{ s }}
+{%- elif scope == 'target' or spec.source_kind == 'none' -%}
+{{ table.relation }} AS {{ t }}
+{%- else -%}
+{{ table.relation }} AS {{ t }} CROSS JOIN {{ spark_merge__source_relation(spec) }} AS {{ s }}
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__source_relation(spec) -%}
+{%- if spec.source_kind == 'query' -%}({{ spec.source }}){% else %}{{ spec.source }}{% endif -%}
+{%- endmacro %}
+
+{#- Analysis only (Spark runs no job): the type of each part, or an analyzer error. -#}
+{% macro spark_merge__describe_parts_sql(spec, table, parts) -%}
+DESCRIBE QUERY SELECT {% for p in parts -%}
+({{ p.expr }}) AS `__sm_part_{{ loop.index0 }}`{{ ", " if not loop.last }}
+{%- endfor %} FROM {{ spark_merge__scope_from(spec, table, parts[0].scope) }}
+{%- endmacro %}
+
+{% macro spark_merge__describe_source_sql(spec) -%}
+DESCRIBE QUERY SELECT * FROM {{ spark_merge__source_relation(spec) }} AS {{ spark_merge__quote(spec.source_alias) }}
+{%- endmacro %}
+
+{#- `types`: the described type of each part, in order. Appends to `errors`. -#}
+{% macro spark_merge__check_types(parts, types, errors) -%}
+{%- for p in parts -%}
+  {%- set ty = types[loop.index0] | lower -%}
+  {%- if p.expect == 'boolean' and ty not in ['boolean', 'void'] -%}
+    {%- do errors.append(p.label ~ ': must be a boolean condition, got ' ~ ty ~ ': ' ~ p.expr) -%}
+  {%- elif p.expect == 'column' -%}
+    {%- if ty == 'void' and not p.column.nullable -%}
+      {%- do errors.append(p.label ~ ': assigns NULL to NOT NULL column ' ~ p.column.name) -%}
+    {%- elif spark_merge__can_assign(ty, p.column.type) | trim != 'true' -%}
+      {%- do errors.append(p.label ~ ': cannot store a value of type ' ~ ty ~ ' in column ' ~ p.column.name ~ ' of type ' ~ p.column.type ~ ' (expression: ' ~ p.expr ~ '); add an explicit CAST if you mean it') -%}
+    {%- endif -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- endmacro %}

@@ -1,0 +1,67 @@
+"""spark-merge: standard SQL MERGE, UPDATE and DELETE on plain parquet/ORC Spark tables.
+
+    from merge_core import merge
+    result = merge(spark, "MERGE INTO sales.accounts t USING updates s ON t.id = s.id "
+                          "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    print(result.summary())
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from .engine import MergeResult, MergeRun, run
+from .errors import (
+    DuplicateMatchError,
+    MergeError,
+    NotNullViolation,
+    ParseError,
+    SpecError,
+    TargetError,
+    UnsupportedError,
+    ValidationError,
+)
+from .parse import parse
+from .spec import MergeSpec, WhenClause
+
+__all__ = [
+    "merge", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
+    "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
+    "DuplicateMatchError", "NotNullViolation",
+]
+
+logging.getLogger("spark_merge").addHandler(logging.NullHandler())
+
+
+def to_spec(sql_or_spec: str | dict | MergeSpec, **options: Any) -> MergeSpec:
+    """SQL text, a dict or a MergeSpec, with options (duplicate_rule, partition_filter, key_columns)."""
+    if isinstance(sql_or_spec, MergeSpec):
+        spec = sql_or_spec
+    elif isinstance(sql_or_spec, dict):
+        spec = MergeSpec.from_dict(sql_or_spec)
+    elif isinstance(sql_or_spec, str):
+        spec = parse(sql_or_spec)
+    else:
+        raise SpecError(f"expected SQL text, a dict or a MergeSpec, got {type(sql_or_spec).__name__}")
+    return spec.with_options(**options) if options else spec
+
+
+def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, **options: Any) -> MergeResult:
+    """Run a MERGE, UPDATE or DELETE to completion and return its metrics."""
+    return run(spark, to_spec(sql_or_spec, **options))
+
+
+def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, **options: Any) -> str:
+    """Validate and return the plan's SQL without running it."""
+    merge_run = MergeRun(spark, to_spec(sql_or_spec, **options))
+    merge_run.begin()
+    return merge_run.explain()
+
+
+def history(spark: SparkSession, table: str, limit: int = 20) -> list[dict]:
+    """The newest ``limit`` merges into ``table``, newest first."""
+    from .history import read_history
+
+    return read_history(spark, table, limit)

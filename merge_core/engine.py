@@ -1,0 +1,329 @@
+"""Run a merge: begin -> plan -> execute -> finish, or abort.
+
+The SQL comes from the dbt package's macros (merge_core.macros); this module is
+the orchestration Python hosts need: which statement runs when, what is fetched,
+metrics, history, and clean-up. Nothing is written before ``plan()`` has
+validated the spec, built the changes and passed the duplicate check.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from . import files, macros
+from .catalog import SPARK_ERRORS, describe_table, spark_message
+from .errors import DuplicateMatchError, MergeError, NotNullViolation, UnsupportedError
+from .spec import MergeSpec
+from .validate import validate
+
+log = logging.getLogger("spark_merge")
+_NOT_NULL = re.compile(r"MERGE_NOT_NULL_VIOLATION: (.*?)(?:\.? SQLSTATE|\n|$)")
+
+DELETE_ROW_AND_INSERT_ROW = "DELETE_ROW_AND_INSERT_ROW"
+CHANGE_ONLY_UPDATED_COLUMNS = "CHANGE_ONLY_UPDATED_COLUMNS"
+
+
+@dataclass
+class MergeResult:
+    merge_id: str
+    target: str
+    paradigm: str
+    plan_hash: str
+    metrics: dict[str, Any]
+    partitions: list[dict] = field(default_factory=list)
+
+    def summary(self) -> str:
+        m = self.metrics
+        return (
+            f"merge {self.merge_id} into {self.target} ({self.paradigm}): "
+            f"source rows {m['numSourceRows']}, inserted {m['numTargetRowsInserted']}, "
+            f"updated {m['numTargetRowsUpdated']}, deleted {m['numTargetRowsDeleted']}, "
+            f"copied {m['numTargetRowsCopied']}; partitions rewritten {m['numTargetPartitionsRewritten']}, "
+            f"files +{m['numTargetFilesAdded']}/-{m['numTargetFilesRemoved']}, "
+            f"bytes +{m['numTargetBytesAdded']}/-{m['numTargetBytesRemoved']}; "
+            f"{m['executionTimeMs'] / 1000:.1f} s"
+        )
+
+
+def new_merge_id() -> str:
+    """Sortable by time, unique, and a valid SQL identifier fragment."""
+    return f"{datetime.now(timezone.utc):%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
+
+
+class _Step:
+    """Logs a step with its duration, so long runs show progress."""
+
+    def __init__(self, run: "MergeRun", name: str):
+        self.run, self.name = run, name
+
+    def __enter__(self) -> None:
+        self.t0 = time.monotonic()
+        log.info("[%s] %s ...", self.run.merge_id, self.name)
+
+    def __exit__(self, *exc: Any) -> None:
+        log.info("[%s] %s done in %.2f s", self.run.merge_id, self.name, time.monotonic() - self.t0)
+
+
+class MergeRun:
+    """One merge through its lifecycle. Use ``merge()`` unless you need the steps."""
+
+    def __init__(self, spark: SparkSession, spec: MergeSpec):
+        self.spark = spark
+        self.spec = spec
+        self.spec_data = spec.to_dict()
+        self.merge_id = new_merge_id()
+        self.state = "new"
+        self.metrics: dict[str, Any] = {}
+        self.partitions: list[dict] = []
+        self._t0 = time.monotonic()
+        self._staged = False
+
+    # -- helpers -----------------------------------------------------------------
+    def _sql(self, text: str):
+        log.debug("[%s] SQL: %s", self.merge_id, text)
+        return self.spark.sql(text)
+
+    def _rows(self, text: str) -> list[dict]:
+        return [r.asDict() for r in self._sql(text).collect()]
+
+    def _step(self, name: str) -> _Step:
+        return _Step(self, name)
+
+    # -- lifecycle ---------------------------------------------------------------
+    def begin(self) -> dict:
+        """Read the target, finish any interrupted commit, validate. Touches no data."""
+        with self._step("begin: describe and validate"):
+            self.table = describe_table(self.spark, self.spec.target)
+            if recover(self.spark, self.table):
+                self.table = describe_table(self.spark, self.spec.target)
+            self.resolved = validate(self.spark, self.spec_data, self.table)
+            self.ctx = macros.fill("context", self.spec_data, self.table, self.merge_id)
+            self.paradigm = DELETE_ROW_AND_INSERT_ROW
+            self.plan_hash = hashlib.sha256(self.explain(placeholder_id=True).encode()).hexdigest()[:16]
+        self.state = "begun"
+        info = {
+            "merge_id": self.merge_id,
+            "target": self.table["name"],
+            "paradigm": self.paradigm,
+            "plan_hash": self.plan_hash,
+            "kind": self.spec.kind,
+        }
+        log.info("BEGIN %s", json.dumps(info))
+        return info
+
+    def explain(self, placeholder_id: bool = False) -> str:
+        """The plan's SQL, in order, before anything runs."""
+        spec, table = self.spec_data, self.table
+        ctx = macros.fill("context", spec, table, "<id>") if placeholder_id else self.ctx
+        parts = [
+            f"-- spark-merge plan for {spec['kind'].upper()} into {table['name']} "
+            f"({table['provider']}, partitioned by {table['partition_columns'] or 'nothing'}); "
+            f"duplicate_rule={spec['duplicate_rule']}",
+            "-- 1. changes: join, first matching WHEN clause, new values (cached; every later step reads it)",
+            macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
+        ]
+        dup = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
+        parts += ["-- 2. duplicate check (fails the merge if it returns rows)", dup or "-- (not needed)"]
+        parts += ["-- 3. counts", macros.render("change_counts_sql", ctx)]
+        if self.spec.insert_only:
+            parts += ["-- 4. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
+        else:
+            sample = [{c: f"<{c}>" for c in table["partition_columns"]}] if table["partition_columns"] else []
+            if table["partition_columns"]:
+                parts += ["-- 4. partitions to rewrite", macros.render("touched_partitions_sql", table, ctx)]
+            parts += [
+                "-- 5. stage the new version of those partitions",
+                macros.render("stage_sql", table, ctx, sample),
+                "-- 6. commit: journal, then repoint each partition, then mark done and refresh",
+                macros.render("journal_sql", table, ctx["merge_id"], [{"partition": sample[0] if sample else None,
+                                                                      "location": ctx["stage_location"] + "/...",
+                                                                      "old_location": "...", "exists": True}]),
+                *macros.fill_list("repoint_statements", table, [{"partition": sample[0] if sample else None,
+                                                                 "location": ctx["stage_location"] + "/...",
+                                                                 "exists": True}]),
+                macros.render("journal_done_sql", table, ctx["merge_id"]),
+                macros.render("refresh_sql", table),
+            ]
+        return ";\n\n".join(parts) + ";\n"
+
+    def plan(self) -> dict:
+        """Build the changes, run the duplicate check, count, find partitions. No writes."""
+        spec, table, ctx = self.spec_data, self.table, self.ctx
+        with self._step("plan: join target and source"):
+            try:
+                self._sql(macros.render("cache_changes_sql", spec, table, self.resolved, ctx))
+            except Exception as e:
+                violation = _NOT_NULL.search(str(e))
+                if violation:
+                    raise NotNullViolation(violation.group(1)) from None
+                if isinstance(e, SPARK_ERRORS):
+                    raise MergeError(f"the merge plan failed in Spark: {spark_message(e)}") from None
+                raise
+        dup_sql = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
+        if dup_sql:
+            with self._step(f"plan: duplicate check ({spec['duplicate_rule']} rule)"):
+                dups = self._rows(dup_sql)
+            if dups:
+                raise DuplicateMatchError(spec["duplicate_rule"], dups)
+        with self._step("plan: count changes"):
+            self.metrics.update(self._rows(macros.render("change_counts_sql", ctx))[0])
+        changed = sum(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
+        if changed == 0 or self.spec.insert_only:
+            self.partitions = []
+        elif table["partition_columns"]:
+            with self._step("plan: find partitions to rewrite"):
+                self.partitions = self._rows(macros.render("touched_partitions_sql", table, ctx))
+            for p in self.partitions:
+                if any(v is None for v in p.values()):
+                    raise UnsupportedError(
+                        f"the merge touches a partition with a NULL value ({p}); NULL partition values are not supported"
+                    )
+        else:
+            self.partitions = [{}]
+        self.state = "planned"
+        info = {"merge_id": self.merge_id, "partitions_to_rewrite": len(self.partitions), "changed_rows": changed}
+        log.info("PLAN %s", json.dumps(info))
+        return info
+
+    def execute(self) -> None:
+        """Write the new data and commit it atomically."""
+        table, ctx = self.table, self.ctx
+        m = self.metrics
+        m.update(numTargetRowsCopied=0, numOutputRows=0, numTargetFilesAdded=0, numTargetFilesRemoved=0,
+                 numTargetBytesAdded=0, numTargetBytesRemoved=0, numTargetPartitionsRewritten=0)
+        if self.spec.insert_only:
+            if m["numTargetRowsInserted"]:
+                with self._step("execute: append inserted rows"):
+                    self._sql(macros.render("append_sql", table, ctx))
+                m["numOutputRows"] = m["numTargetRowsInserted"]
+            self.state = "committed"
+            return
+        if not self.partitions:
+            self.state = "committed"
+            return
+        pcols = table["partition_columns"]
+        key = (lambda row: tuple(row[c] for c in pcols)) if pcols else (lambda row: ())
+        where = macros.render("partition_filter", table, self.partitions) if pcols else None
+        with self._step("execute: measure partitions to replace"):
+            old = {key(r): r for r in self._rows(macros.render("file_stats_sql", table, table["relation"], where))}
+        with self._step(f"execute: write {len(self.partitions)} partition(s) to staging"):
+            self._staged = True
+            self._sql(macros.render("stage_sql", table, ctx, self.partitions))
+            new = {key(r): r for r in self._rows(macros.render("file_stats_sql", table, ctx["stage"]))}
+            self._sql(f"DROP TABLE IF EXISTS {ctx['stage']}")
+        repoints = []
+        for n, part in enumerate(self.partitions):
+            k = key(part)
+            if k in new:
+                location = new[k]["dir"]
+            elif pcols:  # every row deleted: point the partition at an empty directory
+                location = f"{ctx['stage_location']}/empty-{n}"
+                self._sql(macros.render("empty_partition_sql", table, location))
+            else:
+                location = ctx["stage_location"]
+            repoints.append({
+                "partition": {c: part[c] for c in pcols} if pcols else None,
+                "location": location,
+                "old_location": old[k]["dir"] if k in old else (table["location"] if not pcols else None),
+                "exists": k in old,
+            })
+        m["numOutputRows"] = sum(r["rows"] for r in new.values())
+        m["numTargetRowsCopied"] = m["numOutputRows"] - m["numTargetRowsInserted"] - m["numTargetRowsUpdated"]
+        m["numTargetFilesAdded"] = sum(r["files"] for r in new.values())
+        m["numTargetBytesAdded"] = sum(r["bytes"] for r in new.values())
+        m["numTargetFilesRemoved"] = sum(r["files"] for r in old.values())
+        m["numTargetBytesRemoved"] = sum(r["bytes"] for r in old.values())
+        m["numTargetPartitionsRewritten"] = len(self.partitions)
+        with self._step("commit: journal and repoint"):
+            commit(self.spark, table, self.merge_id, repoints)
+        self.state = "committed"
+
+    def finish(self) -> MergeResult:
+        """Record FINISH with metrics (history entry) and clean up."""
+        self.metrics["executionTimeMs"] = int((time.monotonic() - self._t0) * 1000)
+        result = MergeResult(self.merge_id, self.table["name"], self.paradigm, self.plan_hash,
+                             dict(self.metrics), list(self.partitions))
+        entry = {
+            "merge_id": self.merge_id, "target": self.table["name"], "kind": self.spec.kind,
+            "paradigm": self.paradigm, "plan_hash": self.plan_hash, "status": "committed",
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            "statement": self.spec.sql, "metrics": result.metrics, "partitions": self.partitions,
+        }
+        try:
+            self._sql(macros.render("history_write_sql", self.ctx, entry))
+        except SPARK_ERRORS as e:  # the data is committed; a missing history line must not fail the merge
+            log.warning("[%s] could not write history entry: %s", self.merge_id, spark_message(e))
+        self._cleanup()
+        self.state = "finished"
+        log.info("FINISH %s", json.dumps({"merge_id": self.merge_id, **result.metrics}))
+        log.info(result.summary())
+        return result
+
+    def abort(self) -> None:
+        """Leave the table as it was: drop the cache, the staging table and its files."""
+        if self.state in ("committed", "finished", "aborted"):
+            return
+        log.warning("[%s] ABORT in state %s", self.merge_id, self.state)
+        self._cleanup()
+        if self._staged:
+            files.remove_tree(self.ctx["stage_location"])
+        self.state = "aborted"
+
+    def _cleanup(self) -> None:
+        if not hasattr(self, "ctx"):
+            return
+        for stmt in macros.render("cleanup_sql", self.ctx).split(";"):
+            try:
+                self._sql(stmt.strip())
+            except SPARK_ERRORS as e:
+                log.warning("[%s] clean-up: %s", self.merge_id, spark_message(e))
+
+
+def commit(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict]) -> None:
+    """Journal, repoint, mark done, refresh. Replaying it is harmless (see recover)."""
+    spark.sql(macros.render("journal_sql", table, merge_id, repoints))
+    for stmt in macros.fill_list("repoint_statements", table, repoints):
+        spark.sql(stmt)
+    spark.sql(macros.render("journal_done_sql", table, merge_id))
+    # re-read properties so the clean-up removes exactly the journal keys now present
+    fresh = describe_table(spark, [table["database"], table["table_name"]])
+    clear = macros.render("journal_clear_sql", fresh)
+    if clear:
+        spark.sql(clear)
+    spark.sql(macros.render("refresh_sql", table))
+
+
+def recover(spark: SparkSession, table: dict) -> bool:
+    """Roll an interrupted commit forward from its journal. True if there was one."""
+    props = table["properties"]
+    parts = int(props.get("spark_merge.journal.parts", "0") or 0)
+    if parts == 0:
+        return False
+    text = "".join(props[f"spark_merge.journal.{i}"] for i in range(parts))
+    journal = json.loads(text)
+    log.warning("recovering interrupted merge %s on %s: replaying %d repoint(s)",
+                journal["merge_id"], table["name"], len(journal["repoints"]))
+    replay = [dict(r, exists=False) for r in journal["repoints"]]
+    commit(spark, table, journal["merge_id"], replay)
+    return True
+
+
+def run(spark: SparkSession, spec: MergeSpec) -> MergeResult:
+    merge_run = MergeRun(spark, spec)
+    try:
+        merge_run.begin()
+        merge_run.plan()
+        merge_run.execute()
+        return merge_run.finish()
+    except BaseException:
+        merge_run.abort()
+        raise

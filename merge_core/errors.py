@@ -1,0 +1,61 @@
+"""Errors users see. Each names the problem and, where it has one, the statement part."""
+from __future__ import annotations
+
+
+class MergeError(Exception):
+    """Base class: every error spark-merge raises on purpose."""
+
+    code = "MERGE_ERROR"
+
+    def __init__(self, message: str):
+        super().__init__(f"{self.code}: {message}")
+        self.detail = message
+
+
+class SpecError(MergeError):
+    """The statement or spec itself is malformed (before looking at any table)."""
+
+    code = "MERGE_INVALID_SPEC"
+
+
+class ParseError(SpecError):
+    code = "MERGE_PARSE_ERROR"
+
+
+class UnsupportedError(SpecError):
+    code = "MERGE_UNSUPPORTED"
+
+
+class ValidationError(MergeError):
+    """The spec does not fit the real target/source schemas. Nothing was touched."""
+
+    code = "MERGE_VALIDATION_ERROR"
+
+    def __init__(self, errors: list[str]):
+        self.errors = list(errors)
+        super().__init__("; ".join(self.errors))
+
+
+class TargetError(MergeError):
+    """The target is missing or of a kind spark-merge cannot rewrite."""
+
+    code = "MERGE_TARGET_ERROR"
+
+
+class DuplicateMatchError(MergeError):
+    code = "MERGE_TARGET_ROW_MULTIPLE_MATCHES"
+
+    def __init__(self, rule: str, examples: list[dict]):
+        self.rule = rule
+        self.examples = examples
+        shown = "; ".join(", ".join(f"{k}={v!r}" for k, v in ex.items()) for ex in examples)
+        super().__init__(
+            "One MERGE target table row matched more than one source row "
+            f"(duplicate_rule={rule}). Offending target rows: {shown}"
+        )
+
+
+class NotNullViolation(MergeError):
+    """A row would store NULL in a NOT NULL column (found while planning, before writes)."""
+
+    code = "MERGE_NOT_NULL_VIOLATION"

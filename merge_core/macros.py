@@ -1,0 +1,41 @@
+"""Render the dbt package's macros with plain jinja2: one SQL compiler, two hosts.
+
+All macro files are loaded as one template module, so macros call each other by
+name as they do under dbt. The macros are pure (plain data in, SQL text out, or
+an `out` container filled with `do`), so the only dbt feature needed is the
+`do` extension.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jinja2
+
+from dbt_macros import MACRO_DIR
+
+
+@functools.lru_cache(maxsize=1)
+def _module() -> Any:
+    source = "\n".join(p.read_text() for p in sorted(MACRO_DIR.glob("*.sql")))
+    env = jinja2.Environment(extensions=["jinja2.ext.do"], undefined=jinja2.StrictUndefined)
+    return env.from_string(source).module
+
+
+def render(name: str, *args: Any, **kwargs: Any) -> str:
+    """Call macro ``spark_merge__<name>`` and return its text, stripped."""
+    macro = getattr(_module(), f"spark_merge__{name}")
+    return str(macro(*args, **kwargs)).strip()
+
+
+def fill(name: str, *args: Any) -> dict:
+    """Call a macro that fills an ``out`` dict (its last argument) and return it."""
+    out: dict = {}
+    render(name, *args, out)
+    return out
+
+
+def fill_list(name: str, *args: Any) -> list:
+    out: list = []
+    render(name, *args, out)
+    return out

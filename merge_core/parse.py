@@ -1,0 +1,214 @@
+"""SQL text -> MergeSpec, with sqlglot.
+
+Spark's dialect first; Trino-style text is accepted too (its expressions are
+transpiled to Spark SQL). UPDATE and DELETE become source-less merge specs: their
+WHERE becomes ON and their single clause is an unconditional WHEN MATCHED.
+"""
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+
+from .errors import ParseError, UnsupportedError
+from .spec import MergeSpec, WhenClause
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+DIALECTS = ("spark", "trino")
+
+
+def parse(sql: str, dialect: str | None = None) -> MergeSpec:
+    """Parse one MERGE, UPDATE or DELETE statement."""
+    if not sql or not sql.strip().rstrip(";").strip():
+        raise ParseError("empty statement: expected MERGE INTO, UPDATE or DELETE FROM")
+    tree, used, first_error = None, None, None
+    for d in ([dialect] if dialect else DIALECTS):
+        try:
+            statements = [s for s in sqlglot.parse(sql, read=d) if s is not None]
+        except sqlglot.errors.SqlglotError as e:
+            first_error = first_error or e
+            continue
+        if len(statements) != 1:
+            raise ParseError(f"expected exactly one statement, got {len(statements)}")
+        tree, used = statements[0], d
+        break
+    if tree is None:
+        raise ParseError(f"cannot parse statement: {_ANSI.sub('', str(first_error))}")
+
+    if isinstance(tree, exp.Merge):
+        spec = _merge(tree, used)
+    elif isinstance(tree, exp.Update):
+        spec = _update(tree, used)
+    elif isinstance(tree, exp.Delete):
+        spec = _delete(tree, used)
+    else:
+        raise UnsupportedError(
+            f"expected MERGE INTO, UPDATE or DELETE FROM, got {tree.key.upper()} statement"
+        )
+    spec.sql = sql.strip()
+    return spec
+
+
+def _sql(node: exp.Expression) -> str:
+    return node.sql(dialect="spark")
+
+
+def _table_parts(table: exp.Expression, what: str) -> list[str]:
+    if not isinstance(table, exp.Table) or not table.name:
+        raise UnsupportedError(f"{what} must be a table name, got: {_sql(table)}")
+    parts = [p.name for p in table.parts]
+    return parts
+
+
+def _alias(node: exp.Expression) -> str | None:
+    alias = node.args.get("alias")
+    return alias.name if alias is not None and alias.name else None
+
+
+def _key_columns(on: exp.Expression | None, target_alias: str, target_parts: list[str]) -> list[str]:
+    """Target columns named in ON: shown with a duplicate-match error."""
+    if on is None:
+        return []
+    names = {target_alias.lower(), target_parts[-1].lower()}
+    keys: list[str] = []
+    for col in on.find_all(exp.Column):
+        if (not col.table or col.table.lower() in names) and col.name not in keys:
+            keys.append(col.name)
+    return keys
+
+
+def _assignment_column(target: exp.Expression, target_alias: str, where: str) -> str:
+    if not isinstance(target, exp.Column):
+        raise UnsupportedError(f"{where}: assignment target must be a column, got {_sql(target)}")
+    if target.table and target.table.lower() != target_alias.lower():
+        raise ParseError(
+            f"{where}: assignment to {_sql(target)} must name a target column "
+            f"(qualifier {target.table!r} is not the target alias {target_alias!r})"
+        )
+    return target.name
+
+
+def _merge(tree: exp.Merge, dialect: str) -> MergeSpec:
+    target = tree.this
+    target_parts = _table_parts(target, "MERGE INTO target")
+    target_alias = _alias(target) or target_parts[-1]
+
+    using = tree.args.get("using")
+    if isinstance(using, exp.Table):
+        source, kind = ".".join(p.name for p in using.parts), "table"
+        source_alias = _alias(using) or using.name
+    elif isinstance(using, exp.Subquery):
+        source, kind = _sql(using.this), "query"
+        source_alias = _alias(using)
+        if not source_alias:
+            raise ParseError("USING (subquery) needs an alias, e.g. USING (SELECT ...) AS s")
+    elif isinstance(using, exp.Values):
+        source_alias = _alias(using)
+        if not source_alias:
+            raise ParseError("USING (VALUES ...) needs an alias, e.g. AS s(id, v)")
+        source, kind = f"SELECT * FROM {_sql(using)}", "query"
+    else:
+        raise UnsupportedError(f"USING must be a table, view or subquery, got {_sql(using) if using else 'nothing'}")
+    if source_alias.lower() == target_alias.lower():
+        raise ParseError(f"target and source share the alias {target_alias!r}; give them different aliases")
+
+    on = tree.args.get("on")
+    if on is None:
+        if tree.args.get("using_cond"):
+            raise UnsupportedError("MERGE ... USING (columns) is not supported; write ON t.col = s.col")
+        raise ParseError("MERGE needs an ON condition after USING")
+
+    whens = tree.args.get("whens")
+    clauses: list[WhenClause] = []
+    for i, when in enumerate(whens.expressions if whens else [], start=1):
+        clauses.append(_when(when, i, target_alias))
+    if not clauses:
+        raise ParseError("MERGE needs at least one WHEN clause")
+    return MergeSpec(
+        target=target_parts,
+        target_alias=target_alias,
+        source=source,
+        source_kind=kind,
+        source_alias=source_alias,
+        on=_sql(on),
+        clauses=clauses,
+        kind="merge",
+        key_columns=_key_columns(on, target_alias, target_parts),
+    )
+
+
+def _when(when: exp.When, i: int, target_alias: str) -> WhenClause:
+    matched = bool(when.args.get("matched"))
+    label = f"WHEN {'MATCHED' if matched else 'NOT MATCHED'} clause {i}"
+    if when.args.get("source"):
+        raise UnsupportedError(f"{label}: WHEN NOT MATCHED BY SOURCE is not supported")
+    cond = when.args.get("condition")
+    condition = _sql(cond) if cond is not None else None
+    then = when.args.get("then")
+    if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
+        return WhenClause(matched=matched, action="delete", condition=condition)
+    if isinstance(then, exp.Update):
+        items = then.expressions
+        if len(items) == 1 and isinstance(items[0], exp.Star):
+            return WhenClause(matched=matched, action="update", condition=condition, star=True)
+        pairs = []
+        for item in items:
+            if not isinstance(item, exp.EQ):
+                raise UnsupportedError(f"{label}: cannot read assignment {_sql(item)}")
+            pairs.append((_assignment_column(item.this, target_alias, label), _sql(item.expression)))
+        return WhenClause(matched=matched, action="update", condition=condition, assignments=pairs)
+    if isinstance(then, exp.Insert):
+        if isinstance(then.this, exp.Star):
+            return WhenClause(matched=matched, action="insert", condition=condition, star=True)
+        cols = []
+        if isinstance(then.this, exp.Tuple):
+            cols = [_assignment_column(c, target_alias, label) for c in then.this.expressions]
+        values = then.expression
+        if not isinstance(values, exp.Tuple):
+            raise UnsupportedError(f"{label}: INSERT needs VALUES (...)")
+        return WhenClause(
+            matched=matched,
+            action="insert",
+            condition=condition,
+            insert_columns=cols,
+            insert_values=[_sql(v) for v in values.expressions],
+        )
+    raise UnsupportedError(f"{label}: unsupported action {_sql(then) if then is not None else 'nothing'}")
+
+
+def _update(tree: exp.Update, dialect: str) -> MergeSpec:
+    target = tree.this
+    parts = _table_parts(target, "UPDATE target")
+    alias = _alias(target) or parts[-1]
+    if tree.args.get("from_") or tree.args.get("from"):
+        raise UnsupportedError("UPDATE ... FROM is not supported; write it as MERGE INTO ... USING")
+    pairs = []
+    for item in tree.expressions:
+        if not isinstance(item, exp.EQ):
+            raise UnsupportedError(f"UPDATE SET: cannot read assignment {_sql(item)}")
+        pairs.append((_assignment_column(item.this, alias, "UPDATE SET"), _sql(item.expression)))
+    where = tree.args.get("where")
+    return MergeSpec(
+        target=parts,
+        target_alias=alias,
+        on=_sql(where.this) if where is not None else "true",
+        clauses=[WhenClause(matched=True, action="update", assignments=pairs)],
+        kind="update",
+    )
+
+
+def _delete(tree: exp.Delete, dialect: str) -> MergeSpec:
+    target = tree.this
+    parts = _table_parts(target, "DELETE FROM target")
+    alias = _alias(target) or parts[-1]
+    if tree.args.get("using"):
+        raise UnsupportedError("DELETE ... USING is not supported; write it as MERGE ... WHEN MATCHED THEN DELETE")
+    where = tree.args.get("where")
+    return MergeSpec(
+        target=parts,
+        target_alias=alias,
+        on=_sql(where.this) if where is not None else "true",
+        clauses=[WhenClause(matched=True, action="delete")],
+        kind="delete",
+    )

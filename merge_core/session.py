@@ -1,0 +1,47 @@
+"""SparkSessions: the embedded default, a cluster master, or Spark Connect."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DEFAULT_HOME = "var"
+
+
+def get_session(
+    master: str | None = None,
+    remote: str | None = None,
+    warehouse: str | None = None,
+    conf: dict[str, str] | None = None,
+    app_name: str = "spark-merge",
+) -> SparkSession:
+    """A SparkSession with a persistent catalog.
+
+    Embedded default: ``local[*]`` with the warehouse and a Derby metastore under
+    ``$SPARK_MERGE_HOME`` (default ``./var``), so tables survive between runs.
+    ``remote='sc://host:port'`` uses Spark Connect; the server owns the catalog.
+    """
+    if remote:
+        builder = SparkSession.builder.remote(remote)
+        for k, v in (conf or {}).items():
+            builder = builder.config(k, v)
+        return builder.getOrCreate()
+    home = Path(warehouse or os.environ.get("SPARK_MERGE_HOME", DEFAULT_HOME)).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    builder = (
+        SparkSession.builder.master(master or os.environ.get("SPARK_MASTER", "local[*]"))
+        .appName(app_name)
+        .config("spark.sql.warehouse.dir", str(home / "warehouse"))
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true")
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.adaptive.enabled", "true")
+        .enableHiveSupport()
+    )
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    return spark

@@ -1,0 +1,47 @@
+"""Check a spec against the real target and source before anything is read or written.
+
+The checks themselves are macros (spark_merge_validate.sql) so dbt runs the same
+ones; this module only runs the analysis-only DESCRIBE statements they produce
+and, when Spark's analyzer refuses a batch, asks part by part so the error can
+name the statement part at fault.
+"""
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from . import macros
+from .catalog import SPARK_ERRORS, spark_message
+from .errors import ValidationError
+
+
+def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
+    """Return the resolved clauses; raise ValidationError listing every problem."""
+    resolved = macros.fill("resolve", spec, table)
+    errors = list(resolved["errors"])
+    if spec["source_kind"] != "none":
+        try:
+            spark.sql(macros.render("describe_source_sql", spec)).collect()
+        except SPARK_ERRORS as e:
+            raise ValidationError([f"source {spec['source']}: {spark_message(e)}"]) from None
+
+    parts = resolved["parts"]
+    types: list[str | None] = [None] * len(parts)
+    for scope in ("both", "source", "target"):
+        idx = [i for i, p in enumerate(parts) if p["scope"] == scope]
+        if not idx:
+            continue
+        try:
+            rows = spark.sql(macros.render("describe_parts_sql", spec, table, [parts[i] for i in idx])).collect()
+            for i, row in zip(idx, rows):
+                types[i] = row[1]
+        except SPARK_ERRORS:
+            for i in idx:  # find the culprits, one analysis each
+                try:
+                    types[i] = spark.sql(macros.render("describe_parts_sql", spec, table, [parts[i]])).collect()[0][1]
+                except SPARK_ERRORS as e:
+                    errors.append(f"{parts[i]['label']}: {spark_message(e)}")
+    typed = [i for i, t in enumerate(types) if t is not None]
+    macros.render("check_types", [parts[i] for i in typed], [types[i] for i in typed], errors)
+    if errors:
+        raise ValidationError(errors)
+    return resolved
