@@ -114,7 +114,7 @@ def _merge(tree: exp.Merge, dialect: str) -> MergeSpec:
         raise ParseError(f"target and source share the alias {target_alias!r}; give them different aliases")
 
     on = tree.args.get("on")
-    if on is None:
+    if not isinstance(on, exp.Expression):
         if tree.args.get("using_cond"):
             raise UnsupportedError("MERGE ... USING (columns) is not supported; write ON t.col = s.col")
         raise ParseError("MERGE needs an ON condition after USING")

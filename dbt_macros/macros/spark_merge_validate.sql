@@ -81,8 +81,14 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
 {%- if spec.partition_filter -%}
   {%- do parts.append({'label': 'option partition_filter', 'expr': spec.partition_filter, 'scope': 'target', 'expect': 'boolean'}) -%}
 {%- endif -%}
+{%- set catch_all = {} -%}
 {%- for cl in spec.clauses -%}
   {%- set label = spark_merge__clause_label(cl, loop.index0) -%}
+  {%- if cl.matched in catch_all -%}
+    {%- do errors.append(label ~ ': unreachable, because ' ~ catch_all[cl.matched] ~ ' before it has no condition; give that clause an AND condition or move it last') -%}
+  {%- elif not cl.condition -%}
+    {%- do catch_all.update({cl.matched: spark_merge__clause_label(cl, loop.index0)}) -%}
+  {%- endif -%}
   {%- set scope = 'both' if cl.matched else 'source' -%}
   {%- set outputs = {} -%}
   {%- set op = {'insert': 1, 'delete': 2, 'update': 3}[cl.action] -%}

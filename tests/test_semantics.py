@@ -1,0 +1,203 @@
+"""SQL MERGE rules, one test each, on real Spark tables."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from merge_core import DuplicateMatchError, explain, history, merge
+
+from .conftest import rows, snapshot, table_files, tree
+
+
+@pytest.fixture
+def kv(spark, db):
+    """Partitioned target kv(id, v, p) and a helper to make sources."""
+    spark.sql(f"CREATE TABLE {db}.kv (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {db}.kv VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2), (NULL, 'n', 2)")
+
+    def source(values: str, name: str = "src") -> str:
+        spark.sql(f"DROP TABLE IF EXISTS {db}.{name}")
+        spark.sql(f"CREATE TABLE {db}.{name} USING parquet AS SELECT * FROM VALUES {values} AS x(id, v, p)")
+        return f"{db}.{name}"
+
+    return f"{db}.kv", source
+
+
+UPSERT = "MERGE INTO {t} t USING {s} s ON t.id = s.id " \
+         "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, s.v, s.p)"
+
+
+def test_null_keys_never_match(spark, kv):
+    t, source = kv
+    s = source("(CAST(NULL AS INT), 'new-null', 2), (1, 'A', 1)")
+    r = merge(spark, UPSERT.format(t=t, s=s))
+    assert rows(spark, t, "id, v") == [(None, "n", 2), (None, "new-null", 2), (1, "A", 1), (2, "b", 1), (3, "c", 2)]
+    assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (1, 1)
+
+
+def test_first_matching_clause_wins(spark, kv):
+    t, source = kv
+    s = source("(1, 'x', 1), (2, 'y', 1)")
+    merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id "
+                 f"WHEN MATCHED AND s.v = 'x' THEN UPDATE SET v = 'first' "
+                 f"WHEN MATCHED AND s.v IN ('x', 'y') THEN UPDATE SET v = 'second' "
+                 f"WHEN MATCHED THEN DELETE")
+    assert rows(spark, t, "id, v")[1:3] == [(1, "first", 1), (2, "second", 1)]
+
+
+def test_update_moves_row_to_another_partition(spark, kv):
+    t, source = kv
+    s = source("(1, 'moved', 5)")
+    r = merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v, p = s.p")
+    assert (1, "moved", 5) in rows(spark, t, "id")
+    assert spark.sql(f"SELECT count(*) FROM {t} WHERE p = 1").collect()[0][0] == 1
+    assert r.metrics["numTargetPartitionsRewritten"] == 2  # the partition it left and the one it entered
+
+
+class TestDuplicateRules:
+    """Two source rows for target id 1; whether that is an error depends on the rule."""
+
+    def _run(self, spark, kv, values, clauses, rule):
+        t, source = kv
+        s = source(values)
+        before = snapshot(spark, t)
+        try:
+            merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id {clauses}", duplicate_rule=rule)
+        except DuplicateMatchError as e:
+            assert snapshot(spark, t) == before  # nothing written
+            return e
+        return None
+
+    def test_same_clause_is_an_error_under_every_rule(self, spark, kv):
+        for rule in ("trino", "postgres", "strict"):
+            e = self._run(spark, kv, "(1, 'x', 1), (1, 'y', 1)", "WHEN MATCHED THEN UPDATE SET v = s.v", rule)
+            assert e is not None, rule
+            assert str(e).startswith("MERGE_TARGET_ROW_MULTIPLE_MATCHES: One MERGE target table row matched more than one source row")
+            assert "id='1'" in str(e) and e.examples == [{"id": "1", "source_rows": 2}]
+
+    def test_no_clause_twice(self, spark, kv):
+        """Both rows pick no clause: Trino counts case -1 too; PostgreSQL only counts writes."""
+        values, clauses = "(1, 'x', 1), (1, 'y', 1)", "WHEN MATCHED AND s.v = 'z' THEN DELETE"
+        assert self._run(spark, kv, values, clauses, "trino") is not None
+        assert self._run(spark, kv, values, clauses, "postgres") is None
+        assert self._run(spark, kv, values, clauses, "strict") is not None
+
+    def test_different_clauses(self, spark, kv):
+        """One row updates, the other picks no clause: only strict objects."""
+        values, clauses = "(1, 'x', 1), (1, 'y', 1)", "WHEN MATCHED AND s.v = 'x' THEN UPDATE SET v = s.v"
+        assert self._run(spark, kv, values, clauses, "trino") is None
+        assert rows(spark, kv[0], "id")[1] == (1, "x", 1)
+
+    def test_strict_allows_lone_unconditional_delete(self, spark, kv):
+        assert self._run(spark, kv, "(1, 'x', 1), (1, 'y', 1)", "WHEN MATCHED THEN DELETE", "strict") is None
+        assert [r[0] for r in rows(spark, kv[0], "id")] == [None, 2, 3]
+
+    def test_at_most_five_examples(self, spark, db):
+        spark.sql(f"CREATE TABLE {db}.big USING parquet AS SELECT id, 'v' AS v FROM range(20)")
+        spark.sql(f"CREATE TABLE {db}.dup USING parquet AS SELECT id, 'w' AS v FROM range(20) UNION ALL SELECT id, 'w' FROM range(20)")
+        with pytest.raises(DuplicateMatchError) as e:
+            merge(spark, f"MERGE INTO {db}.big t USING {db}.dup s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
+        assert len(e.value.examples) == 5
+
+
+def test_subquery_source_and_conditions_on_both_sides(spark, kv):
+    t, source = kv
+    s = source("(1, 'x', 1), (1, 'y', 1), (3, 'z', 2), (9, 'q', 3)")
+    merge(spark, f"""MERGE INTO {t} AS tgt
+        USING (SELECT id, max(v) AS v, min(p) AS p FROM {s} GROUP BY id) AS u
+        ON tgt.id = u.id AND u.v <> 'q'
+        WHEN MATCHED AND tgt.v < u.v AND tgt.p = u.p THEN UPDATE SET v = concat(tgt.v, u.v)
+        WHEN NOT MATCHED AND u.id > 5 THEN INSERT (id, v, p) VALUES (u.id, upper(u.v), u.p)""")
+    assert rows(spark, t, "id") == [(None, "n", 2), (1, "ay", 1), (2, "b", 1), (3, "cz", 2), (9, "Q", 3)]
+
+
+def test_values_are_cast_to_target_types(spark, db):
+    spark.sql(f"CREATE TABLE {db}.money (id BIGINT, amount DECIMAL(10,2), d DATE, n STRING) USING parquet")
+    spark.sql(f"INSERT INTO {db}.money VALUES (1, 1.00, DATE'2024-01-01', 'x')")
+    merge(spark, f"""MERGE INTO {db}.money t
+        USING (SELECT 1 AS id, 2.555D AS amount, TIMESTAMP'2024-02-03 10:00:00' AS d, 42 AS n
+               UNION ALL SELECT 2, 7, TIMESTAMP'2024-03-04 00:00:00', 7) s
+        ON t.id = s.id
+        WHEN MATCHED THEN UPDATE SET amount = s.amount, d = s.d, n = s.n
+        WHEN NOT MATCHED THEN INSERT *""")
+    import datetime
+    assert rows(spark, f"{db}.money") == [
+        (1, Decimal("2.56"), datetime.date(2024, 2, 3), "42"),
+        (2, Decimal("7.00"), datetime.date(2024, 3, 4), "7"),
+    ]
+    assert [f.dataType.simpleString() for f in spark.table(f"{db}.money").schema] == ["bigint", "decimal(10,2)", "date", "string"]
+
+
+def test_update_and_delete_statements(spark, kv):
+    t, _ = kv
+    r = merge(spark, f"UPDATE {t} AS x SET v = upper(x.v) WHERE x.p = 1")
+    assert r.metrics["numTargetRowsUpdated"] == 2 and r.metrics["numTargetPartitionsRewritten"] == 1
+    r = merge(spark, f"DELETE FROM {t} WHERE id IS NULL OR v = 'A'")
+    assert r.metrics["numTargetRowsDeleted"] == 2
+    assert rows(spark, t, "id") == [(2, "B", 1), (3, "c", 2)]
+    r = merge(spark, f"DELETE FROM {t} WHERE id = 42")
+    assert r.metrics["numTargetPartitionsRewritten"] == 0
+
+
+def test_insert_only_appends_without_rewriting(spark, kv):
+    t, source = kv
+    s = source("(1, 'dup', 1), (7, 'seven', 1), (8, 'eight', 9)")
+    before = table_files(spark, t)
+    r = merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    after = table_files(spark, t)
+    assert set(before) <= set(after)  # every old file is still read: nothing rewritten
+    assert r.metrics["numTargetPartitionsRewritten"] == 0 and r.metrics["numTargetRowsInserted"] == 2
+    assert rows(spark, t, "id")[-2:] == [(7, "seven", 1), (8, "eight", 9)]
+
+
+def test_emptied_partition_and_table(spark, kv, db):
+    t, _ = kv
+    merge(spark, f"DELETE FROM {t} WHERE p = 1")
+    assert spark.sql(f"SELECT count(*) FROM {t} WHERE p = 1").collect()[0][0] == 0
+    assert rows(spark, t, "v") == [(3, "c", 2), (None, "n", 2)]
+    spark.sql(f"CREATE TABLE {db}.flat USING parquet AS SELECT id FROM range(3)")
+    merge(spark, f"DELETE FROM {db}.flat")
+    assert rows(spark, f"{db}.flat") == []
+    merge(spark, f"MERGE INTO {db}.flat t USING (SELECT 5L AS id) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    assert rows(spark, f"{db}.flat") == [(5,)]
+
+
+def test_orc_table(spark, db):
+    spark.sql(f"CREATE TABLE {db}.o (id INT, v STRING, p INT) USING orc PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {db}.o VALUES (1, 'a', 1), (1, 'a', 1), (2, 'b', 1), (3, 'c', 2)")
+    merge(spark, f"MERGE INTO {db}.o t USING (SELECT 1 AS id, 'z' AS v UNION ALL SELECT 4, 'd') s ON t.id = s.id "
+                 f"WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, s.v, 3)")
+    # identical rows in one file share their fate: both updated, none lost
+    assert rows(spark, f"{db}.o", "id") == [(1, "z", 1), (1, "z", 1), (2, "b", 1), (3, "c", 2), (4, "d", 3)]
+    with pytest.raises(DuplicateMatchError):
+        merge(spark, f"MERGE INTO {db}.o t USING (SELECT 2 AS id UNION ALL SELECT 2) s ON t.id = s.id "
+                     f"WHEN MATCHED THEN DELETE", duplicate_rule="postgres")
+
+
+def test_no_change_writes_nothing(spark, kv):
+    t, source = kv
+    s = source("(42, 'x', 1)")
+    before = snapshot(spark, t)
+    r = merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN MATCHED THEN DELETE")
+    assert r.metrics["numTargetPartitionsRewritten"] == 0 and r.metrics["numSourceRows"] == 1
+    assert snapshot(spark, t)[:2] == before[:2]
+
+
+def test_explain_runs_nothing_and_history_records_runs(spark, kv):
+    t, source = kv
+    s = source("(1, 'x', 1), (5, 'y', 1)")
+    location = spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0]
+    import json
+    root = json.loads(location)["location"]
+    files_before = tree(root)
+    plan = explain(spark, UPSERT.format(t=t, s=s))
+    assert "CACHE TABLE" in plan and "RIGHT JOIN" in plan and "SET LOCATION" in plan
+    assert tree(root) == files_before
+    assert history(spark, t) == []
+    r1 = merge(spark, UPSERT.format(t=t, s=s))
+    r2 = merge(spark, f"DELETE FROM {t} WHERE id = 5")
+    entries = history(spark, t)
+    assert [e["merge_id"] for e in entries] == [r2.merge_id, r1.merge_id]
+    assert entries[1]["metrics"]["numTargetRowsInserted"] == 1 and entries[0]["kind"] == "delete"
+    assert entries[1]["plan_hash"] == r1.plan_hash
