@@ -35,14 +35,18 @@ __all__ = [
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())
 
 
-def to_spec(sql_or_spec: str | dict | MergeSpec, **options: Any) -> MergeSpec:
-    """SQL text, a dict or a MergeSpec, with options (duplicate_rule, partition_filter, key_columns)."""
+def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **options: Any) -> MergeSpec:
+    """SQL text, a dict or a MergeSpec, with options (duplicate_rule, partition_filter, key_columns).
+
+    ``dialect`` ("spark" or "trino") fixes how SQL text is read; by default Spark's
+    grammar is tried first and Trino's second.
+    """
     if isinstance(sql_or_spec, MergeSpec):
         spec = sql_or_spec
     elif isinstance(sql_or_spec, dict):
         spec = MergeSpec.from_dict(sql_or_spec)
     elif isinstance(sql_or_spec, str):
-        spec = parse(sql_or_spec)
+        spec = parse(sql_or_spec, dialect)
     else:
         raise SpecError(f"expected SQL text, a dict or a MergeSpec, got {type(sql_or_spec).__name__}")
     return spec.with_options(**options) if options else spec

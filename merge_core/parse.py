@@ -22,6 +22,8 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
     """Parse one MERGE, UPDATE or DELETE statement."""
     if not sql or not sql.strip().rstrip(";").strip():
         raise ParseError("empty statement: expected MERGE INTO, UPDATE or DELETE FROM")
+    if dialect is not None and dialect not in DIALECTS:
+        raise ParseError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
     tree, used, first_error = None, None, None
     for d in ([dialect] if dialect else DIALECTS):
         try:

@@ -1,0 +1,102 @@
+"""spark-merge command line: run, explain, history.
+
+    spark-merge run --sql "MERGE INTO ..."            # embedded local Spark under ./var
+    spark-merge explain --file merge.sql --remote sc://spark:15002
+    spark-merge history sales.accounts
+Also usable as a cluster job: spark-submit --master yarn -m merge_core run --file merge.sql
+(inside spark-submit the job's own SparkSession is used).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from . import MergeError, explain, history, merge
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="spark-merge", description="SQL MERGE, UPDATE and DELETE for Spark parquet/ORC tables")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def spark_options(sp):
+        where = sp.add_mutually_exclusive_group()
+        where.add_argument("--master", help="Spark master URL (default: local[*] or the spark-submit job's)")
+        where.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002")
+        sp.add_argument("--warehouse", help="folder for the embedded warehouse and metastore (default ./var)")
+        sp.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
+        sp.add_argument("-q", "--quiet", action="store_true", help="no progress log")
+
+    for name, text in (("run", "run a statement"), ("explain", "print the plan's SQL without running it")):
+        sp = sub.add_parser(name, help=text)
+        src = sp.add_mutually_exclusive_group(required=True)
+        src.add_argument("--sql", help="the MERGE, UPDATE or DELETE statement")
+        src.add_argument("--file", type=Path, help="a .sql file holding one statement")
+        sp.add_argument("--duplicate-rule", choices=["trino", "postgres", "strict"])
+        sp.add_argument("--dialect", choices=["spark", "trino"], help="how to read the SQL (default: Spark, then Trino)")
+        sp.add_argument("--partition-filter", help="predicate promising where matching target rows live")
+        sp.add_argument("--json", action="store_true", help="print the result as JSON")
+        spark_options(sp)
+    sp = sub.add_parser("history", help="merges recorded for a table, newest first")
+    sp.add_argument("table")
+    sp.add_argument("--limit", type=int, default=20)
+    sp.add_argument("--json", action="store_true")
+    spark_options(sp)
+    return p
+
+
+def _session(args):
+    from pyspark.sql import SparkSession
+
+    from .session import get_session
+
+    conf = dict(c.split("=", 1) for c in args.conf)
+    active = SparkSession.getActiveSession()
+    if active is not None and not (args.master or args.remote):
+        return active  # inside spark-submit
+    return get_session(master=args.master, remote=args.remote, warehouse=args.warehouse, conf=conf)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING if args.quiet else logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        spark = _session(args)
+        if args.command == "history":
+            entries = history(spark, args.table, args.limit)
+            if args.json:
+                print(json.dumps(entries, indent=2, default=str))
+            else:
+                for e in entries:
+                    m = e["metrics"]
+                    print(f"{e['finished_at']}  {e['merge_id']}  {e['kind']:<6}  +{m['numTargetRowsInserted']} "
+                          f"~{m['numTargetRowsUpdated']} -{m['numTargetRowsDeleted']}  "
+                          f"partitions {m['numTargetPartitionsRewritten']}  {m['executionTimeMs']} ms")
+            return 0
+        sql = args.sql if args.sql is not None else args.file.read_text()
+        options = {k: v for k, v in (("duplicate_rule", args.duplicate_rule), ("dialect", args.dialect),
+                                     ("partition_filter", args.partition_filter)) if v}
+        if args.command == "explain":
+            print(explain(spark, sql, **options))
+            return 0
+        result = merge(spark, sql, **options)
+        if args.json:
+            print(json.dumps({"merge_id": result.merge_id, "target": result.target, "paradigm": result.paradigm,
+                              "plan_hash": result.plan_hash, "metrics": result.metrics,
+                              "partitions": result.partitions}, indent=2))
+        else:
+            print(result.summary())
+        return 0
+    except MergeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

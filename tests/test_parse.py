@@ -1,0 +1,78 @@
+"""Parsing SQL text into specs (pure functions: no Spark)."""
+from __future__ import annotations
+
+import pytest
+
+from merge_core import MergeSpec, ParseError, SpecError, UnsupportedError, parse, to_spec
+
+
+def test_merge_with_every_clause_kind():
+    spec = parse("""MERGE INTO db.acc AS t USING (SELECT * FROM u WHERE x > 1) AS s
+        ON t.id = s.id AND t.dt = s.dt
+        WHEN MATCHED AND s.op = 'D' THEN DELETE
+        WHEN MATCHED THEN UPDATE SET t.amount = t.amount + s.amount, note = 'x'
+        WHEN NOT MATCHED AND s.amount > 0 THEN INSERT (id, amount) VALUES (s.id, s.amount)
+        WHEN NOT MATCHED THEN INSERT *""")
+    assert spec.target == ["db", "acc"] and spec.target_alias == "t" and spec.source_alias == "s"
+    assert spec.source_kind == "query" and spec.source.startswith("SELECT * FROM u")
+    assert spec.on == "t.id = s.id AND t.dt = s.dt"
+    assert spec.key_columns == ["id", "dt"]
+    delete, update, insert, star = spec.clauses
+    assert (delete.matched, delete.action, delete.condition) == (True, "delete", "s.op = 'D'")
+    assert update.assignments == [("amount", "t.amount + s.amount"), ("note", "'x'")]
+    assert (insert.matched, insert.insert_columns, insert.insert_values) == (False, ["id", "amount"], ["s.id", "s.amount"])
+    assert star.star and star.action == "insert"
+
+
+def test_update_and_delete_become_sourceless_specs():
+    up = parse("UPDATE db.t AS x SET a = a + 1, b = 'q' WHERE id IN (SELECT id FROM other)")
+    assert (up.kind, up.source_kind, up.target_alias) == ("update", "none", "x")
+    assert up.on == "id IN (SELECT id FROM other)"
+    assert up.clauses[0].assignments == [("a", "a + 1"), ("b", "'q'")]
+    de = parse("DELETE FROM db.t")
+    assert (de.kind, de.on, de.clauses[0].action) == ("delete", "true", "delete")
+
+
+def test_trino_functions_are_transpiled():
+    sql = "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET d = date_add('day', 1, s.d)"
+    assert to_spec(sql, dialect="trino").clauses[0].assignments == [("d", "DATE_ADD(s.d, 1)")]
+    # read as Spark SQL by default: Spark's own three-argument date_add
+    assert parse(sql).clauses[0].assignments == [("d", "DATE_ADD(DAY, 1, s.d)")]
+    with pytest.raises(ParseError, match="unknown dialect"):
+        parse(sql, "mysql")
+
+
+def test_values_source_keeps_its_column_aliases():
+    spec = parse("MERGE INTO t USING (VALUES (1, 2)) AS s(id, v) ON t.id = s.id WHEN MATCHED THEN DELETE")
+    assert spec.source_kind == "query" and spec.source == "SELECT * FROM VALUES (1, 2) AS s(id, v)"
+
+
+@pytest.mark.parametrize("sql, error, fragment", [
+    ("", ParseError, "empty statement"),
+    ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN DELET", ParseError, "cannot parse statement"),
+    ("MERGE INTO t USING s WHEN MATCHED THEN DELETE", ParseError, "needs an ON condition"),
+    ("MERGE INTO t USING (SELECT 1) ON true WHEN MATCHED THEN DELETE", ParseError, "needs an alias"),
+    ("MERGE INTO t USING s AS t ON true WHEN MATCHED THEN DELETE", ParseError, "share the alias"),
+    ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET x.a = 1", ParseError, "not the target alias"),
+    ("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED BY SOURCE THEN DELETE", UnsupportedError, "BY SOURCE"),
+    ("SELECT 1", UnsupportedError, "got SELECT"),
+    ("DELETE FROM t WHERE a = 1; DELETE FROM t", ParseError, "exactly one statement"),
+])
+def test_bad_statements(sql, error, fragment):
+    with pytest.raises(error, match=fragment):
+        parse(sql)
+
+
+def test_dict_spec_and_options():
+    spec = to_spec({
+        "target": "db.acc", "source": "staging.updates", "on": "t.id = s.id",
+        "clauses": [{"when": "matched", "action": "update", "set": {"v": "s.v"}},
+                    {"when": "not_matched", "action": "insert", "star": True}],
+    }, duplicate_rule="strict")
+    assert isinstance(spec, MergeSpec)
+    assert (spec.target, spec.source_kind, spec.duplicate_rule) == (["db", "acc"], "table", "strict")
+    assert spec.clauses[0].assignments == [("v", "s.v")]
+    with pytest.raises(SpecError, match="unknown field"):
+        to_spec({"target": "a", "on": "true", "clauses": [{"when": "matched", "action": "delete", "oops": 1}]})
+    with pytest.raises(SpecError, match="at least one WHEN clause"):
+        to_spec({"target": "a", "on": "true", "clauses": []})
