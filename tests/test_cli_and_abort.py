@@ -1,0 +1,56 @@
+"""The command line, and the abort path after data was staged."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from merge_core import engine, merge
+from merge_core.cli import main
+
+from .conftest import snapshot, tree
+
+
+@pytest.fixture
+def people(spark, db):
+    t = f"{db}.people"
+    spark.sql(f"CREATE TABLE {t} (id INT, name STRING, city STRING) USING parquet PARTITIONED BY (city)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'ann', 'a b+c%d:e=f'), (2, 'bob', 'plain'), (3, 'cy', 'x/y')")
+    return t
+
+
+def test_partition_values_with_special_characters(spark, people):
+    merge(spark, f"UPDATE {people} SET name = upper(name) WHERE id IN (1, 3)")
+    merge(spark, f"MERGE INTO {people} t USING (SELECT 4 AS id, 'di' AS name, 'a b+c%d:e=f' AS city) s "
+                 f"ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    got = sorted(tuple(r) for r in spark.sql(f"SELECT id, name, city FROM {people}").collect())
+    assert got == [(1, "ANN", "a b+c%d:e=f"), (2, "bob", "plain"), (3, "CY", "x/y"), (4, "di", "a b+c%d:e=f")]
+
+
+def test_cli_run_explain_history(spark, people, capsys):
+    sql = f"UPDATE {people} SET name = 'zed' WHERE id = 2"
+    assert main(["explain", "--sql", sql, "-q"]) == 0
+    assert "CACHE TABLE" in capsys.readouterr().out
+    assert main(["run", "--sql", sql, "--json", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["metrics"]["numTargetRowsUpdated"] == 1 and out["partitions"] == [{"city": "plain"}]
+    assert main(["history", people, "-q"]) == 0
+    assert out["merge_id"] in capsys.readouterr().out
+    assert main(["run", "--sql", f"UPDATE {people} SET nope = 1", "-q"]) == 2
+    assert "unknown column nope" in capsys.readouterr().err
+
+
+def test_failure_after_staging_leaves_table_and_disk_as_they_were(spark, people, monkeypatch):
+    root = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {people} AS JSON").collect()[0][0])["location"]
+    before, files_before = snapshot(spark, people), tree(root)
+
+    def fail(*args):
+        raise RuntimeError("metastore went away")
+
+    monkeypatch.setattr(engine, "commit", fail)
+    with pytest.raises(RuntimeError, match="metastore went away"):
+        merge(spark, f"UPDATE {people} SET name = 'x' WHERE id = 1")
+    assert snapshot(spark, people) == before
+    assert tree(root) == files_before  # the staged _merge_<id> directory is gone
+    db = people.split(".")[0]
+    assert not [r for r in spark.sql(f"SHOW TABLES IN {db}").collect() if r.tableName.startswith("__sm_")]
