@@ -19,7 +19,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from . import files, macros
+from . import files, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
 from .errors import DuplicateMatchError, MergeError, NotNullViolation, UnsupportedError
 from .spec import MergeSpec
@@ -28,8 +28,6 @@ from .validate import validate
 log = logging.getLogger("spark_merge")
 _NOT_NULL = re.compile(r"MERGE_NOT_NULL_VIOLATION: (.*?)(?:\.? SQLSTATE|\n|$)")
 
-DELETE_ROW_AND_INSERT_ROW = "DELETE_ROW_AND_INSERT_ROW"
-CHANGE_ONLY_UPDATED_COLUMNS = "CHANGE_ONLY_UPDATED_COLUMNS"
 
 
 @dataclass
@@ -85,7 +83,8 @@ class MergeRun:
         self.metrics: dict[str, Any] = {}
         self.partitions: list[dict] = []
         self._t0 = time.monotonic()
-        self._staged = False
+        self.staged = False     # set by the paradigm once it wrote staging data
+        self.journaled = False  # set by the paradigm before its commit journal is written
 
     # -- helpers -----------------------------------------------------------------
     def _sql(self, text: str):
@@ -103,17 +102,17 @@ class MergeRun:
         """Read the target, finish any interrupted commit, validate. Touches no data."""
         with self._step("begin: describe and validate"):
             self.table = describe_table(self.spark, self.spec.target)
-            if recover(self.spark, self.table):
+            if paradigms.recover(self.spark, self.table):
                 self.table = describe_table(self.spark, self.spec.target)
             self.resolved = validate(self.spark, self.spec_data, self.table)
             self.ctx = macros.fill("context", self.spec_data, self.table, self.merge_id)
-            self.paradigm = DELETE_ROW_AND_INSERT_ROW
+            self.paradigm = paradigms.choose(self.table)
             self.plan_hash = hashlib.sha256(self.explain(placeholder_id=True).encode()).hexdigest()[:16]
         self.state = "begun"
         info = {
             "merge_id": self.merge_id,
             "target": self.table["name"],
-            "paradigm": self.paradigm,
+            "paradigm": self.paradigm.name,
             "plan_hash": self.plan_hash,
             "kind": self.spec.kind,
         }
@@ -134,25 +133,7 @@ class MergeRun:
         dup = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
         parts += ["-- 2. duplicate check (fails the merge if it returns rows)", dup or "-- (not needed)"]
         parts += ["-- 3. counts", macros.render("change_counts_sql", ctx)]
-        if self.spec.insert_only:
-            parts += ["-- 4. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
-        else:
-            sample = [{c: f"<{c}>" for c in table["partition_columns"]}] if table["partition_columns"] else []
-            if table["partition_columns"]:
-                parts += ["-- 4. partitions to rewrite", macros.render("touched_partitions_sql", table, ctx)]
-            parts += [
-                "-- 5. stage the new version of those partitions",
-                macros.render("stage_sql", table, ctx, sample),
-                "-- 6. commit: journal, then repoint each partition, then mark done and refresh",
-                macros.render("journal_sql", table, ctx["merge_id"], [{"partition": sample[0] if sample else None,
-                                                                      "location": ctx["stage_location"] + "/...",
-                                                                      "old_location": "...", "exists": True}]),
-                *macros.fill_list("repoint_statements", table, [{"partition": sample[0] if sample else None,
-                                                                 "location": ctx["stage_location"] + "/...",
-                                                                 "exists": True}]),
-                macros.render("journal_done_sql", table, ctx["merge_id"]),
-                macros.render("refresh_sql", table),
-            ]
+        parts += self.paradigm.explain(self, ctx)
         return ";\n\n".join(parts) + ";\n"
 
     def plan(self) -> dict:
@@ -195,66 +176,23 @@ class MergeRun:
         return info
 
     def execute(self) -> None:
-        """Write the new data and commit it atomically."""
-        table, ctx = self.table, self.ctx
-        m = self.metrics
-        m.update(numTargetRowsCopied=0, numOutputRows=0, numTargetFilesAdded=0, numTargetFilesRemoved=0,
-                 numTargetBytesAdded=0, numTargetBytesRemoved=0, numTargetPartitionsRewritten=0)
-        if self.spec.insert_only:
-            if m["numTargetRowsInserted"]:
-                with self._step("execute: append inserted rows"):
-                    self._sql(macros.render("append_sql", table, ctx))
-                m["numOutputRows"] = m["numTargetRowsInserted"]
-            self.state = "committed"
-            return
-        if not self.partitions:
-            self.state = "committed"
-            return
-        pcols = table["partition_columns"]
-        key = (lambda row: tuple(row[c] for c in pcols)) if pcols else (lambda row: ())
-        where = macros.render("partition_filter", table, self.partitions) if pcols else None
-        with self._step("execute: measure partitions to replace"):
-            old = {key(r): r for r in self._rows(macros.render("file_stats_sql", table, table["relation"], where))}
-        with self._step(f"execute: write {len(self.partitions)} partition(s) to staging"):
-            self._staged = True
-            self._sql(macros.render("stage_sql", table, ctx, self.partitions))
-            new = {key(r): r for r in self._rows(macros.render("file_stats_sql", table, ctx["stage"]))}
-            self._sql(f"DROP TABLE IF EXISTS {ctx['stage']}")
-        repoints = []
-        for n, part in enumerate(self.partitions):
-            k = key(part)
-            if k in new:
-                location = new[k]["dir"]
-            elif pcols:  # every row deleted: point the partition at an empty directory
-                location = f"{ctx['stage_location']}/empty-{n}"
-                self._sql(macros.render("empty_partition_sql", table, location))
-            else:
-                location = ctx["stage_location"]
-            repoints.append({
-                "partition": {c: part[c] for c in pcols} if pcols else None,
-                "location": location,
-                "old_location": old[k]["dir"] if k in old else (table["location"] if not pcols else None),
-                "exists": k in old,
-            })
-        m["numOutputRows"] = sum(r["rows"] for r in new.values())
-        m["numTargetRowsCopied"] = m["numOutputRows"] - m["numTargetRowsInserted"] - m["numTargetRowsUpdated"]
-        m["numTargetFilesAdded"] = sum(r["files"] for r in new.values())
-        m["numTargetBytesAdded"] = sum(r["bytes"] for r in new.values())
-        m["numTargetFilesRemoved"] = sum(r["files"] for r in old.values())
-        m["numTargetBytesRemoved"] = sum(r["bytes"] for r in old.values())
-        m["numTargetPartitionsRewritten"] = len(self.partitions)
-        with self._step("commit: journal and repoint"):
-            commit(self.spark, table, self.merge_id, repoints)
+        """Write the changes the paradigm's way and commit them atomically."""
+        for name in ("numTargetRowsCopied", "numOutputRows", "numTargetFilesAdded", "numTargetFilesRemoved",
+                     "numTargetBytesAdded", "numTargetBytesRemoved", "numTargetPartitionsRewritten"):
+            self.metrics.setdefault(name, 0)
+        changed = any(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
+        if changed:
+            self.paradigm.write(self)
         self.state = "committed"
 
     def finish(self) -> MergeResult:
         """Record FINISH with metrics (history entry) and clean up."""
         self.metrics["executionTimeMs"] = int((time.monotonic() - self._t0) * 1000)
-        result = MergeResult(self.merge_id, self.table["name"], self.paradigm, self.plan_hash,
+        result = MergeResult(self.merge_id, self.table["name"], self.paradigm.name, self.plan_hash,
                              dict(self.metrics), list(self.partitions))
         entry = {
             "merge_id": self.merge_id, "target": self.table["name"], "kind": self.spec.kind,
-            "paradigm": self.paradigm, "plan_hash": self.plan_hash, "status": "committed",
+            "paradigm": self.paradigm.name, "plan_hash": self.plan_hash, "status": "committed",
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
             "statement": self.spec.sql, "metrics": result.metrics, "partitions": self.partitions,
         }
@@ -272,49 +210,27 @@ class MergeRun:
         """Leave the table as it was: drop the cache, the staging table and its files."""
         if self.state in ("committed", "finished", "aborted"):
             return
-        log.warning("[%s] ABORT in state %s", self.merge_id, self.state)
         self._cleanup()
-        if self._staged:
+        if self.journaled:
+            # The journal may point at the staged data: keep it. The next begin (or
+            # `recover`) rolls the commit forward, so the table ends at the new version.
+            log.error("[%s] commit interrupted after its journal was written; the next merge on %s "
+                      "finishes it", self.merge_id, self.table["name"])
+        elif self.staged:
+            log.warning("[%s] ABORT in state %s: removing staged data", self.merge_id, self.state)
             files.remove_tree(self.ctx["stage_location"])
+        else:
+            log.warning("[%s] ABORT in state %s: nothing was written", self.merge_id, self.state)
         self.state = "aborted"
 
     def _cleanup(self) -> None:
         if not hasattr(self, "ctx"):
             return
-        for stmt in macros.render("cleanup_sql", self.ctx).split(";"):
+        for stmt in macros.fill_list("cleanup_statements", self.ctx):
             try:
-                self._sql(stmt.strip())
+                self._sql(stmt)
             except SPARK_ERRORS as e:
                 log.warning("[%s] clean-up: %s", self.merge_id, spark_message(e))
-
-
-def commit(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict]) -> None:
-    """Journal, repoint, mark done, refresh. Replaying it is harmless (see recover)."""
-    spark.sql(macros.render("journal_sql", table, merge_id, repoints))
-    for stmt in macros.fill_list("repoint_statements", table, repoints):
-        spark.sql(stmt)
-    spark.sql(macros.render("journal_done_sql", table, merge_id))
-    # re-read properties so the clean-up removes exactly the journal keys now present
-    fresh = describe_table(spark, [table["database"], table["table_name"]])
-    clear = macros.render("journal_clear_sql", fresh)
-    if clear:
-        spark.sql(clear)
-    spark.sql(macros.render("refresh_sql", table))
-
-
-def recover(spark: SparkSession, table: dict) -> bool:
-    """Roll an interrupted commit forward from its journal. True if there was one."""
-    props = table["properties"]
-    parts = int(props.get("spark_merge.journal.parts", "0") or 0)
-    if parts == 0:
-        return False
-    text = "".join(props[f"spark_merge.journal.{i}"] for i in range(parts))
-    journal = json.loads(text)
-    log.warning("recovering interrupted merge %s on %s: replaying %d repoint(s)",
-                journal["merge_id"], table["name"], len(journal["repoints"]))
-    replay = [dict(r, exists=False) for r in journal["repoints"]]
-    commit(spark, table, journal["merge_id"], replay)
-    return True
 
 
 def run(spark: SparkSession, spec: MergeSpec) -> MergeResult:

@@ -27,3 +27,13 @@ def remove_tree(uri: str) -> bool:
     except (OSError, ValueError, NotImplementedError) as e:
         log.warning("could not remove %s: %s (vacuum will retry)", uri, e)
         return False
+
+
+def exists(uri: str) -> bool | None:
+    """Whether a path exists; None when its file system cannot be reached from here."""
+    try:
+        filesystem, path = _resolve(uri)
+        return filesystem.get_file_info(path).type != fs.FileType.NotFound
+    except (OSError, ValueError, NotImplementedError) as e:
+        log.warning("cannot check %s: %s", uri, e)
+        return None

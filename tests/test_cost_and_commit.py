@@ -5,9 +5,8 @@ import json
 
 import pytest
 
-from merge_core import merge, to_spec
-from merge_core import engine
-from merge_core.engine import MergeRun
+from merge_core import merge
+from merge_core import macros, paradigms
 
 from .conftest import rows, tree
 
@@ -57,22 +56,13 @@ def test_merge_touching_two_of_fifty_partitions_rewrites_exactly_two(spark, fift
 
 def test_interrupted_commit_rolls_forward_at_next_begin(spark, fifty, monkeypatch):
     """A crash after the journal and the first repoint: the next merge finishes the commit first."""
-    statements = []
-
     def crash_after_first_repoint(spark_, table, merge_id, repoints):
-        spark_.sql(engine.macros.render("journal_sql", table, merge_id, repoints))
-        first = engine.macros.fill_list("repoint_statements", table, repoints)[0]
-        spark_.sql(first)
-        statements.append(first)
+        spark_.sql(macros.fill_list("repoint_statements", table, repoints)[0])
         raise KeyboardInterrupt("simulated crash")
 
-    monkeypatch.setattr(engine, "commit", crash_after_first_repoint)
-    run = MergeRun(spark, to_spec(
-        f"UPDATE {fifty} SET name = 'x' WHERE dt IN (1, 2)"))
-    run.begin()
-    run.plan()
+    monkeypatch.setattr(paradigms, "apply_journal", crash_after_first_repoint)
     with pytest.raises(KeyboardInterrupt):
-        run.execute()
+        merge(spark, f"UPDATE {fifty} SET name = 'x' WHERE dt IN (1, 2)")
     monkeypatch.undo()
     half = rows(spark, f"(SELECT dt, count_if(name = 'x') FROM {fifty} WHERE dt IN (1, 2) GROUP BY dt)")
     assert sorted(half) == [(1, 40), (2, 0)]  # the crash left partition 2 at its old version
@@ -85,3 +75,18 @@ def test_interrupted_commit_rolls_forward_at_next_begin(spark, fifty, monkeypatc
     props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {fifty}").collect()}
     assert props["spark_merge.journal.parts"] == "0"
     assert not any(k.startswith("spark_merge.journal.") and k[-1].isdigit() for k in props)
+
+
+def test_journal_whose_staged_data_is_gone_is_discarded(spark, fifty):
+    """Never repoint a partition to a directory that does not exist."""
+    before = files_by_partition(spark, fifty)
+    journal = {"merge_id": "ghost", "repoints": [
+        {"partition": {"dt": "4"}, "location": location(spark, fifty) + "/_merge_ghost/dt=4",
+         "old_location": None, "exists": True}]}
+    spark.sql(f"ALTER TABLE {fifty} SET TBLPROPERTIES ('spark_merge.journal.parts' = '1', "
+              f"'spark_merge.journal.0' = '{json.dumps(journal)}')")
+    merge(spark, f"UPDATE {fifty} SET amount = -1 WHERE id = 0")
+    after = files_by_partition(spark, fifty)
+    assert after[4] == before[4] and after[0] != before[0]
+    props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {fifty}").collect()}
+    assert props["spark_merge.journal.parts"] == "0"

@@ -200,8 +200,8 @@ INSERT OVERWRITE DIRECTORY {{ spark_merge__literal(location) }} USING {{ table.p
 SELECT {{ spark_merge__column_list(data) }} FROM {{ table.relation }} WHERE false
 {%- endmacro %}
 
-{% macro spark_merge__cleanup_sql(ctx) -%}
-UNCACHE TABLE IF EXISTS {{ ctx.changes }};
-DROP VIEW IF EXISTS {{ ctx.changes }};
-DROP TABLE IF EXISTS {{ ctx.stage }}
+{% macro spark_merge__cleanup_statements(ctx, out) -%}
+{%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx.changes) -%}
+{%- do out.append('DROP VIEW IF EXISTS ' ~ ctx.changes) -%}
+{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}
 {%- endmacro %}

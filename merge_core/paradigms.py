@@ -1,0 +1,170 @@
+"""Row-change paradigms: how a planned set of changes reaches the target.
+
+The plan (changes, duplicate check, counts, touched partitions) is the same for
+every target; the paradigm decides how rows change there, as in Trino:
+
+- DELETE_ROW_AND_INSERT_ROW (file tables, copy-on-write): rewrite the touched
+  partitions into a new directory, then repoint them with a journaled commit.
+- CHANGE_ONLY_UPDATED_COLUMNS (tables that update columns in place by a row id,
+  such as a database table keyed by its primary key): not provided yet; the
+  PostgreSQL target adds it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING
+
+from pyspark.sql import SparkSession
+
+from . import files, macros
+from .catalog import describe_table
+from .errors import TargetError
+
+if TYPE_CHECKING:
+    from .engine import MergeRun
+
+log = logging.getLogger("spark_merge")
+
+
+class RowChangeParadigm:
+    name = ""
+
+    def write(self, run: "MergeRun") -> None:
+        """Apply the planned changes (``run.metrics`` holds the counts) and commit them."""
+        raise NotImplementedError
+
+    def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
+        """The write and commit SQL, as comments and statements, for ``explain``."""
+        raise NotImplementedError
+
+
+class DeleteRowAndInsertRow(RowChangeParadigm):
+    """Copy-on-write for parquet/ORC tables."""
+
+    name = "DELETE_ROW_AND_INSERT_ROW"
+
+    def write(self, run: "MergeRun") -> None:
+        if run.spec.insert_only:
+            self._append(run)
+        else:
+            self._rewrite(run)
+
+    @staticmethod
+    def _append(run: "MergeRun") -> None:
+        with run._step("execute: append inserted rows"):
+            run._sql(macros.render("append_sql", run.table, run.ctx))
+        run.metrics["numOutputRows"] = run.metrics["numTargetRowsInserted"]
+
+    @staticmethod
+    def _rewrite(run: "MergeRun") -> None:
+        table, ctx, m = run.table, run.ctx, run.metrics
+        pcols = table["partition_columns"]
+
+        def key(row: dict) -> tuple:
+            return tuple(row[c] for c in pcols)
+
+        where = macros.render("partition_filter", table, run.partitions) if pcols else None
+        with run._step("execute: measure partitions to replace"):
+            old = {key(r): r for r in run._rows(macros.render("file_stats_sql", table, table["relation"], where))}
+        with run._step(f"execute: write {len(run.partitions)} partition(s) to staging"):
+            run.staged = True
+            run._sql(macros.render("stage_sql", table, ctx, run.partitions))
+            new = {key(r): r for r in run._rows(macros.render("file_stats_sql", table, ctx["stage"]))}
+            run._sql(f"DROP TABLE IF EXISTS {ctx['stage']}")
+        repoints = []
+        for n, part in enumerate(run.partitions):
+            k = key(part)
+            if k in new:
+                location = new[k]["dir"]
+            elif pcols:  # every row deleted: point the partition at an empty directory
+                location = f"{ctx['stage_location']}/empty-{n}"
+                run._sql(macros.render("empty_partition_sql", table, location))
+            else:
+                location = ctx["stage_location"]
+            repoints.append({
+                "partition": {c: part[c] for c in pcols} if pcols else None,
+                "location": location,
+                "old_location": old[k]["dir"] if k in old else (None if pcols else table["location"]),
+                "exists": k in old,
+            })
+        m["numOutputRows"] = sum(r["rows"] for r in new.values())
+        m["numTargetRowsCopied"] = m["numOutputRows"] - m["numTargetRowsInserted"] - m["numTargetRowsUpdated"]
+        m["numTargetFilesAdded"] = sum(r["files"] for r in new.values())
+        m["numTargetBytesAdded"] = sum(r["bytes"] for r in new.values())
+        m["numTargetFilesRemoved"] = sum(r["files"] for r in old.values())
+        m["numTargetBytesRemoved"] = sum(r["bytes"] for r in old.values())
+        m["numTargetPartitionsRewritten"] = len(run.partitions)
+        with run._step("commit: journal and repoint"):
+            write_journal(run.spark, table, run.merge_id, repoints)
+            run.journaled = True
+            apply_journal(run.spark, table, run.merge_id, repoints)
+
+    def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
+        table = run.table
+        if run.spec.insert_only:
+            return ["-- 4. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
+        pcols = table["partition_columns"]
+        sample = {c: f"<{c}>" for c in pcols} if pcols else None
+        repoint = {"partition": sample, "location": ctx["stage_location"] + "/...", "old_location": "...",
+                   "exists": True}
+        parts = []
+        if pcols:
+            parts += ["-- 4. partitions to rewrite", macros.render("touched_partitions_sql", table, ctx)]
+        return parts + [
+            "-- 5. stage the new version of those partitions",
+            macros.render("stage_sql", table, ctx, [sample] if sample else []),
+            "-- 6. commit: journal, then repoint each partition, then mark done and refresh",
+            macros.render("journal_sql", table, ctx["merge_id"], [repoint]),
+            *macros.fill_list("repoint_statements", table, [repoint]),
+            macros.render("journal_done_sql", table, ctx["merge_id"]),
+            macros.render("refresh_sql", table),
+        ]
+
+
+def choose(table: dict) -> RowChangeParadigm:
+    if table["provider"] in ("parquet", "orc"):
+        return DeleteRowAndInsertRow()
+    raise TargetError(f"no row-change paradigm for {table['name']} ({table['provider']})")
+
+
+def write_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict]) -> None:
+    """One atomic metastore write: from here on the commit is rolled forward, never back."""
+    spark.sql(macros.render("journal_sql", table, merge_id, repoints))
+
+
+def apply_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict]) -> None:
+    """Repoint, mark done, refresh. Every statement is idempotent, so replaying is harmless."""
+    for stmt in macros.fill_list("repoint_statements", table, repoints):
+        spark.sql(stmt)
+    spark.sql(macros.render("journal_done_sql", table, merge_id))
+    # re-read the properties so the clean-up removes exactly the journal keys present now
+    clear = macros.render("journal_clear_sql", describe_table(spark, [table["database"], table["table_name"]]))
+    if clear:
+        spark.sql(clear)
+    spark.sql(macros.render("refresh_sql", table))
+
+
+def recover(spark: SparkSession, table: dict) -> bool:
+    """Finish an interrupted commit from its journal. True if there was one.
+
+    Staged data is only ever removed before its journal exists, so a journal whose
+    new locations are missing was never applied (its write reported failure but
+    reached the metastore): it is discarded rather than replayed.
+    """
+    props = table["properties"]
+    parts = int(props.get("spark_merge.journal.parts", "0") or 0)
+    if parts == 0:
+        return False
+    journal = json.loads("".join(props[f"spark_merge.journal.{i}"] for i in range(parts)))
+    repoints = journal["repoints"]
+    missing = [r["location"] for r in repoints if files.exists(r["location"]) is False]
+    if missing:
+        log.warning("discarding journal of merge %s on %s: its staged data %s is gone, nothing was repointed",
+                    journal["merge_id"], table["name"], missing[0])
+        repoints = []
+    else:
+        log.warning("recovering interrupted merge %s on %s: replaying %d repoint(s)",
+                    journal["merge_id"], table["name"], len(repoints))
+    apply_journal(spark, table, journal["merge_id"], [dict(r, exists=False) for r in repoints])
+    return True
