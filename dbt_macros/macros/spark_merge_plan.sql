@@ -62,7 +62,7 @@ SELECT
   {{ t }}.__sm_file IS NOT NULL AS __sm_matched,
   {{ s ~ '.__sm_srow' if has_source else 'CAST(NULL AS BIGINT)' }} AS __sm_srow,
 {%- for k in spec.key_columns if (k | lower) in table.columns_by_name %}
-  {{ t }}.{{ spark_merge__quote(k) }} AS `__sm_key_{{ k }}`,
+  {{ t }}.{{ spark_merge__quote(k) }} AS __sm_key{{ loop.index0 }},
 {%- endfor %}
 {%- for p in table.partition_columns %}
   {{ t }}.{{ spark_merge__quote(p) }} AS __sm_old{{ loop.index0 }},
@@ -112,7 +112,7 @@ CACHE TABLE {{ ctx.changes }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
 {%- set keys = [] -%}
 {%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do keys.append(k) -%}{%- endfor -%}
 {%- if spec.source_kind != 'none' and not (spec.duplicate_rule == 'strict' and lone_delete) -%}
-SELECT {% for k in keys %}CAST(first(`__sm_key_{{ k }}`) AS STRING) AS {{ spark_merge__quote(k) }}, {% endfor -%}
+SELECT {% for k in keys %}CAST(first(__sm_key{{ loop.index0 }}) AS STRING) AS {{ spark_merge__quote(k) }}, {% endfor -%}
 {% if keys | length == 0 %}first(__sm_file) AS file, first(__sm_row) AS row, {% endif -%}
 count(DISTINCT __sm_srow) AS source_rows
 FROM {{ ctx.changes }}
