@@ -54,3 +54,16 @@ def snapshot(spark, table: str):
 def tree(path: str) -> set[str]:
     root = Path(path.removeprefix("file:"))
     return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say how many random MERGE statements were compared with DuckDB, and the seed to replay them."""
+    from tests.test_differential import REPORT
+
+    if REPORT:
+        o = REPORT["outcomes"]
+        terminalreporter.write_line(
+            f"differential test vs DuckDB: {sum(o.values())} of {REPORT['cases']} cases compared "
+            f"(same rows: {o['rows']}, both refused a duplicate match: {o['duplicate']}, "
+            f"both rejected the statement: {o['invalid']}); replay with SPARK_MERGE_DIFF_SEED={REPORT['seed']}"
+        )
