@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from .engine import MergeResult, MergeRun, run
 from .errors import (
+    ConflictError,
     DuplicateMatchError,
     MergeError,
     NotNullViolation,
@@ -29,7 +30,7 @@ from .spec import MergeSpec, WhenClause
 __all__ = [
     "merge", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
     "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
-    "DuplicateMatchError", "NotNullViolation",
+    "DuplicateMatchError", "NotNullViolation", "ConflictError", "recover",
 ]
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())
@@ -52,9 +53,24 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
     return spec.with_options(**options) if options else spec
 
 
-def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, **options: Any) -> MergeResult:
-    """Run a MERGE, UPDATE or DELETE to completion and return its metrics."""
-    return run(spark, to_spec(sql_or_spec, **options))
+def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, max_retries: int = 3, **options: Any) -> MergeResult:
+    """Run a MERGE, UPDATE or DELETE to completion and return its metrics.
+
+    ``max_retries``: how often to plan again when another merge committed elsewhere
+    in the table meanwhile (a conflict in the rewritten partitions is never retried).
+    """
+    return run(spark, to_spec(sql_or_spec, **options), max_retries=max_retries)
+
+
+def recover(spark: SparkSession, table: str, break_lock: bool = False) -> bool:
+    """Finish an interrupted commit on ``table`` now (begin does it too). True if there was one."""
+    from . import lock, paradigms
+    from .catalog import describe_table
+
+    info = describe_table(spark, [p.strip("`") for p in table.split(".")])
+    if break_lock and lock.holder(spark, info) is not None:
+        lock.break_lock(spark, info)
+    return paradigms.recover(spark, info)
 
 
 def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, **options: Any) -> str:
@@ -66,6 +82,6 @@ def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, **options:
 
 def history(spark: SparkSession, table: str, limit: int = 20) -> list[dict]:
     """The newest ``limit`` merges into ``table``, newest first."""
-    from .history import read_history
+    from .history_store import read_history
 
     return read_history(spark, table, limit)

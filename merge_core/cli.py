@@ -1,4 +1,4 @@
-"""spark-merge command line: run, explain, history.
+"""spark-merge command line: run, explain, history, recover.
 
     spark-merge run --sql "MERGE INTO ..."            # embedded local Spark under ./var
     spark-merge explain --file merge.sql --remote sc://spark:15002
@@ -14,7 +14,7 @@ import logging
 import sys
 from pathlib import Path
 
-from . import MergeError, explain, history, merge
+from . import MergeError, explain, history, merge, recover
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--partition-filter", help="predicate promising where matching target rows live")
         sp.add_argument("--json", action="store_true", help="print the result as JSON")
         spark_options(sp)
+    sp = sub.add_parser("recover", help="finish a commit that was interrupted (the next merge would do it too)")
+    sp.add_argument("table")
+    sp.add_argument("--break-lock", action="store_true", help="remove the commit lock of a process known to be dead")
+    spark_options(sp)
     sp = sub.add_parser("history", help="merges recorded for a table, newest first")
     sp.add_argument("table")
     sp.add_argument("--limit", type=int, default=20)
@@ -68,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         spark = _session(args)
+        if args.command == "recover":
+            done = recover(spark, args.table, break_lock=args.break_lock)
+            print(f"{args.table}: {'interrupted commit finished' if done else 'nothing to recover'}")
+            return 0
         if args.command == "history":
             entries = history(spark, args.table, args.limit)
             if args.json:

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from . import files, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
-from .errors import DuplicateMatchError, MergeError, NotNullViolation, UnsupportedError
+from .errors import ConflictError, DuplicateMatchError, MergeError, NotNullViolation, RetryableConflict, UnsupportedError
 from .spec import MergeSpec
 from .validate import validate
 
@@ -83,6 +83,7 @@ class MergeRun:
         self.metrics: dict[str, Any] = {}
         self.partitions: list[dict] = []
         self._t0 = time.monotonic()
+        self.repoints: list[dict] = []  # set by the paradigm: where each rewritten partition went
         self.staged = False     # set by the paradigm once it wrote staging data
         self.journaled = False  # set by the paradigm before its commit journal is written
 
@@ -195,6 +196,7 @@ class MergeRun:
             "paradigm": self.paradigm.name, "plan_hash": self.plan_hash, "status": "committed",
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
             "statement": self.spec.sql, "metrics": result.metrics, "partitions": self.partitions,
+            "repoints": self.repoints, "version_before": self.table["version"],
         }
         try:
             self._sql(macros.render("history_write_sql", self.ctx, entry))
@@ -233,13 +235,21 @@ class MergeRun:
                 log.warning("[%s] clean-up: %s", self.merge_id, spark_message(e))
 
 
-def run(spark: SparkSession, spec: MergeSpec) -> MergeResult:
-    merge_run = MergeRun(spark, spec)
-    try:
-        merge_run.begin()
-        merge_run.plan()
-        merge_run.execute()
-        return merge_run.finish()
-    except BaseException:
-        merge_run.abort()
-        raise
+def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3) -> MergeResult:
+    """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again."""
+    for attempt in range(max_retries + 1):
+        merge_run = MergeRun(spark, spec)
+        try:
+            merge_run.begin()
+            merge_run.plan()
+            merge_run.execute()
+            return merge_run.finish()
+        except RetryableConflict as e:
+            merge_run.abort()
+            if attempt == max_retries:
+                raise ConflictError(f"{e.detail}; gave up after {max_retries + 1} attempts") from None
+            log.warning("[%s] %s: planning again (attempt %d)", merge_run.merge_id, e.detail, attempt + 2)
+        except BaseException:
+            merge_run.abort()
+            raise
+    raise AssertionError("unreachable")

@@ -59,3 +59,15 @@ class NotNullViolation(MergeError):
     """A row would store NULL in a NOT NULL column (found while planning, before writes)."""
 
     code = "MERGE_NOT_NULL_VIOLATION"
+
+
+class ConflictError(MergeError):
+    """Another writer changed what this merge read, in the partitions it rewrites. Nothing was written."""
+
+    code = "MERGE_CONFLICT"
+
+
+class RetryableConflict(MergeError):
+    """Another merge committed elsewhere in the table since this one began: re-plan and try again."""
+
+    code = "MERGE_RETRY"

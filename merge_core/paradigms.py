@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
-from . import files, macros
+from . import files, lock, macros
 from .catalog import describe_table
-from .errors import TargetError
+from .errors import ConflictError, RetryableConflict, TargetError
 
 if TYPE_CHECKING:
     from .engine import MergeRun
@@ -52,8 +52,11 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
 
     @staticmethod
     def _append(run: "MergeRun") -> None:
-        with run._step("execute: append inserted rows"):
-            run._sql(macros.render("append_sql", run.table, run.ctx))
+        with run._step("execute: append inserted rows (under the commit lock)"):
+            with lock.table_lock(run.spark, run.table, run.merge_id):
+                fresh = _unchanged_since_begin(run)
+                run._sql(macros.render("append_sql", run.table, run.ctx))
+                run._sql(macros.render("version_sql", fresh))
         run.metrics["numOutputRows"] = run.metrics["numTargetRowsInserted"]
 
     @staticmethod
@@ -95,10 +98,20 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
         m["numTargetFilesRemoved"] = sum(r["files"] for r in old.values())
         m["numTargetBytesRemoved"] = sum(r["bytes"] for r in old.values())
         m["numTargetPartitionsRewritten"] = len(run.partitions)
-        with run._step("commit: journal and repoint"):
-            write_journal(run.spark, table, run.merge_id, repoints)
-            run.journaled = True
-            apply_journal(run.spark, table, run.merge_id, repoints)
+        run.repoints = repoints
+        with run._step("commit: lock, check for conflicts, journal, repoint"):
+            with lock.table_lock(run.spark, table, run.merge_id):
+                current = {key(r): r for r in run._rows(macros.render("file_stats_sql", table, table["relation"], where))}
+                if current != old:
+                    changed = sorted({k for k in set(old) | set(current) if old.get(k) != current.get(k)})
+                    raise ConflictError(
+                        f"partition(s) {', '.join('/'.join(map(str, k)) or 'all' for k in changed[:5])} of "
+                        f"{table['name']} changed since this merge read them; nothing was written, run it again"
+                    )
+                fresh = _unchanged_since_begin(run)
+                write_journal(run.spark, fresh, run.merge_id, repoints)
+                run.journaled = True
+                apply_journal(run.spark, fresh, run.merge_id, repoints)
 
     def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
         table = run.table
@@ -120,6 +133,16 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             macros.render("journal_done_sql", table, ctx["merge_id"]),
             macros.render("refresh_sql", table),
         ]
+
+
+def _unchanged_since_begin(run: "MergeRun") -> dict:
+    """The table as it is now; RetryableConflict if another merge committed since our begin."""
+    fresh = describe_table(run.spark, [run.table["database"], run.table["table_name"]])
+    if fresh["version"] != run.table["version"]:
+        raise RetryableConflict(
+            f"{fresh['name']} moved from version {run.table['version']} to {fresh['version']} since this merge began"
+        )
+    return fresh
 
 
 def choose(table: dict) -> RowChangeParadigm:

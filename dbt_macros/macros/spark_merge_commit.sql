@@ -15,6 +15,7 @@
 {%- set text = {'merge_id': merge_id, 'repoints': repoints} | tojson -%}
 {%- set n = ((text | length) / chunk) | round(0, 'ceil') | int -%}
 ('spark_merge.root' = {{ spark_merge__literal(table.root) }},
+ 'spark_merge.version' = '{{ table.version + 1 }}',
  'spark_merge.journal.merge_id' = {{ spark_merge__literal(merge_id) }},
  'spark_merge.journal.parts' = '{{ n }}'
 {%- for i in range(n) %},
@@ -24,6 +25,11 @@
 
 {% macro spark_merge__journal_sql(table, merge_id, repoints) -%}
 ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge__journal_properties(table, merge_id, repoints) }}
+{%- endmacro %}
+
+{#- A commit that writes no journal (an append) still moves the version on. -#}
+{% macro spark_merge__version_sql(table) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.version' = '{{ table.version + 1 }}', 'spark_merge.root' = {{ spark_merge__literal(table.root) }})
 {%- endmacro %}
 
 {#- One statement per entry of `out`; idempotent, so recovery replays them. -#}

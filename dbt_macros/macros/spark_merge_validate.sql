@@ -52,6 +52,7 @@
   'provider': provider,
   'location': location,
   'root': props.get('spark_merge.root') or location,
+  'version': (props.get('spark_merge.version') or '0') | int,
   'managed': (desc.get('type') or '') | upper == 'MANAGED',
   'properties': props,
   'errors': errors,

@@ -1,0 +1,122 @@
+"""Two writers on one table: no lost update, ever. Conflicts fail cleanly or are planned again."""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from merge_core import ConflictError, macros, merge, recover
+from merge_core import lock, paradigms
+from merge_core.catalog import describe_table
+from merge_core.cli import main
+from merge_core.engine import MergeRun
+
+from .conftest import snapshot, tree
+
+
+@pytest.fixture
+def acct(spark, db):
+    t = f"{db}.acct"
+    spark.sql(f"CREATE TABLE {t} (id INT, amount INT, p INT) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 100, 1), (2, 200, 2), (3, 300, 3)")
+    return t
+
+
+def amount(spark, t, id_):
+    return spark.sql(f"SELECT amount FROM {t} WHERE id = {id_}").collect()[0][0]
+
+
+def test_conflict_in_a_rewritten_partition_fails_and_writes_nothing(spark, acct, monkeypatch):
+    """B commits to the partition A is rewriting, after A read it: A must fail, not overwrite B."""
+    real_lock = lock.table_lock
+    state = {"interleaved": False}
+
+    @contextmanager
+    def interleave(spark_, table, merge_id, **kw):
+        if not state["interleaved"]:
+            state["interleaved"] = True
+            merge(spark_, f"UPDATE {acct} SET amount = amount + 10 WHERE id = 1")  # B
+        with real_lock(spark_, table, merge_id, **kw):
+            yield
+
+    monkeypatch.setattr(lock, "table_lock", interleave)
+    root = describe_table(spark, acct.split("."))["root"]
+    with pytest.raises(ConflictError, match="partition\\(s\\) 1 of .* changed since this merge read them"):
+        merge(spark, f"UPDATE {acct} SET amount = amount + 1 WHERE id = 1")  # A
+    assert amount(spark, acct, 1) == 110  # B's update survives, A wrote nothing
+    assert len([d for d in tree(root) if d.startswith("_merge_") and "/" not in d]) == 1  # B's; A's staging is gone
+
+
+def test_commit_elsewhere_is_planned_again(spark, acct, monkeypatch):
+    """B commits to another partition while A plans: A plans again and both updates stand."""
+    real_plan = MergeRun.plan
+    state = {"interleaved": False}
+
+    def plan_then_interleave(self):
+        info = real_plan(self)
+        if not state["interleaved"]:
+            state["interleaved"] = True
+            merge(self.spark, f"UPDATE {acct} SET amount = amount + 20 WHERE id = 2")  # B, partition 2
+        return info
+
+    monkeypatch.setattr(MergeRun, "plan", plan_then_interleave)
+    result = merge(spark, f"UPDATE {acct} SET amount = amount + 1 WHERE id = 1")  # A, partition 1
+    assert (amount(spark, acct, 1), amount(spark, acct, 2)) == (101, 220)
+    assert result.metrics["numTargetRowsUpdated"] == 1
+
+
+def test_concurrent_threads_never_lose_an_update(spark, acct):
+    outcomes = []
+
+    def bump(times):
+        for _ in range(times):
+            try:
+                merge(spark, f"UPDATE {acct} SET amount = amount + 1 WHERE id IN (1, 3)")
+                outcomes.append("ok")
+            except ConflictError:
+                outcomes.append("conflict")
+
+    threads = [threading.Thread(target=bump, args=(2,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    committed = outcomes.count("ok")
+    assert len(outcomes) == 4 and committed >= 1
+    assert (amount(spark, acct, 1), amount(spark, acct, 3)) == (100 + committed, 300 + committed)
+
+
+def test_live_lock_makes_a_merge_wait_then_give_up(spark, acct, monkeypatch):
+    table = describe_table(spark, acct.split("."))
+    spark.sql(macros.render("lock_sql", table, "other", datetime.now(timezone.utc).isoformat()))
+    monkeypatch.setattr(lock, "LOCK_WAIT_S", 1)
+    before = snapshot(spark, acct)
+    with pytest.raises(ConflictError, match="being committed by merge other"):
+        merge(spark, f"UPDATE {acct} SET amount = 0 WHERE id = 1")
+    assert snapshot(spark, acct) == before
+    lock.break_lock(spark, table)
+
+
+def test_stale_lock_of_a_dead_process_is_broken(spark, acct):
+    table = describe_table(spark, acct.split("."))
+    old = (datetime.now(timezone.utc) - timedelta(hours=2)).isoformat()
+    spark.sql(macros.render("lock_sql", table, "dead", old))
+    merge(spark, f"UPDATE {acct} SET amount = 7 WHERE id = 1")
+    assert amount(spark, acct, 1) == 7 and lock.holder(spark, table) is None
+
+
+def test_recover_command_finishes_an_interrupted_commit(spark, acct, monkeypatch, capsys):
+    def crash(spark_, table, merge_id, repoints):
+        raise KeyboardInterrupt("crash after the journal")
+
+    monkeypatch.setattr(paradigms, "apply_journal", crash)
+    with pytest.raises(KeyboardInterrupt):
+        merge(spark, f"UPDATE {acct} SET amount = 5 WHERE id = 2")
+    monkeypatch.undo()
+    assert amount(spark, acct, 2) == 200
+    assert main(["recover", acct, "-q"]) == 0
+    assert "interrupted commit finished" in capsys.readouterr().out
+    assert amount(spark, acct, 2) == 5
+    assert recover(spark, acct) is False
