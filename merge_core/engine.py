@@ -19,7 +19,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from . import files, macros, paradigms
+from . import faults, files, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
 from .errors import ConflictError, DuplicateMatchError, MergeError, NotNullViolation, RetryableConflict, UnsupportedError
 from .spec import MergeSpec
@@ -110,6 +110,7 @@ class MergeRun:
             self.paradigm = paradigms.choose(self.table)
             self.plan_hash = hashlib.sha256(self.explain(placeholder_id=True).encode()).hexdigest()[:16]
         self.state = "begun"
+        faults.reached("after_validation")
         info = {
             "merge_id": self.merge_id,
             "target": self.table["name"],

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
-from . import files, lock, macros
+from . import faults, files, lock, macros
 from .catalog import describe_table
 from .errors import ConflictError, RetryableConflict, TargetError
 
@@ -75,6 +75,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             run._sql(macros.render("stage_sql", table, ctx, run.partitions))
             new = {key(r): r for r in run._rows(macros.render("file_stats_sql", table, ctx["stage"]))}
             run._sql(f"DROP TABLE IF EXISTS {ctx['stage']}")
+        faults.reached("after_staging")
         repoints = []
         for n, part in enumerate(run.partitions):
             k = key(part)
@@ -111,6 +112,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
                 fresh = _unchanged_since_begin(run)
                 write_journal(run.spark, fresh, run.merge_id, repoints)
                 run.journaled = True
+                faults.reached("after_journal")
                 apply_journal(run.spark, fresh, run.merge_id, repoints)
 
     def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
@@ -158,13 +160,18 @@ def write_journal(spark: SparkSession, table: dict, merge_id: str, repoints: lis
 
 def apply_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict]) -> None:
     """Repoint, mark done, refresh. Every statement is idempotent, so replaying is harmless."""
-    for stmt in macros.fill_list("repoint_statements", table, repoints):
+    statements = macros.fill_list("repoint_statements", table, repoints)
+    for n, stmt in enumerate(statements, start=1):
         spark.sql(stmt)
+        if n < len(statements):
+            faults.reached("between_repoints")
+    faults.reached("after_last_repoint")
     spark.sql(macros.render("journal_done_sql", table, merge_id))
     # re-read the properties so the clean-up removes exactly the journal keys present now
     clear = macros.render("journal_clear_sql", describe_table(spark, [table["database"], table["table_name"]]))
     if clear:
         spark.sql(clear)
+    faults.reached("before_refresh")
     spark.sql(macros.render("refresh_sql", table))
 
 
@@ -174,20 +181,29 @@ def recover(spark: SparkSession, table: dict) -> bool:
     Staged data is only ever removed before its journal exists, so a journal whose
     new locations are missing was never applied (its write reported failure but
     reached the metastore): it is discarded rather than replayed.
+
+    A commit lock held by the merge whose journal was just replayed, or by the
+    merge the table records as its last finished commit, guards no work any more
+    (its holder died inside the commit): it is released.
     """
     props = table["properties"]
     parts = int(props.get("spark_merge.journal.parts", "0") or 0)
-    if parts == 0:
-        return False
-    journal = json.loads("".join(props[f"spark_merge.journal.{i}"] for i in range(parts)))
-    repoints = journal["repoints"]
-    missing = [r["location"] for r in repoints if files.exists(r["location"]) is False]
-    if missing:
-        log.warning("discarding journal of merge %s on %s: its staged data %s is gone, nothing was repointed",
-                    journal["merge_id"], table["name"], missing[0])
-        repoints = []
-    else:
-        log.warning("recovering interrupted merge %s on %s: replaying %d repoint(s)",
-                    journal["merge_id"], table["name"], len(repoints))
-    apply_journal(spark, table, journal["merge_id"], [dict(r, exists=False) for r in repoints])
-    return True
+    finished = props.get("spark_merge.last_merge_id")
+    if parts:
+        journal = json.loads("".join(props[f"spark_merge.journal.{i}"] for i in range(parts)))
+        repoints = journal["repoints"]
+        missing = [r["location"] for r in repoints if files.exists(r["location"]) is False]
+        if missing:
+            log.warning("discarding journal of merge %s on %s: its staged data %s is gone, nothing was repointed",
+                        journal["merge_id"], table["name"], missing[0])
+            repoints = []
+        else:
+            log.warning("recovering interrupted merge %s on %s: replaying %d repoint(s)",
+                        journal["merge_id"], table["name"], len(repoints))
+        apply_journal(spark, table, journal["merge_id"], [dict(r, exists=False) for r in repoints])
+        finished = journal["merge_id"]
+    owner = lock.holder(spark, table)
+    if owner is not None and owner["merge_id"] == finished:
+        log.warning("releasing the commit lock of merge %s on %s: its commit is complete", finished, table["name"])
+        lock.break_lock(spark, table)
+    return bool(parts)

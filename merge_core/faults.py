@@ -1,0 +1,19 @@
+"""Failpoints for crash tests: with SPARK_MERGE_FAULT=<name>, the process stops dead at <name>.
+
+It writes the name to $SPARK_MERGE_FAULT_FLAG and sleeps, so a test can SIGKILL it at
+exactly that step boundary. Unset (always, outside tests) it costs one dict lookup.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+POINTS = ("after_validation", "after_staging", "after_journal", "between_repoints",
+          "after_last_repoint", "before_refresh")
+
+
+def reached(name: str) -> None:
+    if os.environ.get("SPARK_MERGE_FAULT") == name:
+        Path(os.environ["SPARK_MERGE_FAULT_FLAG"]).write_text(name)
+        time.sleep(3600)

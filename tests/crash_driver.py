@@ -1,0 +1,41 @@
+"""Subprocess side of the crash tests (test_crash.py). Not a test module itself.
+
+    python tests/crash_driver.py HOME merge|verify
+merge: create the table, then run the merge under test (a failpoint may stop it);
+verify: recover, print the rows, run a following merge, print the rows again (JSON).
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from merge_core import merge, recover
+from merge_core.session import get_session
+
+TABLE = "crash.t"
+MERGE = (f"MERGE INTO {TABLE} t USING (SELECT * FROM VALUES (1, 'u1', 1), (3, 'u3', 2), (5, 'n5', 3) AS x(id, v, p)) s "
+         "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+FOLLOWING = f"UPDATE {TABLE} SET v = concat(v, '+') WHERE id = 2"
+
+
+def rows(spark):
+    return sorted([list(r) for r in spark.sql(f"SELECT id, v, p FROM {TABLE}").collect()])
+
+
+def main(home: str, mode: str) -> None:
+    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1"})
+    if mode == "merge":
+        spark.sql("CREATE DATABASE IF NOT EXISTS crash")
+        spark.sql(f"CREATE TABLE {TABLE} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+        spark.sql(f"INSERT INTO {TABLE} VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2), (4, 'd', 2)")
+        merge(spark, MERGE)
+    elif mode == "verify":
+        recovered = recover(spark, TABLE)
+        first = rows(spark)
+        merge(spark, FOLLOWING)
+        print(json.dumps({"recovered": recovered, "rows": first, "after_next_merge": rows(spark)}))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

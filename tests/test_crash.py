@@ -1,0 +1,56 @@
+"""SIGKILL at every step boundary of a merge, then recover: the table is the old or the new version.
+
+Each scenario runs in subprocesses with a metastore of their own (embedded Derby admits one JVM
+at a time): one sets the table up and runs the merge until a failpoint, and is killed with its JVM;
+the other recovers, reads the table and runs a following merge.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from merge_core.faults import POINTS
+
+DRIVER = Path(__file__).resolve().parent / "crash_driver.py"
+OLD = [[1, "a", 1], [2, "b", 1], [3, "c", 2], [4, "d", 2]]
+NEW = [[1, "u1", 1], [2, "b", 1], [3, "u3", 2], [4, "d", 2], [5, "n5", 3]]
+# where a crash at each point must leave the table once recovered
+EXPECTED = {
+    "after_validation": OLD, "after_staging": OLD,  # before the journal: as if it never ran
+    "after_journal": NEW, "between_repoints": NEW, "after_last_repoint": NEW, "before_refresh": NEW,
+}
+
+
+def run_driver(home, mode, env=None, timeout=240):
+    return subprocess.run([sys.executable, str(DRIVER), str(home), mode], env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, timeout=timeout, cwd=home)
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_sigkill_then_recover(tmp_path, point):
+    flag = tmp_path / "fault.flag"
+    proc = subprocess.Popen([sys.executable, str(DRIVER), str(tmp_path), "merge"], cwd=tmp_path,
+                            env={**os.environ, "SPARK_MERGE_FAULT": point, "SPARK_MERGE_FAULT_FLAG": str(flag)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not flag.exists():
+        assert proc.poll() is None, f"merge ended before reaching {point}: {proc.stderr.read()[-3000:]}"
+        assert time.monotonic() < deadline, f"{point} not reached in time"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the Python process and its JVM, with no chance to clean up
+    proc.wait(timeout=60)
+
+    verify = run_driver(tmp_path, "verify")
+    assert verify.returncode == 0, verify.stderr[-3000:]
+    result = json.loads(verify.stdout.strip().splitlines()[-1])
+    assert result["rows"] == EXPECTED[point]
+    following = [[i, v + "+" if i == 2 else v, p] for i, v, p in EXPECTED[point]]
+    assert result["after_next_merge"] == following
+    assert result["recovered"] == (EXPECTED[point] is NEW and point != "before_refresh")
