@@ -22,9 +22,13 @@ LOCK_STALE_S = 900    # a lock this old belongs to a dead process (commits take 
 
 def holder(spark: SparkSession, table: dict) -> dict | None:
     """{'merge_id', 'since'} of the lock on ``table``, or None when it is free."""
+    # look before reading: a missing table would make Spark log an error stack for every merge
+    name = macros.render("literal", f"__sm_lock_{table['table_name']}")
+    if not spark.sql(f"SHOW TABLES IN {macros.render('quote', table['database'])} LIKE {name}").collect():
+        return None
     try:
         props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {macros.render('lock_relation', table)}").collect()}
-    except SPARK_ERRORS:
+    except SPARK_ERRORS:  # released in between
         return None
     return {"merge_id": props.get("spark_merge.lock.merge_id", "?"), "since": props.get("spark_merge.lock.since", "")}
 

@@ -39,7 +39,7 @@ to_json(struct({{ spark_merge__column_list(table.columns | map(attribute='name')
 {%- endmacro %}
 
 {% macro spark_merge__target_scan(table, where=none) -%}
-(SELECT *, {{ spark_merge__row_id(table) }} FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %})
+(SELECT *, {{ spark_merge__row_id(table) }} FROM {{ table.relation }}{% if where %} WHERE ({{ where }}){% endif %})
 {%- endmacro %}
 
 {#- The value clause `cl` gives column `c` (index i). -#}
@@ -87,10 +87,10 @@ SELECT
 {% if has_source -%}
 FROM {{ spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
 RIGHT JOIN (SELECT *, monotonically_increasing_id() AS __sm_srow FROM {{ spark_merge__source_relation(spec) }} AS __sm_src) AS {{ s }}
-  ON {{ spec.on }}
+  ON ({{ spec.on }})
 {%- else -%}
 FROM {{ spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
-WHERE {{ spec.on }}
+WHERE ({{ spec.on }})
 {%- endif %}
 {%- endmacro %}
 
