@@ -30,7 +30,7 @@ from .spec import MergeSpec, WhenClause
 __all__ = [
     "merge", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
     "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
-    "DuplicateMatchError", "NotNullViolation", "ConflictError", "recover",
+    "DuplicateMatchError", "NotNullViolation", "ConflictError", "recover", "vacuum", "rollback",
 ]
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())
@@ -85,3 +85,17 @@ def history(spark: SparkSession, table: str, limit: int = 20) -> list[dict]:
     from .history_store import read_history
 
     return read_history(spark, table, limit)
+
+
+def vacuum(spark: SparkSession, table: str, retain_hours: float | None = None, dry_run: bool = False):
+    """Remove the directories no version inside the retention period uses (default 7 days)."""
+    from .retention import vacuum as _vacuum
+
+    return _vacuum(spark, table, retain_hours, dry_run)
+
+
+def rollback(spark: SparkSession, table: str, to_merge_id: str) -> dict:
+    """Point ``table`` back at the version before ``to_merge_id``; returns the rollback's history entry."""
+    from .retention import rollback as _rollback
+
+    return _rollback(spark, table, to_merge_id)

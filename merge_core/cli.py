@@ -1,8 +1,10 @@
-"""spark-merge command line: run, explain, history, recover.
+"""spark-merge command line: run, explain, history, recover, vacuum, rollback.
 
     spark-merge run --sql "MERGE INTO ..."            # embedded local Spark under ./var
     spark-merge explain --file merge.sql --remote sc://spark:15002
     spark-merge history sales.accounts
+    spark-merge vacuum sales.accounts --retain 24 --dry-run
+    spark-merge rollback sales.accounts --to 20261122093000_1a2b3c4d
 Also usable as a cluster job: spark-submit --master yarn -m merge_core run --file merge.sql
 (inside spark-submit the job's own SparkSession is used).
 """
@@ -14,7 +16,7 @@ import logging
 import sys
 from pathlib import Path
 
-from . import MergeError, explain, history, merge, recover
+from . import MergeError, explain, history, merge, recover, rollback, vacuum
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,6 +44,16 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("recover", help="finish a commit that was interrupted (the next merge would do it too)")
     sp.add_argument("table")
     sp.add_argument("--break-lock", action="store_true", help="remove the commit lock of a process known to be dead")
+    spark_options(sp)
+    sp = sub.add_parser("vacuum", help="remove directories no version inside the retention period uses")
+    sp.add_argument("table")
+    sp.add_argument("--retain", type=float, metavar="HOURS",
+                    help="retention in hours (default: table property spark_merge.retention_hours, else 168)")
+    sp.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    spark_options(sp)
+    sp = sub.add_parser("rollback", help="point the table back at the version before a merge")
+    sp.add_argument("table")
+    sp.add_argument("--to", required=True, metavar="MERGE_ID", help="the merge to undo, with every later one")
     spark_options(sp)
     sp = sub.add_parser("history", help="merges recorded for a table, newest first")
     sp.add_argument("table")
@@ -76,6 +88,17 @@ def main(argv: list[str] | None = None) -> int:
             done = recover(spark, args.table, break_lock=args.break_lock)
             print(f"{args.table}: {'interrupted commit finished' if done else 'nothing to recover'}")
             return 0
+        if args.command == "vacuum":
+            result = vacuum(spark, args.table, retain_hours=args.retain, dry_run=args.dry_run)
+            for path in result.removed:
+                print(("would remove " if args.dry_run else "removed ") + path)
+            print(result.summary())
+            return 0
+        if args.command == "rollback":
+            entry = rollback(spark, args.table, args.to)
+            print(f"{args.table}: rolled back to before {args.to} ({len(entry['repoints'])} partition(s) repointed; "
+                  f"undo with: spark-merge rollback {args.table} --to {entry['merge_id']})")
+            return 0
         if args.command == "history":
             entries = history(spark, args.table, args.limit)
             if args.json:
@@ -83,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 for e in entries:
                     m = e["metrics"]
-                    print(f"{e['finished_at']}  {e['merge_id']}  {e['kind']:<6}  +{m['numTargetRowsInserted']} "
-                          f"~{m['numTargetRowsUpdated']} -{m['numTargetRowsDeleted']}  "
+                    print(f"{e['finished_at']}  {e['merge_id']}  {e['kind']:<8}  +{m.get('numTargetRowsInserted', 0)} "
+                          f"~{m.get('numTargetRowsUpdated', 0)} -{m.get('numTargetRowsDeleted', 0)}  "
                           f"partitions {m['numTargetPartitionsRewritten']}  {m['executionTimeMs']} ms")
             return 0
         sql = args.sql if args.sql is not None else args.file.read_text()

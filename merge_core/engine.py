@@ -160,20 +160,21 @@ class MergeRun:
         with self._step("plan: count changes"):
             self.metrics.update(self._rows(macros.render("change_counts_sql", ctx))[0])
         changed = sum(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
-        if changed == 0 or self.spec.insert_only:
+        if changed == 0:
             self.partitions = []
         elif table["partition_columns"]:
-            with self._step("plan: find partitions to rewrite"):
+            # for an append these are the partitions it adds files to (rollback needs to know)
+            with self._step("plan: find partitions to " + ("append to" if self.spec.insert_only else "rewrite")):
                 self.partitions = self._rows(macros.render("touched_partitions_sql", table, ctx))
             for p in self.partitions:
-                if any(v is None for v in p.values()):
+                if not self.spec.insert_only and any(v is None for v in p.values()):
                     raise UnsupportedError(
                         f"the merge touches a partition with a NULL value ({p}); NULL partition values are not supported"
                     )
         else:
             self.partitions = [{}]
         self.state = "planned"
-        info = {"merge_id": self.merge_id, "partitions_to_rewrite": len(self.partitions), "changed_rows": changed}
+        info = {"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}
         log.info("PLAN %s", json.dumps(info))
         return info
 
@@ -221,7 +222,7 @@ class MergeRun:
                       "finishes it", self.merge_id, self.table["name"])
         elif self.staged:
             log.warning("[%s] ABORT in state %s: removing staged data", self.merge_id, self.state)
-            files.remove_tree(self.ctx["stage_location"])
+            files.remove(self.ctx["stage_location"])
         else:
             log.warning("[%s] ABORT in state %s: nothing was written", self.merge_id, self.state)
         self.state = "aborted"

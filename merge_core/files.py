@@ -9,23 +9,65 @@ from pyarrow import fs
 log = logging.getLogger("spark_merge")
 
 
-def _resolve(uri: str) -> tuple[fs.FileSystem, str]:
-    parsed = urlparse(uri)
+def _resolve(location: str) -> tuple[fs.FileSystem, str]:
+    """A metastore location (a Hadoop path string: not percent-encoded, so a partition
+    directory `p=a%2Fb` is literally named that) as a file system and a path in it."""
+    parsed = urlparse(location)
     if parsed.scheme in ("", "file"):
-        return fs.LocalFileSystem(), unquote(parsed.path)
-    return fs.FileSystem.from_uri(uri)
+        return fs.LocalFileSystem(), parsed.path
+    filesystem, root = fs.FileSystem.from_uri(f"{parsed.scheme}://{parsed.netloc}/")  # root: "bucket" or "/"
+    return filesystem, root.rstrip("/") + parsed.path
 
 
-def remove_tree(uri: str) -> bool:
-    """Delete a directory tree; False (with a warning) when it cannot be reached."""
+def location_of_uri(uri: str) -> str:
+    """A file URI as Spark's inputFiles() gives it (percent-encoded) as a metastore location."""
+    return unquote(uri)
+
+
+def key(location: str) -> str:
+    """One spelling per directory: file:/x, file:///x/ and /x compare equal."""
+    parsed = urlparse(location)
+    scheme = "file" if parsed.scheme in ("", "file") else parsed.scheme
+    return f"{scheme}://{parsed.netloc}{parsed.path.rstrip('/') or '/'}"
+
+
+def is_inside(location: str, parent: str) -> bool:
+    """Whether ``location`` is ``parent`` or below it (both as returned by key())."""
+    return location == parent or location.startswith(parent.rstrip("/") + "/")
+
+
+def listing(location: str) -> list[tuple[str, bool]]:
+    """(child location, is a directory) for each entry directly in a directory; [] if missing."""
+    filesystem, path = _resolve(location)
+    selector = fs.FileSelector(path, allow_not_found=True)
+    base = location.rstrip("/")
+    return [(f"{base}/{info.base_name}", info.type == fs.FileType.Directory) for info in filesystem.get_file_info(selector)]
+
+
+def size(location: str) -> tuple[int, int]:
+    """(files, bytes) below a path, or of a single file."""
+    filesystem, path = _resolve(location)
+    info = filesystem.get_file_info(path)
+    if info.type == fs.FileType.File:
+        return 1, info.size or 0
+    if info.type != fs.FileType.Directory:
+        return 0, 0
+    found = [i for i in filesystem.get_file_info(fs.FileSelector(path, recursive=True)) if i.type == fs.FileType.File]
+    return len(found), sum(i.size or 0 for i in found)
+
+
+def remove(location: str) -> bool:
+    """Delete a file or a directory tree; False (with a warning) when it cannot be reached."""
     try:
-        filesystem, path = _resolve(uri)
-        if filesystem.get_file_info(path).type == fs.FileType.NotFound:
-            return True
-        filesystem.delete_dir(path)
+        filesystem, path = _resolve(location)
+        info = filesystem.get_file_info(path)
+        if info.type == fs.FileType.File:
+            filesystem.delete_file(path)
+        elif info.type == fs.FileType.Directory:
+            filesystem.delete_dir(path)
         return True
     except (OSError, ValueError, NotImplementedError) as e:
-        log.warning("could not remove %s: %s (vacuum will retry)", uri, e)
+        log.warning("could not remove %s: %s (vacuum will retry)", location, e)
         return False
 
 

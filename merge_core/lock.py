@@ -77,4 +77,4 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str,
         owner = holder(spark, table)
         if owner is not None and owner["merge_id"] == merge_id:
             spark.sql(macros.render("unlock_sql", table))
-        files.remove_tree(f"{table['root'].rstrip('/')}/_spark_merge/locks/{merge_id}")
+        files.remove(f"{table['root'].rstrip('/')}/_spark_merge/locks/{merge_id}")

@@ -110,6 +110,12 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
                         f"{table['name']} changed since this merge read them; nothing was written, run it again"
                     )
                 fresh = _unchanged_since_begin(run)
+                gone = [r["location"] for r in repoints if files.exists(r["location"]) is False]
+                if gone:
+                    raise ConflictError(
+                        f"the staged data of this merge ({gone[0]}) was removed, most likely by a vacuum with a "
+                        f"retention shorter than the merge took; nothing was written, run it again"
+                    )
                 write_journal(run.spark, fresh, run.merge_id, repoints)
                 run.journaled = True
                 faults.reached("after_journal")

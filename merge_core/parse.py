@@ -97,7 +97,12 @@ def _merge(tree: exp.Merge, dialect: str) -> MergeSpec:
     target_alias = _alias(target) or target_parts[-1]
 
     using = tree.args.get("using")
-    if isinstance(using, exp.Table):
+    alias_node = using.args.get("alias") if using is not None else None
+    if isinstance(using, (exp.Table, exp.Subquery)) and alias_node is not None and alias_node.columns:
+        # USING ... AS s(a, b): the column names live in the alias, so keep it with the relation
+        source, kind = f"SELECT * FROM {_sql(using)}", "query"
+        source_alias = _alias(using)
+    elif isinstance(using, exp.Table):
         source, kind = ".".join(p.name for p in using.parts), "table"
         source_alias = _alias(using) or using.name
     elif isinstance(using, exp.Subquery):

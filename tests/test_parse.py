@@ -47,6 +47,15 @@ def test_values_source_keeps_its_column_aliases():
     assert spec.source_kind == "query" and spec.source == "SELECT * FROM VALUES (1, 2) AS s(id, v)"
 
 
+@pytest.mark.parametrize("using, source", [
+    ("(SELECT 1, 2) s (id, v)", "SELECT * FROM (SELECT 1, 2) AS s(id, v)"),
+    ("src AS s(id, v)", "SELECT * FROM src AS s(id, v)"),
+])
+def test_subquery_and_table_sources_keep_their_column_aliases(using, source):
+    spec = parse(f"MERGE INTO t USING {using} ON t.id = s.id WHEN MATCHED THEN DELETE")
+    assert (spec.source_kind, spec.source, spec.source_alias) == ("query", source, "s")
+
+
 @pytest.mark.parametrize("sql, error, fragment", [
     ("", ParseError, "empty statement"),
     ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN DELET", ParseError, "cannot parse statement"),

@@ -1,0 +1,284 @@
+"""Old versions: keep them for a retention period, remove them after, roll back to them.
+
+Every copy-on-write commit leaves the directories it replaced on disk, so readers
+that started earlier can finish and a rollback can point back at them. The
+history entry of each commit names the directories it replaced (`old_location`)
+and the time it finished. A directory is *in use by a version inside retention*
+when the table uses it now, or a commit that finished within the retention
+period replaced it (it was the current data at some moment of that period).
+
+vacuum removes what no such version uses: directories replaced before the
+retention period (including a table's original default partition directories,
+which a later DROP and re-ADD of the partition would otherwise bring back), the
+staging directories of merges that never committed, and locks of dead
+processes.
+
+rollback is itself a journaled commit (so it can be interrupted, recovered and
+rolled back in turn): it points every partition that the merge and the later
+ones replaced back at the directory it had before.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from urllib.parse import unquote
+
+from pyspark.sql import SparkSession
+
+from . import files, lock, macros, paradigms
+from .catalog import SPARK_ERRORS, describe_table, spark_message
+from .engine import new_merge_id
+from .errors import ConflictError, SpecError, UnsupportedError
+from .history_store import read_history
+
+log = logging.getLogger("spark_merge")
+
+DEFAULT_RETENTION_HOURS = 168.0   # 7 days, as Delta Lake; table property spark_merge.retention_hours overrides
+ORPHAN_MIN_AGE_HOURS = 1.0        # staging of an uncommitted merge may belong to a merge still running
+_STAGING = re.compile(r"^_merge_(\d{14})_[0-9a-f]{8}$")
+_EMPTY = re.compile(r"/empty-\d+$")
+
+
+@dataclass
+class VacuumResult:
+    table: str
+    retain_hours: float
+    dry_run: bool
+    removed: list[str] = field(default_factory=list)   # what was (or, in a dry run, would be) removed
+    files: int = 0
+    bytes: int = 0
+    kept_for_retention: int = 0   # replaced directories still inside the retention period
+
+    def summary(self) -> str:
+        verb = "would remove" if self.dry_run else "removed"
+        return (f"vacuum {self.table} (retain {self.retain_hours:g} h): {verb} {len(self.removed)} path(s), "
+                f"{self.files} file(s), {self.bytes} bytes; kept {self.kept_for_retention} replaced "
+                f"director{'y' if self.kept_for_retention == 1 else 'ies'} still inside retention")
+
+
+def _table(spark: SparkSession, name: str) -> dict:
+    parts = [p.strip("`") for p in name.split(".")]
+    table = describe_table(spark, parts)
+    if paradigms.recover(spark, table):
+        table = describe_table(spark, parts)
+    return table
+
+
+def _partition_key(partition: dict | None) -> tuple:
+    return tuple(sorted((k.lower(), v) for k, v in (partition or {}).items()))
+
+
+def _finished(entry: dict) -> datetime:
+    return datetime.fromisoformat(entry["finished_at"])
+
+
+def partition_location(spark: SparkSession, table: dict, partition: dict | None) -> str | None:
+    """Where the metastore points a partition (the table for an unpartitioned one); None if it does not exist."""
+    if not table["partition_columns"]:
+        return table["location"]
+    spec = macros.render("partition_spec", table, {c: partition[c] for c in table["partition_columns"]})
+    try:
+        desc = spark.sql(f"DESCRIBE TABLE EXTENDED {table['relation']} {spec} AS JSON").collect()[0][0]
+    except SPARK_ERRORS as e:
+        if "PARTITIONS_NOT_FOUND" in str(e) or "NoSuchPartition" in str(e):
+            return None
+        raise
+    return json.loads(desc)["location"]
+
+
+def live_locations(spark: SparkSession, table: dict) -> set[str]:
+    """Every directory the table reads now (as files.key()).
+
+    One listing of the table's files gives the directory of every partition that
+    has files; only partitions whose directory does not end in their own name
+    (empty ones, or ones added with a custom LOCATION) are asked for one by one.
+    """
+    if not table["partition_columns"]:
+        return {files.key(table["location"])}
+    rel = table["relation"]
+    dirs = {files.key(files.location_of_uri(f).rsplit("/", 1)[0]) for f in spark.table(rel).inputFiles()}
+    depth = len(table["partition_columns"])
+    by_name = {"/".join(d.split("/")[-depth:]): d for d in dirs}
+    live = set(dirs)
+    by_lower = {c.lower(): c for c in table["partition_columns"]}
+    for (spec,) in spark.sql(f"SHOW PARTITIONS {rel}").collect():
+        if spec in by_name:
+            continue
+        values = {by_lower[unquote(k).lower()]: unquote(v) for k, v in (kv.split("=", 1) for kv in spec.split("/"))}
+        location = partition_location(spark, table, values)
+        if location:
+            live.add(files.key(location))
+    return live
+
+
+def vacuum(spark: SparkSession, table_name: str, retain_hours: float | None = None,
+           dry_run: bool = False) -> VacuumResult:
+    """Remove the directories no version inside the retention period uses."""
+    table = _table(spark, table_name)
+    if retain_hours is None:
+        retain_hours = float(table["properties"].get("spark_merge.retention_hours", DEFAULT_RETENTION_HOURS))
+    if retain_hours < 0:
+        raise SpecError(f"retention must be zero or more hours, got {retain_hours:g}")
+    result = VacuumResult(table["name"], retain_hours, dry_run)
+    if dry_run:
+        _vacuum(spark, table, result)
+    else:
+        with lock.table_lock(spark, table, f"vacuum_{new_merge_id()}"):  # no commit repoints while we look
+            _vacuum(spark, table, result)
+    log.info(result.summary())
+    return result
+
+
+def _vacuum(spark: SparkSession, table: dict, result: VacuumResult) -> None:
+    now = datetime.now(timezone.utc)
+    cutoff = now - timedelta(hours=result.retain_hours)
+    orphan_cutoff = min(cutoff, now - timedelta(hours=ORPHAN_MIN_AGE_HOURS))
+    root = files.key(table["root"])
+    entries = {e["merge_id"]: e for e in read_history(spark, table["name"], limit=1_000_000)}
+
+    live = live_locations(spark, table)
+    keep = set(live)
+    replaced_long_ago, replaced_recently = {}, set()   # the first: key -> location as recorded
+    for entry in entries.values():
+        recent = _finished(entry) >= cutoff
+        for r in entry.get("repoints") or []:
+            if recent:
+                keep.add(files.key(r["location"]))
+            if not r.get("old_location"):
+                continue
+            if recent:
+                replaced_recently.add(files.key(r["old_location"]))
+            else:
+                replaced_long_ago.setdefault(files.key(r["old_location"]), r["old_location"])
+    keep |= replaced_recently
+    result.kept_for_retention = len(replaced_recently - live)
+
+    def unused(location: str) -> bool:
+        return not any(files.is_inside(k, location) for k in keep)
+
+    doomed = []
+    for k, location in sorted(replaced_long_ago.items()):
+        if k == root:
+            # an unpartitioned table's original files sit in its root, next to _merge_* and _spark_merge
+            doomed += [child for child, _ in files.listing(location)
+                       if not child.rsplit("/", 1)[1].startswith(("_", ".")) and unused(files.key(child))]
+        elif unused(k):
+            doomed.append(location)
+    for child, is_dir in files.listing(table["root"]):
+        match = _STAGING.match(child.rsplit("/", 1)[1])
+        if not (is_dir and match):
+            continue
+        merge_id = child.rsplit("/", 1)[1].removeprefix("_merge_")
+        if merge_id in entries:
+            old_enough = _finished(entries[merge_id]) < cutoff
+        else:  # never committed (or its history entry was lost): judge by the time it started
+            started = datetime.strptime(match.group(1), "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+            old_enough = started < orphan_cutoff
+        if old_enough and unused(files.key(child)):
+            doomed.append(child)
+    holder = lock.holder(spark, table)
+    for child, _ in files.listing(f"{table['root'].rstrip('/')}/_spark_merge/locks"):
+        if holder is None or child.rsplit("/", 1)[1] != holder["merge_id"]:
+            doomed.append(child)
+
+    # one entry per directory, none inside another (a whole _merge_<id> covers its partitions)
+    by_key = {files.key(d): d for d in reversed(doomed) if files.exists(d) is not False}
+    doomed = [d for k, d in by_key.items() if not any(files.is_inside(k, o) and k != o for o in by_key)]
+    for location in doomed:
+        n, size = files.size(location)
+        result.files += n
+        result.bytes += size
+        result.removed.append(location)
+        if not result.dry_run:
+            log.info("vacuum: removing %s (%d file(s), %d bytes)", location, n, size)
+            files.remove(location)
+
+
+def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
+    """Point the table back at the version it had before merge ``to_merge_id``.
+
+    Walks the history from that merge to now: each partition a commit in that
+    range replaced goes back to the directory it had before the first of them; a
+    partition the range created is emptied (as a merge that deletes every row
+    of a partition does). Refused, with nothing changed, when an insert-only
+    merge in the range appended files to a directory the rollback keeps, when a
+    partition is no longer where the history says (changed by something else),
+    or when vacuum already removed a directory it needs.
+    """
+    table = _table(spark, table_name)
+    # commit order is version order (a history entry is written after the lock is released)
+    entries = sorted(read_history(spark, table["name"], limit=1_000_000),
+                     key=lambda e: (e.get("version_before", 0), _finished(e)))
+    ids = [e["merge_id"] for e in entries]
+    if to_merge_id not in ids:
+        raise SpecError(f"{table['name']} has no merge {to_merge_id} in its history "
+                        f"(`spark-merge history {table['name']}` lists them)")
+    restore: dict[tuple, dict] = {}   # partition -> {'partition', 'location' before the range}
+    current: dict[tuple, str] = {}    # partition -> its directory after the range, per history
+    for entry in entries[ids.index(to_merge_id):]:
+        for r in entry.get("repoints") or []:
+            k = _partition_key(r["partition"])
+            restore.setdefault(k, {"partition": r["partition"], "location": r.get("old_location")})
+            current[k] = r["location"]
+        if not entry.get("repoints") and entry.get("metrics", {}).get("numTargetRowsInserted"):
+            for p in entry.get("partitions") or [{}]:
+                k = _partition_key(p)
+                before = restore.get(k, {}).get("location")
+                if k not in current or (before and files.key(before) == files.key(current[k])):
+                    where = "/".join(f"{c}={v}" for c, v in p.items()) or "the table"
+                    raise UnsupportedError(
+                        f"cannot roll back {table['name']} to before {to_merge_id}: insert-only merge "
+                        f"{entry['merge_id']} appended rows to {where} in place; delete them with a DELETE instead"
+                    )
+    if not restore:
+        raise SpecError(f"merge {to_merge_id} and the later ones changed no data in {table['name']}; nothing to roll back")
+
+    rollback_id = new_merge_id()
+    ctx = macros.fill("context", {}, table, rollback_id)
+    t0 = time.monotonic()
+    with lock.table_lock(spark, table, rollback_id):
+        table = describe_table(spark, [table["database"], table["table_name"]])
+        repoints = []
+        for n, (k, target) in enumerate(sorted(restore.items())):
+            now_at = partition_location(spark, table, target["partition"])
+            if now_at is None or files.key(now_at) != files.key(current[k]):
+                raise ConflictError(
+                    f"{_where(target['partition'], table)} is at {now_at}, not at {current[k]} as the history of "
+                    f"{table['name']} says: it was changed outside spark-merge; nothing was rolled back"
+                )
+            location = target["location"]
+            if location is None or (_EMPTY.search(location) and files.exists(location) is False):
+                location = location or f"{ctx['stage_location']}/empty-{n}"
+                spark.sql(macros.render("empty_partition_sql", table, location))
+            elif files.exists(location) is False:
+                raise UnsupportedError(
+                    f"cannot roll back {table['name']} to before {to_merge_id}: {location}, which "
+                    f"{_where(target['partition'], table)} had then, was removed by vacuum"
+                )
+            repoints.append({"partition": target["partition"], "location": location,
+                             "old_location": now_at, "exists": True})
+        paradigms.write_journal(spark, table, rollback_id, repoints)
+        paradigms.apply_journal(spark, table, rollback_id, repoints)
+    entry = {
+        "merge_id": rollback_id, "target": table["name"], "kind": "rollback", "paradigm": "ROLLBACK",
+        "status": "committed", "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        "statement": f"ROLLBACK {table['name']} TO BEFORE {to_merge_id}",
+        "metrics": {"numTargetPartitionsRewritten": len(repoints), "executionTimeMs": int((time.monotonic() - t0) * 1000)},
+        "partitions": [r["partition"] or {} for r in repoints], "repoints": repoints,
+        "version_before": table["version"], "rolled_back": ids[ids.index(to_merge_id):],
+    }
+    try:
+        spark.sql(macros.render("history_write_sql", ctx, entry))
+    except SPARK_ERRORS as e:
+        log.warning("[%s] could not write history entry: %s", rollback_id, spark_message(e))
+    log.info("rolled %s back to before %s: %d partition(s) repointed (rollback %s)",
+             table["name"], to_merge_id, len(repoints), rollback_id)
+    return entry
+
+
+def _where(partition: dict | None, table: dict) -> str:
+    return "partition " + "/".join(f"{c}={v}" for c, v in partition.items()) if partition else table["name"]
