@@ -25,19 +25,21 @@ from .errors import (
     ValidationError,
 )
 from .parse import parse
-from .spec import MergeSpec, WhenClause
+from .spec import UPSERT_OPTIONS, MergeSpec, WhenClause
 
 __all__ = [
     "merge", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
     "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
-    "DuplicateMatchError", "NotNullViolation", "ConflictError", "recover", "vacuum", "rollback",
+    "DuplicateMatchError", "NotNullViolation", "ConflictError", "recover", "vacuum", "rollback", "compact",
 ]
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())
 
 
 def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **options: Any) -> MergeSpec:
-    """SQL text, a dict or a MergeSpec, with options (duplicate_rule, partition_filter, key_columns).
+    """SQL text, a dict or a MergeSpec, with options (duplicate_rule, partition_filter, key_columns,
+    and for primary-key upserts primary_key, watermark_key, tombstone_key,
+    tombstone_string_key_value, upsert_mode).
 
     ``dialect`` ("spark" or "trino") fixes how SQL text is read; by default Spark's
     grammar is tried first and Trino's second.
@@ -45,7 +47,14 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
     if isinstance(sql_or_spec, MergeSpec):
         spec = sql_or_spec
     elif isinstance(sql_or_spec, dict):
-        spec = MergeSpec.from_dict(sql_or_spec)
+        data = dict(sql_or_spec)
+        upsert = {k: options.pop(k) for k in UPSERT_OPTIONS if options.get(k) is not None}
+        if upsert:
+            for k in ("primary_key", "watermark_key"):
+                if isinstance(upsert.get(k), str):
+                    upsert[k] = [upsert[k]]
+            data["upsert"] = {**(data.get("upsert") or {}), **upsert}
+        spec = MergeSpec.from_dict(data)
     elif isinstance(sql_or_spec, str):
         spec = parse(sql_or_spec, dialect)
     else:
@@ -99,3 +108,10 @@ def rollback(spark: SparkSession, table: str, to_merge_id: str) -> dict:
     from .retention import rollback as _rollback
 
     return _rollback(spark, table, to_merge_id)
+
+
+def compact(spark: SparkSession, table: str, tombstone_retention_hours: float | None = None) -> dict:
+    """Rewrite a merge-on-read table's log to one row per key (see merge_on_read.py)."""
+    from .merge_on_read import compact as _compact
+
+    return _compact(spark, table, tombstone_retention_hours)

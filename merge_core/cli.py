@@ -5,6 +5,7 @@
     spark-merge history sales.accounts
     spark-merge vacuum sales.accounts --retain 24 --dry-run
     spark-merge rollback sales.accounts --to 20261122093000_1a2b3c4d
+    spark-merge upsert --target sales.orders --source staging.cdc --primary-key id --watermark-key ts
 Also usable as a cluster job: spark-submit --master yarn -m merge_core run --file merge.sql
 (inside spark-submit the job's own SparkSession is used).
 """
@@ -16,7 +17,7 @@ import logging
 import sys
 from pathlib import Path
 
-from . import MergeError, explain, history, merge, recover, rollback, vacuum
+from . import MergeError, compact, explain, history, merge, recover, rollback, vacuum
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,6 +42,21 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--partition-filter", help="predicate promising where matching target rows live")
         sp.add_argument("--json", action="store_true", help="print the result as JSON")
         spark_options(sp)
+    sp = sub.add_parser("upsert", help="primary-key upsert guarded by a watermark key (idempotent, out-of-order safe)")
+    sp.add_argument("--target", required=True)
+    sp.add_argument("--source", required=True, help="a table name or a SELECT")
+    sp.add_argument("--primary-key", required=True, action="append", help="repeat for a composite key")
+    sp.add_argument("--watermark-key", required=True, action="append", help="repeat for a composite watermark")
+    sp.add_argument("--tombstone-key")
+    sp.add_argument("--tombstone-string-key-value")
+    sp.add_argument("--upsert-mode", choices=["copy-on-write", "merge-on-read"])
+    sp.add_argument("--json", action="store_true")
+    spark_options(sp)
+    sp = sub.add_parser("compact", help="rewrite a merge-on-read table's log to one row per key")
+    sp.add_argument("table")
+    sp.add_argument("--tombstone-retention-hours", type=float,
+                    help="drop tombstones whose (date/timestamp) watermark is older than this")
+    spark_options(sp)
     sp = sub.add_parser("recover", help="finish a commit that was interrupted (the next merge would do it too)")
     sp.add_argument("table")
     sp.add_argument("--break-lock", action="store_true", help="remove the commit lock of a process known to be dead")
@@ -109,6 +125,16 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{e['finished_at']}  {e['merge_id']}  {e['kind']:<8}  +{m.get('numTargetRowsInserted', 0)} "
                           f"~{m.get('numTargetRowsUpdated', 0)} -{m.get('numTargetRowsDeleted', 0)}  "
                           f"partitions {m['numTargetPartitionsRewritten']}  {m['executionTimeMs']} ms")
+            return 0
+        if args.command == "compact":
+            done = compact(spark, args.table, args.tombstone_retention_hours)
+            print(f"{args.table}: {done['rows_before']} log rows -> {done['rows_after']}")
+            return 0
+        if args.command == "upsert":
+            result = merge(spark, {"target": args.target, "source": args.source}, primary_key=args.primary_key,
+                           watermark_key=args.watermark_key, tombstone_key=args.tombstone_key,
+                           tombstone_string_key_value=args.tombstone_string_key_value, upsert_mode=args.upsert_mode)
+            print(json.dumps(result.metrics, indent=2) if args.json else result.summary())
             return 0
         sql = args.sql if args.sql is not None else args.file.read_text()
         options = {k: v for k, v in (("duplicate_rule", args.duplicate_rule), ("dialect", args.dialect),

@@ -21,7 +21,9 @@ from pyspark.sql import SparkSession
 
 from . import faults, files, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
-from .errors import ConflictError, DuplicateMatchError, MergeError, NotNullViolation, RetryableConflict, UnsupportedError
+from .errors import (
+    ConflictError, DuplicateMatchError, MergeError, NotNullViolation, RetryableConflict, UnsupportedError, ValidationError,
+)
 from .spec import MergeSpec
 from .validate import validate
 
@@ -105,6 +107,11 @@ class MergeRun:
             self.table = describe_table(self.spark, self.spec.target)
             if paradigms.recover(self.spark, self.table):
                 self.table = describe_table(self.spark, self.spec.target)
+            if self.spec.upsert:  # generate the guarded MERGE now that the column types are known
+                compiled = macros.fill("upsert_spec", self.spec_data, self.table)
+                if compiled["errors"]:
+                    raise ValidationError(compiled["errors"])
+                self.spec_data = {k: v for k, v in compiled.items() if k != "errors"}
             self.resolved = validate(self.spark, self.spec_data, self.table)
             self.ctx = macros.fill("context", self.spec_data, self.table, self.merge_id)
             self.paradigm = paradigms.choose(self.table)
@@ -239,6 +246,10 @@ class MergeRun:
 
 def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3) -> MergeResult:
     """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again."""
+    if spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read":
+        from . import merge_on_read
+
+        return merge_on_read.upsert(spark, spec)
     for attempt in range(max_retries + 1):
         merge_run = MergeRun(spark, spec)
         try:

@@ -1,13 +1,16 @@
 """Render the dbt package's macros with plain jinja2: one SQL compiler, two hosts.
 
-All macro files are loaded as one template module, so macros call each other by
-name as they do under dbt. The macros are pure (plain data in, SQL text out, or
-an `out` container filled with `do`), so the only dbt feature needed is the
-`do` extension.
+All macro files are loaded as one template module. Under dbt a package's macros
+reach each other only through the package's name (`spark_merge.spark_merge__quote`),
+so here the name `spark_merge` stands for that module. The macros are pure (plain
+data in, SQL text out, or an `out` container filled with `do`), so the other dbt
+features needed are the `do` extension and dbt's `fromjson`. (macros/materializations/ holds the dbt-only
+orchestration and is not loaded here.)
 """
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 import jinja2
@@ -19,7 +22,16 @@ from dbt_macros import MACRO_DIR
 def _module() -> Any:
     source = "\n".join(p.read_text() for p in sorted(MACRO_DIR.glob("*.sql")))
     env = jinja2.Environment(extensions=["jinja2.ext.do"], undefined=jinja2.StrictUndefined)
+    env.globals["fromjson"] = json.loads  # as in dbt's context
+    env.globals["spark_merge"] = _Package()
     return env.from_string(source).module
+
+
+class _Package:
+    """The package namespace: `spark_merge.<macro>` looks the macro up in the loaded module."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_module(), name)
 
 
 def render(name: str, *args: Any, **kwargs: Any) -> str:

@@ -11,7 +11,6 @@ every target; the paradigm decides how rows change there, as in Trino:
 """
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING
 
@@ -60,53 +59,32 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
         run.metrics["numOutputRows"] = run.metrics["numTargetRowsInserted"]
 
     @staticmethod
-    def _rewrite(run: "MergeRun") -> None:
+    def _rewrite(run: "MergeRun", stage_statement: str | None = None) -> None:
+        """Stage the new content of ``run.partitions`` (the merge's by default), then commit it."""
         table, ctx, m = run.table, run.ctx, run.metrics
-        pcols = table["partition_columns"]
-
-        def key(row: dict) -> tuple:
-            return tuple(row[c] for c in pcols)
-
-        where = macros.render("partition_filter", table, run.partitions) if pcols else None
+        stage_statement = stage_statement or macros.render("stage_sql", table, ctx, run.partitions)
+        where = macros.render("partition_filter", table, run.partitions) if table["partition_columns"] else None
         with run._step("execute: measure partitions to replace"):
-            old = {key(r): r for r in run._rows(macros.render("file_stats_sql", table, table["relation"], where))}
+            old = run._rows(macros.render("file_stats_sql", table, table["relation"], where))
         with run._step(f"execute: write {len(run.partitions)} partition(s) to staging"):
             run.staged = True
-            run._sql(macros.render("stage_sql", table, ctx, run.partitions))
-            new = {key(r): r for r in run._rows(macros.render("file_stats_sql", table, ctx["stage"]))}
+            run._sql(stage_statement)
+            new = run._rows(macros.render("file_stats_sql", table, ctx["stage"]))
             run._sql(f"DROP TABLE IF EXISTS {ctx['stage']}")
         faults.reached("after_staging")
-        repoints = []
-        for n, part in enumerate(run.partitions):
-            k = key(part)
-            if k in new:
-                location = new[k]["dir"]
-            elif pcols:  # every row deleted: point the partition at an empty directory
-                location = f"{ctx['stage_location']}/empty-{n}"
-                run._sql(macros.render("empty_partition_sql", table, location))
-            else:
-                location = ctx["stage_location"]
-            repoints.append({
-                "partition": {c: part[c] for c in pcols} if pcols else None,
-                "location": location,
-                "old_location": old[k]["dir"] if k in old else (None if pcols else table["location"]),
-                "exists": k in old,
-            })
-        m["numOutputRows"] = sum(r["rows"] for r in new.values())
+        planned = macros.fill("repoints", table, ctx, run.partitions, old, new)
+        for location in planned["empty"]:
+            run._sql(macros.render("empty_partition_sql", table, location))
+        m.update(planned["metrics"])
         m["numTargetRowsCopied"] = m["numOutputRows"] - m["numTargetRowsInserted"] - m["numTargetRowsUpdated"]
-        m["numTargetFilesAdded"] = sum(r["files"] for r in new.values())
-        m["numTargetBytesAdded"] = sum(r["bytes"] for r in new.values())
-        m["numTargetFilesRemoved"] = sum(r["files"] for r in old.values())
-        m["numTargetBytesRemoved"] = sum(r["bytes"] for r in old.values())
-        m["numTargetPartitionsRewritten"] = len(run.partitions)
-        run.repoints = repoints
+        run.repoints = repoints = planned["repoints"]
         with run._step("commit: lock, check for conflicts, journal, repoint"):
             with lock.table_lock(run.spark, table, run.merge_id):
-                current = {key(r): r for r in run._rows(macros.render("file_stats_sql", table, table["relation"], where))}
-                if current != old:
-                    changed = sorted({k for k in set(old) | set(current) if old.get(k) != current.get(k)})
+                current = run._rows(macros.render("file_stats_sql", table, table["relation"], where))
+                changed = macros.fill_list("changed_partitions", table, old, current)
+                if changed:
                     raise ConflictError(
-                        f"partition(s) {', '.join('/'.join(map(str, k)) or 'all' for k in changed[:5])} of "
+                        f"partition(s) {', '.join(k.replace(chr(34), '').strip('/') or 'all' for k in changed[:5])} of "
                         f"{table['name']} changed since this merge read them; nothing was written, run it again"
                     )
                 fresh = _unchanged_since_begin(run)
@@ -192,11 +170,9 @@ def recover(spark: SparkSession, table: dict) -> bool:
     merge the table records as its last finished commit, guards no work any more
     (its holder died inside the commit): it is released.
     """
-    props = table["properties"]
-    parts = int(props.get("spark_merge.journal.parts", "0") or 0)
-    finished = props.get("spark_merge.last_merge_id")
-    if parts:
-        journal = json.loads("".join(props[f"spark_merge.journal.{i}"] for i in range(parts)))
+    journal = macros.fill("pending_journal", table)
+    finished = table["properties"].get("spark_merge.last_merge_id")
+    if journal:
         repoints = journal["repoints"]
         missing = [r["location"] for r in repoints if files.exists(r["location"]) is False]
         if missing:
@@ -212,4 +188,4 @@ def recover(spark: SparkSession, table: dict) -> bool:
     if owner is not None and owner["merge_id"] == finished:
         log.warning("releasing the commit lock of merge %s on %s: its commit is complete", finished, table["name"])
         lock.break_lock(spark, table)
-    return bool(parts)
+    return bool(journal)

@@ -17,6 +17,7 @@ from .errors import SpecError
 Action = Literal["update", "delete", "insert"]
 DUPLICATE_RULES = ("trino", "postgres", "strict")
 SOURCE_KINDS = ("table", "query", "none")
+UPSERT_OPTIONS = ("primary_key", "watermark_key", "tombstone_key", "tombstone_string_key_value", "upsert_mode")
 
 
 @dataclass
@@ -56,6 +57,10 @@ class MergeSpec:
     # Target columns shown when a duplicate match is reported (default: those in ON).
     key_columns: list[str] = field(default_factory=list)
     sql: str | None = None                 # the original statement, for history
+    # Primary-key upsert (watermark/tombstone): primary_key, watermark_key, tombstone_key,
+    # tombstone_string_key_value, upsert_mode. ON and clauses are generated at begin
+    # (spark_merge_upsert.sql), since the tombstone test depends on the column's type.
+    upsert: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.duplicate_rule not in DUPLICATE_RULES:
@@ -65,7 +70,7 @@ class MergeSpec:
             )
         if self.source_kind not in SOURCE_KINDS:
             raise SpecError(f"source kind {self.source_kind!r} is not one of {SOURCE_KINDS}")
-        if not self.clauses:
+        if not self.clauses and not self.upsert:
             raise SpecError("a MERGE needs at least one WHEN clause")
         if not self.target or not all(self.target):
             raise SpecError("target table name is empty")
@@ -76,14 +81,23 @@ class MergeSpec:
 
     @property
     def insert_only(self) -> bool:
-        return all(not c.matched for c in self.clauses)
+        return not self.upsert and all(not c.matched for c in self.clauses)
 
     def with_options(self, **options: Any) -> "MergeSpec":
-        known = {"duplicate_rule", "partition_filter", "key_columns"}
+        known = {"duplicate_rule", "partition_filter", "key_columns"} | set(UPSERT_OPTIONS)
         unknown = set(options) - known
         if unknown:
             raise SpecError(f"unknown option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
         data = asdict(self)
+        upsert = dict(data.get("upsert") or {})
+        for k in UPSERT_OPTIONS:
+            value = options.pop(k, None)
+            if value is not None:
+                upsert[k] = [value] if k in ("primary_key", "watermark_key") and isinstance(value, str) else value
+        if upsert:
+            if self.kind != "merge" or self.source is None:
+                raise SpecError("upsert options (primary_key, watermark_key, ...) need a merge with a source")
+            data.update({"upsert": upsert, "clauses": [], "on": "true"})
         data.update({k: v for k, v in options.items() if v is not None})
         return MergeSpec.from_dict(data)
 
@@ -138,6 +152,8 @@ class MergeSpec:
         if data.get("source") is not None and data.get("source_kind", "none") == "none":
             src = data["source"].strip()
             data["source_kind"] = "query" if src.lower().startswith(("select", "with", "(", "values")) else "table"
+        if "on" not in data and data.get("upsert"):
+            data["on"] = "true"  # generated at begin
         if "on" not in data:
             raise SpecError("spec needs an 'on' condition")
         unknown = set(data) - set(cls.__dataclass_fields__)

@@ -14,40 +14,40 @@
 {% macro spark_merge__journal_properties(table, merge_id, repoints, chunk=3000) -%}
 {%- set text = {'merge_id': merge_id, 'repoints': repoints} | tojson -%}
 {%- set n = ((text | length) / chunk) | round(0, 'ceil') | int -%}
-('spark_merge.root' = {{ spark_merge__literal(table.root) }},
+('spark_merge.root' = {{ spark_merge.spark_merge__literal(table.root) }},
  'spark_merge.version' = '{{ table.version + 1 }}',
- 'spark_merge.journal.merge_id' = {{ spark_merge__literal(merge_id) }},
+ 'spark_merge.journal.merge_id' = {{ spark_merge.spark_merge__literal(merge_id) }},
  'spark_merge.journal.parts' = '{{ n }}'
 {%- for i in range(n) %},
- 'spark_merge.journal.{{ i }}' = {{ spark_merge__literal(text[i * chunk:(i + 1) * chunk]) }}
+ 'spark_merge.journal.{{ i }}' = {{ spark_merge.spark_merge__literal(text[i * chunk:(i + 1) * chunk]) }}
 {%- endfor %})
 {%- endmacro %}
 
 {% macro spark_merge__journal_sql(table, merge_id, repoints) -%}
-ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge__journal_properties(table, merge_id, repoints) }}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge.spark_merge__journal_properties(table, merge_id, repoints) }}
 {%- endmacro %}
 
 {#- A commit that writes no journal (an append) still moves the version on. -#}
 {% macro spark_merge__version_sql(table) -%}
-ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.version' = '{{ table.version + 1 }}', 'spark_merge.root' = {{ spark_merge__literal(table.root) }})
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.version' = '{{ table.version + 1 }}', 'spark_merge.root' = {{ spark_merge.spark_merge__literal(table.root) }})
 {%- endmacro %}
 
 {#- One statement per entry of `out`; idempotent, so recovery replays them. -#}
 {% macro spark_merge__repoint_statements(table, repoints, out) -%}
 {%- for r in repoints -%}
   {%- if r.partition is none -%}
-    {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' SET LOCATION ' ~ spark_merge__literal(r.location)) -%}
+    {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(r.location)) -%}
   {%- else -%}
     {%- if not r.exists -%}
-      {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ADD IF NOT EXISTS ' ~ spark_merge__partition_spec(table, r.partition) ~ ' LOCATION ' ~ spark_merge__literal(r.location)) -%}
+      {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ADD IF NOT EXISTS ' ~ spark_merge.spark_merge__partition_spec(table, r.partition) ~ ' LOCATION ' ~ spark_merge.spark_merge__literal(r.location)) -%}
     {%- endif -%}
-    {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ' ~ spark_merge__partition_spec(table, r.partition) ~ ' SET LOCATION ' ~ spark_merge__literal(r.location)) -%}
+    {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ' ~ spark_merge.spark_merge__partition_spec(table, r.partition) ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(r.location)) -%}
   {%- endif -%}
 {%- endfor -%}
 {%- endmacro %}
 
 {% macro spark_merge__journal_done_sql(table, merge_id) -%}
-ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' = '0', 'spark_merge.last_merge_id' = {{ spark_merge__literal(merge_id) }})
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' = '0', 'spark_merge.last_merge_id' = {{ spark_merge.spark_merge__literal(merge_id) }})
 {%- endmacro %}
 
 {#- Drop the journal text once done (kept separate: `parts = 0` already means done). -#}
@@ -57,7 +57,7 @@ ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' 
   {%- do keys.append(k) -%}
 {%- endfor -%}
 {%- if keys -%}
-ALTER TABLE {{ table.relation }} UNSET TBLPROPERTIES IF EXISTS ({% for k in keys %}{{ spark_merge__literal(k) }}{{ ", " if not loop.last }}{% endfor %})
+ALTER TABLE {{ table.relation }} UNSET TBLPROPERTIES IF EXISTS ({% for k in keys %}{{ spark_merge.spark_merge__literal(k) }}{{ ", " if not loop.last }}{% endfor %})
 {%- endif -%}
 {%- endmacro %}
 
@@ -67,10 +67,20 @@ REFRESH TABLE {{ table.relation }}
 
 {#- One JSON file per merge under <root>/_spark_merge/history/<merge id>. -#}
 {% macro spark_merge__history_write_sql(ctx, entry) -%}
-INSERT OVERWRITE DIRECTORY {{ spark_merge__literal(ctx.history_location) }} USING json
-SELECT {{ spark_merge__literal(entry.merge_id) }} AS merge_id, {{ spark_merge__literal(entry.finished_at) }} AS finished_at, {{ spark_merge__literal(entry | tojson) }} AS entry
+INSERT OVERWRITE DIRECTORY {{ spark_merge.spark_merge__literal(ctx.history_location) }} USING json
+SELECT {{ spark_merge.spark_merge__literal(entry.merge_id) }} AS merge_id, {{ spark_merge.spark_merge__literal(entry.finished_at) }} AS finished_at, {{ spark_merge.spark_merge__literal(entry | tojson) }} AS entry
 {%- endmacro %}
 
 {% macro spark_merge__history_read_sql(ctx) -%}
 SELECT merge_id, finished_at, entry FROM json.`{{ ctx.history_glob | replace('`', '``') }}` ORDER BY finished_at DESC
+{%- endmacro %}
+
+{#- The journal of a commit that did not finish ({merge_id, repoints}), or nothing. -#}
+{% macro spark_merge__pending_journal(table, out) -%}
+{%- set parts = (table.properties.get('spark_merge.journal.parts') or '0') | int -%}
+{%- if parts > 0 -%}
+  {%- set text = [] -%}
+  {%- for i in range(parts) -%}{%- do text.append(table.properties['spark_merge.journal.' ~ i]) -%}{%- endfor -%}
+  {%- do out.update(fromjson(text | join(''))) -%}
+{%- endif -%}
 {%- endmacro %}

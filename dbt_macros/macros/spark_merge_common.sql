@@ -19,18 +19,18 @@
 {#- A typed literal from the string form a query returned (CAST(x AS STRING)). -#}
 {% macro spark_merge__typed_literal(value, type) -%}
 {%- if value is none -%}CAST(NULL AS {{ type }})
-{%- else -%}CAST({{ spark_merge__literal(value) }} AS {{ type }})
+{%- else -%}CAST({{ spark_merge.spark_merge__literal(value) }} AS {{ type }})
 {%- endif -%}
 {%- endmacro %}
 
 {% macro spark_merge__column_list(names, prefix='') -%}
-{%- for n in names -%}{{ prefix }}{{ spark_merge__quote(n) }}{{ ", " if not loop.last }}{%- endfor -%}
+{%- for n in names -%}{{ prefix }}{{ spark_merge.spark_merge__quote(n) }}{{ ", " if not loop.last }}{%- endfor -%}
 {%- endmacro %}
 
 {#- PARTITION (a = 'x', b = '1') for ALTER TABLE. -#}
 {% macro spark_merge__partition_spec(table, values) -%}
 PARTITION ({% for c in table.partition_columns -%}
-{{ spark_merge__quote(c) }} = {{ spark_merge__literal(values[c]) }}{{ ", " if not loop.last }}
+{{ spark_merge.spark_merge__quote(c) }} = {{ spark_merge.spark_merge__literal(values[c]) }}{{ ", " if not loop.last }}
 {%- endfor %})
 {%- endmacro %}
 
@@ -41,7 +41,7 @@ PARTITION ({% for c in table.partition_columns -%}
 {%- for part in partitions -%}
 ({% for c in table.partition_columns -%}
 {%- set col = table.columns_by_name[c | lower] -%}
-{{ qualifier }}{{ spark_merge__quote(c) }}{% if part[c] is none %} IS NULL{% else %} = {{ spark_merge__typed_literal(part[c], col.type) }}{% endif %}{{ " AND " if not loop.last }}
+{{ qualifier }}{{ spark_merge.spark_merge__quote(c) }}{% if part[c] is none %} IS NULL{% else %} = {{ spark_merge.spark_merge__typed_literal(part[c], col.type) }}{% endif %}{{ " AND " if not loop.last }}
 {%- endfor %}){{ " OR " if not loop.last }}
 {%- endfor -%}
 {%- endif -%}
@@ -66,7 +66,7 @@ PARTITION ({% for c in table.partition_columns -%}
 {%- elif d.startswith('string') and s.startswith('string') -%}true
 {%- elif (d.startswith('string') or d.startswith('varchar') or d.startswith('char')) and not s_complex -%}true
 {%- elif s in datetimes and d in datetimes -%}true
-{%- elif s.startswith('array<') and d.startswith('array<') -%}{{ spark_merge__can_assign(s[6:-1], d[6:-1]) }}
+{%- elif s.startswith('array<') and d.startswith('array<') -%}{{ spark_merge.spark_merge__can_assign(s[6:-1], d[6:-1]) }}
 {%- else -%}false
 {%- endif -%}
 {%- endmacro %}

@@ -20,7 +20,7 @@
 {%- do out.update({
   'merge_id': merge_id,
   'changes': '`__sm_changes_' ~ merge_id ~ '`',
-  'stage': spark_merge__quote(table.database) ~ '.' ~ spark_merge__quote('__sm_stage_' ~ merge_id),
+  'stage': spark_merge.spark_merge__quote(table.database) ~ '.' ~ spark_merge.spark_merge__quote('__sm_stage_' ~ merge_id),
   'stage_location': root ~ '/_merge_' ~ merge_id,
   'history_location': root ~ '/_spark_merge/history/' ~ merge_id,
   'history_glob': root ~ '/_spark_merge/history/*',
@@ -34,26 +34,26 @@
 _metadata.file_path AS __sm_file, {% if table.provider == 'parquet' -%}
 _metadata.row_index AS __sm_row
 {%- else -%}
-to_json(struct({{ spark_merge__column_list(table.columns | map(attribute='name') | list) }})) AS __sm_row
+to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attribute='name') | list) }})) AS __sm_row
 {%- endif -%}
 {%- endmacro %}
 
 {% macro spark_merge__target_scan(table, where=none) -%}
-(SELECT *, {{ spark_merge__row_id(table) }} FROM {{ table.relation }}{% if where %} WHERE ({{ where }}){% endif %})
+(SELECT *, {{ spark_merge.spark_merge__row_id(table) }} FROM {{ table.relation }}{% if where %} WHERE ({{ where }}){% endif %})
 {%- endmacro %}
 
 {#- The value clause `cl` gives column `c` (index i). -#}
 {% macro spark_merge__output_value(spec, cl, c) -%}
 {%- set lname = c.name | lower -%}
 {%- if lname in cl.outputs -%}CAST(({{ cl.outputs[lname] }}) AS {{ c.type }})
-{%- elif cl.action == 'update' -%}{{ spark_merge__quote(spec.target_alias) }}.{{ spark_merge__quote(c.name) }}
+{%- elif cl.action == 'update' -%}{{ spark_merge.spark_merge__quote(spec.target_alias) }}.{{ spark_merge.spark_merge__quote(c.name) }}
 {%- else -%}CAST(NULL AS {{ c.type }})
 {%- endif -%}
 {%- endmacro %}
 
 {% macro spark_merge__changes_sql(spec, table, resolved, ctx) -%}
-{%- set t = spark_merge__quote(spec.target_alias) -%}
-{%- set s = spark_merge__quote(spec.source_alias) -%}
+{%- set t = spark_merge.spark_merge__quote(spec.target_alias) -%}
+{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
 {%- set has_source = spec.source_kind != 'none' -%}
 {%- set writers = resolved.clauses | rejectattr('action', 'equalto', 'delete') | list -%}
 SELECT
@@ -62,10 +62,10 @@ SELECT
   {{ t }}.__sm_file IS NOT NULL AS __sm_matched,
   {{ s ~ '.__sm_srow' if has_source else 'CAST(NULL AS BIGINT)' }} AS __sm_srow,
 {%- for k in spec.key_columns if (k | lower) in table.columns_by_name %}
-  {{ t }}.{{ spark_merge__quote(k) }} AS __sm_key{{ loop.index0 }},
+  {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_key{{ loop.index0 }},
 {%- endfor %}
 {%- for p in table.partition_columns %}
-  {{ t }}.{{ spark_merge__quote(p) }} AS __sm_old{{ loop.index0 }},
+  {{ t }}.{{ spark_merge.spark_merge__quote(p) }} AS __sm_old{{ loop.index0 }},
 {%- endfor %}
   CASE
 {%- for cl in resolved.clauses %}
@@ -78,25 +78,25 @@ SELECT
   {% if writers | length == 0 -%}
   CAST(NULL AS {{ c.type }})
   {%- else -%}
-  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge__output_value(spec, cl, c) }}{% endfor %} END
+  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END
   {%- endif %} AS __sm_c{{ loop.index0 }}
 {%- if not c.nullable %},
-  CASE WHEN __sm_op IN (1, 3) AND __sm_c{{ loop.index0 }} IS NULL THEN raise_error({{ spark_merge__literal('MERGE_NOT_NULL_VIOLATION: a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ loop.index0 }}
+  CASE WHEN __sm_op IN (1, 3) AND __sm_c{{ loop.index0 }} IS NULL THEN raise_error({{ spark_merge.spark_merge__literal('MERGE_NOT_NULL_VIOLATION: a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ loop.index0 }}
 {%- endif %}
 {%- endfor %}
 {% if has_source -%}
-FROM {{ spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
-RIGHT JOIN (SELECT *, monotonically_increasing_id() AS __sm_srow FROM {{ spark_merge__source_relation(spec) }} AS __sm_src) AS {{ s }}
+FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
+RIGHT JOIN (SELECT *, monotonically_increasing_id() AS __sm_srow FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_src) AS {{ s }}
   ON ({{ spec.on }})
 {%- else -%}
-FROM {{ spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
+FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
 WHERE ({{ spec.on }})
 {%- endif %}
 {%- endmacro %}
 
 {% macro spark_merge__cache_changes_sql(spec, table, resolved, ctx) -%}
 CACHE TABLE {{ ctx.changes }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
-{{ spark_merge__changes_sql(spec, table, resolved, ctx) }}
+{{ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) }}
 {%- endmacro %}
 
 {#-
@@ -112,7 +112,7 @@ CACHE TABLE {{ ctx.changes }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
 {%- set keys = [] -%}
 {%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do keys.append(k) -%}{%- endfor -%}
 {%- if spec.source_kind != 'none' and not (spec.duplicate_rule == 'strict' and lone_delete) -%}
-SELECT {% for k in keys %}CAST(first(__sm_key{{ loop.index0 }}) AS STRING) AS {{ spark_merge__quote(k) }}, {% endfor -%}
+SELECT {% for k in keys %}CAST(first(__sm_key{{ loop.index0 }}) AS STRING) AS {{ spark_merge.spark_merge__quote(k) }}, {% endfor -%}
 {% if keys | length == 0 %}first(__sm_file) AS file, first(__sm_row) AS row, {% endif -%}
 count(DISTINCT __sm_srow) AS source_rows
 FROM {{ ctx.changes }}
@@ -139,7 +139,7 @@ FROM {{ ctx.changes }}
   {%- for c in table.columns -%}{%- if (c.name | lower) == (p | lower) -%}{%- do idx.append(loop.index0) -%}{%- endif -%}{%- endfor -%}
 {%- endfor -%}
 SELECT DISTINCT {% for p in table.partition_columns -%}
-CAST(__sm_p{{ loop.index0 }} AS STRING) AS {{ spark_merge__quote(p) }}{{ ", " if not loop.last }}
+CAST(__sm_p{{ loop.index0 }} AS STRING) AS {{ spark_merge.spark_merge__quote(p) }}{{ ", " if not loop.last }}
 {%- endfor %} FROM (
   SELECT {% for p in table.partition_columns %}__sm_old{{ loop.index0 }} AS __sm_p{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)
   UNION ALL
@@ -150,58 +150,122 @@ CAST(__sm_p{{ loop.index0 }} AS STRING) AS {{ spark_merge__quote(p) }}{{ ", " if
 {#- New content of the touched partitions (or of the whole unpartitioned table). -#}
 {% macro spark_merge__rewrite_select(table, ctx, partitions) -%}
 {%- set names = table.columns | map(attribute='name') | list -%}
-{%- set where = spark_merge__partition_filter(table, partitions) if table.partition_columns else none -%}
-SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge__column_list(table.partition_columns) }}) */{% else %}/*+ REBALANCE */{% endif %} * FROM (
-  SELECT {{ spark_merge__column_list(names, '__sm_t.') }}
-  FROM {{ spark_merge__target_scan(table, where) }} AS __sm_t
+{%- set where = spark_merge.spark_merge__partition_filter(table, partitions) if table.partition_columns else none -%}
+SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns) }}) */{% else %}/*+ REBALANCE */{% endif %} * FROM (
+  SELECT {{ spark_merge.spark_merge__column_list(names, '__sm_t.') }}
+  FROM {{ spark_merge.spark_merge__target_scan(table, where) }} AS __sm_t
   LEFT ANTI JOIN (SELECT __sm_file, __sm_row FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)) AS __sm_d
     ON __sm_t.__sm_file = __sm_d.__sm_file AND __sm_t.__sm_row = __sm_d.__sm_row
   UNION ALL
-  SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+  SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
   FROM {{ ctx.changes }} WHERE __sm_op IN (1, 3)
 ) AS __sm_new
 {%- endmacro %}
 
 {% macro spark_merge__stage_sql(table, ctx, partitions) -%}
+{{ spark_merge.spark_merge__stage_select_sql(table, ctx, spark_merge.spark_merge__rewrite_select(table, ctx, partitions)) }}
+{%- endmacro %}
+
+{#- Stage any new content for the table (a merge's rewrite, or a compaction). -#}
+{% macro spark_merge__stage_select_sql(table, ctx, select) -%}
 CREATE TABLE {{ ctx.stage }}
 USING {{ table.provider }}
 {% if table.partition_columns -%}
-PARTITIONED BY ({{ spark_merge__column_list(table.partition_columns) }})
+PARTITIONED BY ({{ spark_merge.spark_merge__column_list(table.partition_columns) }})
 {% endif -%}
-LOCATION {{ spark_merge__literal(ctx.stage_location) }}
-AS {{ spark_merge__rewrite_select(table, ctx, partitions) }}
+LOCATION {{ spark_merge.spark_merge__literal(ctx.stage_location) }}
+AS {{ select }}
 {%- endmacro %}
 
 {% macro spark_merge__append_sql(table, ctx) -%}
 INSERT INTO {{ table.relation }}
-SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
 FROM {{ ctx.changes }} WHERE __sm_op = 1
 {%- endmacro %}
 
 {#- Files, bytes, rows and directory per partition of `relation` (metadata columns only). -#}
 {% macro spark_merge__file_stats_sql(table, relation, where=none) -%}
 {%- set pcols = table.partition_columns -%}
-SELECT {% for p in pcols %}{{ spark_merge__quote(p) }}, {% endfor -%}
+SELECT {% for p in pcols %}{{ spark_merge.spark_merge__quote(p) }}, {% endfor -%}
 url_decode(replace(regexp_extract(__sm_f, '^(.*)/[^/]*$', 1), '+', '%2B')) AS dir,
 count(*) AS files, sum(__sm_size) AS bytes, sum(__sm_rows) AS rows
 FROM (
-  SELECT {% for p in pcols %}CAST({{ spark_merge__quote(p) }} AS STRING) AS {{ spark_merge__quote(p) }}, {% endfor -%}
+  SELECT {% for p in pcols %}CAST({{ spark_merge.spark_merge__quote(p) }} AS STRING) AS {{ spark_merge.spark_merge__quote(p) }}, {% endfor -%}
   _metadata.file_path AS __sm_f, max(_metadata.file_size) AS __sm_size, count(*) AS __sm_rows
   FROM {{ relation }}{% if where %} WHERE {{ where }}{% endif %}
-  GROUP BY {% for p in pcols %}{{ spark_merge__quote(p) }}, {% endfor %}_metadata.file_path
+  GROUP BY {% for p in pcols %}{{ spark_merge.spark_merge__quote(p) }}, {% endfor %}_metadata.file_path
 )
-GROUP BY {% for p in pcols %}{{ spark_merge__quote(p) }}, {% endfor %}dir
+GROUP BY {% for p in pcols %}{{ spark_merge.spark_merge__quote(p) }}, {% endfor %}dir
 {%- endmacro %}
 
 {#- An empty directory for a touched partition that ends up with no rows. -#}
 {% macro spark_merge__empty_partition_sql(table, location) -%}
 {%- set data = table.columns | rejectattr('name', 'in', table.partition_columns) | map(attribute='name') | list -%}
-INSERT OVERWRITE DIRECTORY {{ spark_merge__literal(location) }} USING {{ table.provider }}
-SELECT {{ spark_merge__column_list(data) }} FROM {{ table.relation }} WHERE false
+INSERT OVERWRITE DIRECTORY {{ spark_merge.spark_merge__literal(location) }} USING {{ table.provider }}
+SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }} WHERE false
 {%- endmacro %}
 
 {% macro spark_merge__cleanup_statements(ctx, out) -%}
 {%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx.changes) -%}
 {%- do out.append('DROP VIEW IF EXISTS ' ~ ctx.changes) -%}
 {%- do out.append('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}
+{%- endmacro %}
+
+{#-
+  Where each rewritten partition goes, from file stats (rows of file_stats_sql as
+  dicts) of the partitions before (`old`) and of the staging table (`new`).
+  Fills `out`: repoints (see spark_merge_commit.sql), empty (directories to create
+  with empty_partition_sql first: partitions left with no rows) and metrics.
+-#}
+{% macro spark_merge__repoints(table, ctx, partitions, old, new, out) -%}
+{%- set pcols = table.partition_columns -%}
+{%- set old_by, new_by = {}, {} -%}
+{%- for r in old -%}{%- do old_by.update({spark_merge.spark_merge__partition_key(pcols, r): r}) -%}{%- endfor -%}
+{%- for r in new -%}{%- do new_by.update({spark_merge.spark_merge__partition_key(pcols, r): r}) -%}{%- endfor -%}
+{%- set repoints, empty = [], [] -%}
+{%- for part in partitions -%}
+  {%- set k = spark_merge.spark_merge__partition_key(pcols, part) -%}
+  {%- if k in new_by -%}
+    {%- set location = new_by[k].dir -%}
+  {%- elif pcols -%}
+    {%- set location = ctx.stage_location ~ '/empty-' ~ loop.index0 -%}
+    {%- do empty.append(location) -%}
+  {%- else -%}
+    {%- set location = ctx.stage_location -%}
+  {%- endif -%}
+  {%- set values = {} -%}
+  {%- for c in pcols -%}{%- do values.update({c: part[c]}) -%}{%- endfor -%}
+  {%- do repoints.append({
+    'partition': values if pcols else none,
+    'location': location,
+    'old_location': old_by[k].dir if k in old_by else (none if pcols else table.location),
+    'exists': k in old_by,
+  }) -%}
+{%- endfor -%}
+{%- set ns = namespace(rows=0, files=0, bytes=0, old_files=0, old_bytes=0) -%}
+{%- for r in new -%}
+  {%- set ns.rows = ns.rows + r.rows | int -%}{%- set ns.files = ns.files + r.files | int -%}{%- set ns.bytes = ns.bytes + r.bytes | int -%}
+{%- endfor -%}
+{%- for r in old -%}
+  {%- set ns.old_files = ns.old_files + r.files | int -%}{%- set ns.old_bytes = ns.old_bytes + r.bytes | int -%}
+{%- endfor -%}
+{%- do out.update({'repoints': repoints, 'empty': empty, 'metrics': {
+  'numOutputRows': ns.rows, 'numTargetFilesAdded': ns.files, 'numTargetBytesAdded': ns.bytes,
+  'numTargetFilesRemoved': ns.old_files, 'numTargetBytesRemoved': ns.old_bytes,
+  'numTargetPartitionsRewritten': partitions | length,
+}}) -%}
+{%- endmacro %}
+
+{% macro spark_merge__partition_key(pcols, row) -%}
+{%- for c in pcols %}{{ row[c] | string | tojson }}/{% endfor -%}
+{%- endmacro %}
+
+{#- Partitions (by key) whose files differ between two file_stats_sql results: another writer's commit. -#}
+{% macro spark_merge__changed_partitions(table, before, now, out) -%}
+{%- set a, b = {}, {} -%}
+{%- for r in before -%}{%- do a.update({spark_merge.spark_merge__partition_key(table.partition_columns, r): [r.dir, r.files | int, r.bytes | int, r.rows | int]}) -%}{%- endfor -%}
+{%- for r in now -%}{%- do b.update({spark_merge.spark_merge__partition_key(table.partition_columns, r): [r.dir, r.files | int, r.bytes | int, r.rows | int]}) -%}{%- endfor -%}
+{%- for k in (a.keys() | list) + (b.keys() | list) if a.get(k) != b.get(k) and k not in out -%}
+  {%- do out.append(k) -%}
+{%- endfor -%}
 {%- endmacro %}

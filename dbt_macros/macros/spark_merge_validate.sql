@@ -57,7 +57,7 @@
   'properties': props,
   'errors': errors,
 }) -%}
-{%- do out.update({'relation': spark_merge__quote(out.database) ~ '.' ~ spark_merge__quote(out.table_name)}) -%}
+{%- do out.update({'relation': spark_merge.spark_merge__quote(out.database) ~ '.' ~ spark_merge.spark_merge__quote(out.table_name)}) -%}
 {%- endmacro %}
 
 {% macro spark_merge__clause_label(clause, index) -%}
@@ -75,7 +75,7 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
 {%- set errors = [] -%}
 {%- set clauses = [] -%}
 {%- set parts = [] -%}
-{%- set s = spark_merge__quote(spec.source_alias) -%}
+{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
 {%- set has_source = spec.source_kind != 'none' -%}
 {%- set cols_text = table.columns | map(attribute='name') | join(', ') -%}
 {%- do parts.append({'label': ('WHERE condition' if not has_source else 'ON condition'), 'expr': spec.on, 'scope': 'both', 'expect': 'boolean'}) -%}
@@ -84,11 +84,11 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
 {%- endif -%}
 {%- set catch_all = {} -%}
 {%- for cl in spec.clauses -%}
-  {%- set label = spark_merge__clause_label(cl, loop.index0) -%}
+  {%- set label = spark_merge.spark_merge__clause_label(cl, loop.index0) -%}
   {%- if cl.matched in catch_all -%}
     {%- do errors.append(label ~ ': unreachable, because ' ~ catch_all[cl.matched] ~ ' before it has no condition; give that clause an AND condition or move it last') -%}
   {%- elif not cl.condition -%}
-    {%- do catch_all.update({cl.matched: spark_merge__clause_label(cl, loop.index0)}) -%}
+    {%- do catch_all.update({cl.matched: spark_merge.spark_merge__clause_label(cl, loop.index0)}) -%}
   {%- endif -%}
   {%- set scope = 'both' if cl.matched else 'source' -%}
   {%- set outputs = {} -%}
@@ -105,7 +105,7 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
     {%- do errors.append(label ~ ': SET * / INSERT * need a source') -%}
   {%- elif cl.star -%}
     {%- for c in table.columns -%}
-      {%- do outputs.update({c.name | lower: s ~ '.' ~ spark_merge__quote(c.name)}) -%}
+      {%- do outputs.update({c.name | lower: s ~ '.' ~ spark_merge.spark_merge__quote(c.name)}) -%}
     {%- endfor -%}
   {%- elif cl.action == 'update' -%}
     {%- if cl.assignments | length == 0 -%}
@@ -151,14 +151,14 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
 
 {#- FROM clause giving expressions of a scope the names they see in the plan. -#}
 {% macro spark_merge__scope_from(spec, table, scope) -%}
-{%- set t = spark_merge__quote(spec.target_alias) -%}
-{%- set s = spark_merge__quote(spec.source_alias) -%}
+{%- set t = spark_merge.spark_merge__quote(spec.target_alias) -%}
+{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
 {%- if scope == 'source' -%}
-{{ spark_merge__source_relation(spec) }} AS {{ s }}
+{{ spark_merge.spark_merge__source_relation(spec) }} AS {{ s }}
 {%- elif scope == 'target' or spec.source_kind == 'none' -%}
 {{ table.relation }} AS {{ t }}
 {%- else -%}
-{{ table.relation }} AS {{ t }} CROSS JOIN {{ spark_merge__source_relation(spec) }} AS {{ s }}
+{{ table.relation }} AS {{ t }} CROSS JOIN {{ spark_merge.spark_merge__source_relation(spec) }} AS {{ s }}
 {%- endif -%}
 {%- endmacro %}
 
@@ -170,11 +170,11 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
 {% macro spark_merge__describe_parts_sql(spec, table, parts) -%}
 DESCRIBE QUERY SELECT {% for p in parts -%}
 ({{ p.expr }}) AS `__sm_part_{{ loop.index0 }}`{{ ", " if not loop.last }}
-{%- endfor %} FROM {{ spark_merge__scope_from(spec, table, parts[0].scope) }}
+{%- endfor %} FROM {{ spark_merge.spark_merge__scope_from(spec, table, parts[0].scope) }}
 {%- endmacro %}
 
 {% macro spark_merge__describe_source_sql(spec) -%}
-DESCRIBE QUERY SELECT * FROM {{ spark_merge__source_relation(spec) }} AS {{ spark_merge__quote(spec.source_alias) }}
+DESCRIBE QUERY SELECT * FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS {{ spark_merge.spark_merge__quote(spec.source_alias) }}
 {%- endmacro %}
 
 {#- `types`: the described type of each part, in order. Appends to `errors`. -#}
@@ -186,7 +186,7 @@ DESCRIBE QUERY SELECT * FROM {{ spark_merge__source_relation(spec) }} AS {{ spar
   {%- elif p.expect == 'column' -%}
     {%- if ty == 'void' and not p.column.nullable -%}
       {%- do errors.append(p.label ~ ': assigns NULL to NOT NULL column ' ~ p.column.name) -%}
-    {%- elif spark_merge__can_assign(ty, p.column.type) | trim != 'true' -%}
+    {%- elif spark_merge.spark_merge__can_assign(ty, p.column.type) | trim != 'true' -%}
       {%- do errors.append(p.label ~ ': cannot store a value of type ' ~ ty ~ ' in column ' ~ p.column.name ~ ' of type ' ~ p.column.type ~ ' (expression: ' ~ p.expr ~ '); add an explicit CAST if you mean it') -%}
     {%- endif -%}
   {%- endif -%}

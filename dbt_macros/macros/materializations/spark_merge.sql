@@ -1,0 +1,276 @@
+{#-
+  materialized='spark_merge': MERGE for plain parquet/ORC tables under dbt-spark.
+
+  The first run and --full-refresh create the table (CTAS). Later runs merge the
+  model's rows into it through the same lifecycle as merge_core's Python engine
+  (begin: describe, recover, validate; plan: changes, duplicate check, counts,
+  partitions; execute: stage + journaled commit, or append; finish: history),
+  using the same pure macros, so the SQL is identical. Every check fetches its
+  result with run_query, so a failed check stops the model before any write.
+-#}
+
+{% materialization spark_merge, adapter='spark' %}
+  {%- set cfg = spark_merge.spark_merge__dbt_config() -%}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing = load_relation(this) -%}
+  {{ run_hooks(pre_hooks) }}
+  {%- if existing is none or should_full_refresh() -%}
+    {%- if existing is not none -%}
+      {%- do adapter.drop_relation(existing) -%}
+    {%- endif -%}
+    {%- call statement('main') -%}
+      {{ spark_merge.spark_merge__dbt_create_sql(cfg, sql, empty=cfg.watermark_key | length > 0) }}
+    {%- endcall -%}
+    {%- if cfg.watermark_key -%}
+      {#- a watermark upsert's first load is an upsert too: many rows per key reduce to the freshest -#}
+      {%- set result = spark_merge.spark_merge__dbt_merge(cfg, sql) -%}
+      {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
+    {%- endif -%}
+  {%- else -%}
+    {%- set result = spark_merge.spark_merge__dbt_merge(cfg, sql) -%}
+    {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
+  {%- endif -%}
+  {%- do persist_docs(target_relation, model) -%}
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+{% macro spark_merge__dbt_relation() -%}
+{{ spark_merge.spark_merge__quote(this.schema) }}.{{ spark_merge.spark_merge__quote(this.identifier) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_create_sql(cfg, sql, empty=false) -%}
+CREATE TABLE {{ spark_merge.spark_merge__dbt_relation() }}
+USING {{ cfg.file_format }}
+{%- if cfg.partition_by %}
+PARTITIONED BY ({{ spark_merge.spark_merge__column_list(cfg.partition_by) }})
+{%- endif %}
+{%- if cfg.retention_hours is not none %}
+TBLPROPERTIES ('spark_merge.retention_hours' = '{{ cfg.retention_hours }}')
+{%- endif %}
+AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{ sql }}{% endif %}
+{%- endmacro %}
+
+{#- Rows of a query as dicts (agate rows as plain data for the pure macros). -#}
+{% macro spark_merge__dbt_rows(query) -%}
+{%- set table = run_query(query) -%}
+{%- set out = [] -%}
+{%- for row in table.rows -%}
+  {%- set d = {} -%}
+  {%- for name in table.column_names -%}{%- do d.update({name: row[loop.index0]}) -%}{%- endfor -%}
+  {%- do out.append(d) -%}
+{%- endfor -%}
+{{ return(out) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_describe() -%}
+{%- set rel = spark_merge.spark_merge__dbt_relation() -%}
+{%- set desc = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ rel ~ ' AS JSON').rows[0][0]) -%}
+{%- set types = [] -%}
+{%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ rel).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
+{%- set table = {} -%}
+{%- do spark_merge.spark_merge__table_info(desc, types, table) -%}
+{%- if table.errors -%}{{ spark_merge.spark_merge__dbt_fail(table.errors | join('; ')) }}{%- endif -%}
+{{ return(table) }}
+{%- endmacro %}
+
+{#- Roll an interrupted commit forward, as merge_core's recover() does. -#}
+{% macro spark_merge__dbt_recover(table) -%}
+{%- set journal = {} -%}
+{%- do spark_merge.spark_merge__pending_journal(table, journal) -%}
+{%- if journal -%}
+  {%- do log("spark_merge: finishing interrupted merge " ~ journal.merge_id ~ " on " ~ table.name, info=true) -%}
+  {%- set repoints = [] -%}
+  {%- for r in journal.repoints -%}{%- set c = r.copy() -%}{%- do c.update({'exists': false}) -%}{%- do repoints.append(c) -%}{%- endfor -%}
+  {%- set statements = [] -%}
+  {%- do spark_merge.spark_merge__repoint_statements(table, repoints, statements) -%}
+  {%- for stmt in statements -%}{%- do run_query(stmt) -%}{%- endfor -%}
+  {%- do run_query(spark_merge.spark_merge__journal_done_sql(table, journal.merge_id)) -%}
+  {%- set clear = spark_merge.spark_merge__journal_clear_sql(spark_merge.spark_merge__dbt_describe()) | trim -%}
+  {%- if clear -%}{%- do run_query(clear) -%}{%- endif -%}
+  {%- do run_query(spark_merge.spark_merge__refresh_sql(table)) -%}
+{%- endif -%}
+{{ return(journal | length > 0) }}
+{%- endmacro %}
+
+{#- on_schema_change: compare the model's columns with the table's. -#}
+{% macro spark_merge__dbt_schema_change(cfg, table, source_view) -%}
+{%- set source_types = {} -%}
+{%- set source_names = [] -%}
+{%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ source_view).rows -%}
+  {%- do source_types.update({row[0] | lower: row[1]}) -%}{%- do source_names.append(row[0]) -%}
+{%- endfor -%}
+{%- set added, removed, retyped = [], [], [] -%}
+{%- for n in source_names if (n | lower) not in table.columns_by_name -%}{%- do added.append(n) -%}{%- endfor -%}
+{%- for c in table.columns -%}
+  {%- if (c.name | lower) not in source_types -%}{%- do removed.append(c.name) -%}
+  {%- elif source_types[c.name | lower] | lower != c.type | lower -%}{%- do retyped.append(c.name ~ ' ' ~ c.type ~ ' -> ' ~ source_types[c.name | lower]) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- set mode = cfg.on_schema_change -%}
+{%- set described = 'added: ' ~ (added | join(', ') or '-') ~ '; removed: ' ~ (removed | join(', ') or '-') ~ '; type changed: ' ~ (retyped | join(', ') or '-') -%}
+{%- if mode == 'fail' and (added or removed or retyped) -%}
+  {{ spark_merge.spark_merge__dbt_fail("the model's columns differ from " ~ table.name ~ " (" ~ described ~ ") and on_schema_change is fail") }}
+{%- elif mode == 'sync_all_columns' and (removed or retyped) -%}
+  {{ spark_merge.spark_merge__dbt_fail("on_schema_change sync_all_columns cannot drop or retype columns of a " ~ table.provider ~ " table (" ~ described ~ "); run with --full-refresh to rebuild it") }}
+{%- elif mode in ['append_new_columns', 'sync_all_columns'] and added -%}
+  {%- do log("spark_merge: adding column(s) " ~ added | join(', ') ~ " to " ~ table.name, info=true) -%}
+  {%- set defs = [] -%}
+  {%- for n in added -%}{%- do defs.append(spark_merge.spark_merge__quote(n) ~ ' ' ~ source_types[n | lower]) -%}{%- endfor -%}
+  {%- do run_query('ALTER TABLE ' ~ table.relation ~ ' ADD COLUMNS (' ~ defs | join(', ') ~ ')') -%}
+  {{ return(true) }}
+{%- endif -%}
+{{ return(false) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_lock(table, merge_id) -%}
+{%- set held = run_query('SHOW TABLES IN ' ~ spark_merge.spark_merge__quote(table.database) ~ ' LIKE ' ~ spark_merge.spark_merge__literal('__sm_lock_' ~ table.table_name)).rows -%}
+{%- if held | length > 0 -%}
+  {%- set props = {} -%}
+  {%- for row in run_query('SHOW TBLPROPERTIES ' ~ spark_merge.spark_merge__lock_relation(table)).rows -%}{%- do props.update({row[0]: row[1]}) -%}{%- endfor -%}
+  {%- set since = props.get('spark_merge.lock.since', '') -%}
+  {%- set age = (modules.datetime.datetime.now(modules.pytz.utc) - modules.datetime.datetime.fromisoformat(since)).total_seconds() if since else 1e9 -%}
+  {%- if age < 900 -%}
+    {{ spark_merge.spark_merge__dbt_fail("MERGE_CONFLICT: " ~ table.name ~ " is being committed by merge " ~ props.get('spark_merge.lock.merge_id', '?') ~ " (since " ~ since ~ "); nothing was written, run the model again") }}
+  {%- endif -%}
+  {%- do log("spark_merge: breaking stale lock on " ~ table.name, info=true) -%}
+  {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+{%- endif -%}
+{%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, modules.datetime.datetime.now(modules.pytz.utc).isoformat())) -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_abort(ctx, message, table=none) -%}
+{%- if table is not none -%}{%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}{%- endif -%}
+{%- set statements = [] -%}
+{%- do spark_merge.spark_merge__cleanup_statements(ctx, statements) -%}
+{%- for stmt in statements -%}{%- do run_query(stmt) -%}{%- endfor -%}
+{{ spark_merge.spark_merge__dbt_fail(message) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_merge(cfg, sql) -%}
+{%- set started = modules.datetime.datetime.now(modules.pytz.utc) -%}
+{%- set merge_id = started.strftime('%Y%m%d%H%M%S') ~ '_' ~ local_md5(invocation_id ~ this ~ started.isoformat())[:8] -%}
+{#- begin: describe, recover, source, schema change, validate -#}
+{%- set table = spark_merge.spark_merge__dbt_describe() -%}
+{%- if spark_merge.spark_merge__dbt_recover(table) -%}{%- set table = spark_merge.spark_merge__dbt_describe() -%}{%- endif -%}
+{%- set source_view = spark_merge.spark_merge__quote(this.identifier ~ '__sm_source_' ~ merge_id) -%}
+{%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
+{%- if spark_merge.spark_merge__dbt_schema_change(cfg, table, source_view) -%}{%- set table = spark_merge.spark_merge__dbt_describe() -%}{%- endif -%}
+{%- set source_columns = [] -%}
+{%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ source_view).rows -%}{%- do source_columns.append(row[0]) -%}{%- endfor -%}
+{%- set spec = spark_merge.spark_merge__dbt_spec(cfg, table, source_view, source_columns) -%}
+{%- if spec.upsert -%}
+  {%- set compiled = {} -%}
+  {%- do spark_merge.spark_merge__upsert_spec(spec, table, compiled) -%}
+  {%- if compiled.errors -%}{{ spark_merge.spark_merge__dbt_fail('MERGE_VALIDATION_ERROR: ' ~ compiled.errors | join('; ')) }}{%- endif -%}
+  {%- set spec = compiled -%}
+{%- endif -%}
+{%- set resolved = {} -%}
+{%- do spark_merge.spark_merge__resolve(spec, table, resolved) -%}
+{%- set errors = resolved.errors -%}
+{%- set parts, types = [], [] -%}
+{%- for scope in ['both', 'source', 'target'] -%}
+  {%- set batch = resolved.parts | selectattr('scope', 'equalto', scope) | list -%}
+  {%- if batch -%}
+    {%- for row in run_query(spark_merge.spark_merge__describe_parts_sql(spec, table, batch)).rows -%}{%- do types.append(row[1]) -%}{%- endfor -%}
+    {%- do parts.extend(batch) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- do spark_merge.spark_merge__check_types(parts, types, errors) -%}
+{%- if errors -%}{{ spark_merge.spark_merge__dbt_fail('MERGE_VALIDATION_ERROR: ' ~ errors | join('; ')) }}{%- endif -%}
+{%- set ctx = {} -%}
+{%- do spark_merge.spark_merge__context(spec, table, merge_id, ctx) -%}
+{%- do log("spark_merge: BEGIN " ~ merge_id ~ " into " ~ table.name, info=true) -%}
+{#- plan: changes (cached), duplicate check, counts, partitions -#}
+{%- do run_query(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
+{%- set dup_sql = spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx) | trim -%}
+{%- if dup_sql -%}
+  {%- set dups = spark_merge.spark_merge__dbt_rows(dup_sql) -%}
+  {%- if dups -%}
+    {%- set shown = [] -%}
+    {%- for d in dups -%}{%- set kv = [] -%}{%- for k, v in d.items() -%}{%- do kv.append(k ~ '=' ~ v) -%}{%- endfor -%}{%- do shown.append(kv | join(', ')) -%}{%- endfor -%}
+    {{ spark_merge.spark_merge__dbt_abort(ctx, "MERGE_TARGET_ROW_MULTIPLE_MATCHES: One MERGE target table row matched more than one source row (duplicate_rule=" ~ spec.duplicate_rule ~ "). Offending target rows: " ~ shown | join('; ')) }}
+  {%- endif -%}
+{%- endif -%}
+{%- set counts = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__change_counts_sql(ctx))[0] -%}
+{%- set m = {} -%}
+{%- for k, v in counts.items() -%}{%- do m.update({k: v | int}) -%}{%- endfor -%}
+{%- for k in ['numTargetRowsCopied', 'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved', 'numTargetPartitionsRewritten'] -%}{%- do m.update({k: 0}) -%}{%- endfor -%}
+{%- set changed = m.numTargetRowsInserted + m.numTargetRowsUpdated + m.numTargetRowsDeleted -%}
+{%- set insert_only = spec.clauses | selectattr('matched') | list | length == 0 -%}
+{%- set partitions = [] -%}
+{%- if changed and table.partition_columns -%}
+  {%- for p in spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__touched_partitions_sql(table, ctx)) -%}
+    {%- if not insert_only and (p.values() | select('none') | list) -%}
+      {{ spark_merge.spark_merge__dbt_abort(ctx, "the merge touches a partition with a NULL value (" ~ p ~ "); NULL partition values are not supported") }}
+    {%- endif -%}
+    {%- do partitions.append(p) -%}
+  {%- endfor -%}
+{%- elif changed -%}
+  {%- do partitions.append({}) -%}
+{%- endif -%}
+{#- execute + commit -#}
+{%- set repoints = [] -%}
+{%- if changed and insert_only -%}
+  {%- do spark_merge.spark_merge__dbt_lock(table, merge_id) -%}
+  {%- set fresh = spark_merge.spark_merge__dbt_describe() -%}
+  {%- if fresh.version != table.version -%}
+    {{ spark_merge.spark_merge__dbt_abort(ctx, "MERGE_CONFLICT: " ~ table.name ~ " moved from version " ~ table.version ~ " to " ~ fresh.version ~ " since this merge began; nothing was written, run the model again", table) }}
+  {%- endif -%}
+  {%- do run_query(spark_merge.spark_merge__append_sql(table, ctx)) -%}
+  {%- do run_query(spark_merge.spark_merge__version_sql(fresh)) -%}
+  {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+  {%- do m.update({'numOutputRows': m.numTargetRowsInserted}) -%}
+{%- elif changed -%}
+  {%- set where = spark_merge.spark_merge__partition_filter(table, partitions) if table.partition_columns else none -%}
+  {%- set old = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__file_stats_sql(table, table.relation, where)) -%}
+  {%- do run_query(spark_merge.spark_merge__stage_sql(table, ctx, partitions)) -%}
+  {%- set new = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__file_stats_sql(table, ctx.stage)) -%}
+  {%- do run_query('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}
+  {%- set planned = {} -%}
+  {%- do spark_merge.spark_merge__repoints(table, ctx, partitions, old, new, planned) -%}
+  {%- for location in planned.empty -%}{%- do run_query(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}{%- endfor -%}
+  {%- do m.update(planned.metrics) -%}
+  {%- do m.update({'numTargetRowsCopied': m.numOutputRows - m.numTargetRowsInserted - m.numTargetRowsUpdated}) -%}
+  {%- do repoints.extend(planned.repoints) -%}
+  {%- do spark_merge.spark_merge__dbt_lock(table, merge_id) -%}
+  {%- set conflicts = [] -%}
+  {%- do spark_merge.spark_merge__changed_partitions(table, old, spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__file_stats_sql(table, table.relation, where)), conflicts) -%}
+  {%- if conflicts -%}
+    {{ spark_merge.spark_merge__dbt_abort(ctx, "MERGE_CONFLICT: partition(s) " ~ conflicts | join(', ') ~ " of " ~ table.name ~ " changed since this merge read them; nothing was written, run the model again", table) }}
+  {%- endif -%}
+  {%- set fresh = spark_merge.spark_merge__dbt_describe() -%}
+  {%- if fresh.version != table.version -%}
+    {{ spark_merge.spark_merge__dbt_abort(ctx, "MERGE_CONFLICT: " ~ table.name ~ " moved from version " ~ table.version ~ " to " ~ fresh.version ~ " since this merge began; nothing was written, run the model again", table) }}
+  {%- endif -%}
+  {%- do run_query(spark_merge.spark_merge__journal_sql(fresh, merge_id, repoints)) -%}
+  {%- set statements = [] -%}
+  {%- do spark_merge.spark_merge__repoint_statements(fresh, repoints, statements) -%}
+  {%- for stmt in statements -%}{%- do run_query(stmt) -%}{%- endfor -%}
+  {%- do run_query(spark_merge.spark_merge__journal_done_sql(fresh, merge_id)) -%}
+  {%- set clear = spark_merge.spark_merge__journal_clear_sql(spark_merge.spark_merge__dbt_describe()) | trim -%}
+  {%- if clear -%}{%- do run_query(clear) -%}{%- endif -%}
+  {%- do run_query(spark_merge.spark_merge__refresh_sql(table)) -%}
+  {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+{%- endif -%}
+{#- finish: history entry (same shape as merge_core's), clean-up, result -#}
+{%- set finished = modules.datetime.datetime.now(modules.pytz.utc) -%}
+{%- do m.update({'executionTimeMs': ((finished - started).total_seconds() * 1000) | int}) -%}
+{%- set entry = {
+  'merge_id': merge_id, 'target': table.name, 'kind': 'merge', 'paradigm': 'DELETE_ROW_AND_INSERT_ROW',
+  'plan_hash': local_md5(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx) | replace(merge_id, '<id>'))[:16],
+  'status': 'committed', 'finished_at': finished.isoformat(timespec='milliseconds'),
+  'statement': 'dbt model ' ~ this, 'metrics': m, 'partitions': partitions, 'repoints': repoints,
+  'version_before': table.version,
+} -%}
+{%- do run_query(spark_merge.spark_merge__history_write_sql(ctx, entry)) -%}
+{%- set statements = [] -%}
+{%- do spark_merge.spark_merge__cleanup_statements(ctx, statements) -%}
+{%- for stmt in statements -%}{%- do run_query(stmt) -%}{%- endfor -%}
+{%- do run_query('DROP VIEW IF EXISTS ' ~ source_view) -%}
+{%- set message = 'MERGE ' ~ merge_id ~ ': inserted ' ~ m.numTargetRowsInserted ~ ', updated ' ~ m.numTargetRowsUpdated
+    ~ ', deleted ' ~ m.numTargetRowsDeleted ~ ', copied ' ~ m.numTargetRowsCopied ~ ', partitions rewritten '
+    ~ m.numTargetPartitionsRewritten ~ ', files +' ~ m.numTargetFilesAdded ~ '/-' ~ m.numTargetFilesRemoved -%}
+{%- do log("spark_merge: FINISH " ~ tojson(m), info=true) -%}
+{{ return({'message': message, 'rows_affected': changed, 'metrics': m, 'merge_id': merge_id}) }}
+{%- endmacro %}

@@ -1,0 +1,143 @@
+{#-
+  dbt-only: the model's config as a merge spec (the same dict merge_core's
+  MergeSpec.to_dict() gives), for the pure macros in ../ to plan and commit.
+  Aliases are dbt's own: DBT_INTERNAL_DEST (target) and DBT_INTERNAL_SOURCE.
+-#}
+
+{% macro spark_merge__dbt_fail(message) -%}
+{{ exceptions.raise_compiler_error("spark_merge (" ~ this ~ "): " ~ message) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_as_list(value, name) -%}
+{%- if value is none -%}{{ return([]) }}
+{%- elif value is string -%}{{ return([value]) }}
+{%- elif value is sequence and value is not mapping -%}{{ return(value | list) }}
+{%- else -%}{{ spark_merge.spark_merge__dbt_fail(name ~ " must be a string or a list, got " ~ value) }}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Checked config: file_format, partition_by, unique_key, merge_on, clauses, ... -#}
+{% macro spark_merge__dbt_config() -%}
+{%- set known_schema_changes = ['ignore', 'fail', 'append_new_columns', 'sync_all_columns'] -%}
+{%- set cfg = {
+  'file_format': (config.get('file_format') or 'parquet') | lower,
+  'partition_by': spark_merge.spark_merge__dbt_as_list(config.get('partition_by'), 'partition_by'),
+  'unique_key': spark_merge.spark_merge__dbt_as_list(config.get('unique_key'), 'unique_key'),
+  'merge_on': config.get('merge_on'),
+  'merge_clauses': config.get('merge_clauses'),
+  'update_columns': spark_merge.spark_merge__dbt_as_list(config.get('merge_update_columns'), 'merge_update_columns'),
+  'exclude_columns': spark_merge.spark_merge__dbt_as_list(config.get('merge_exclude_columns'), 'merge_exclude_columns'),
+  'predicates': spark_merge.spark_merge__dbt_as_list(config.get('incremental_predicates'), 'incremental_predicates'),
+  'on_schema_change': config.get('on_schema_change') or 'ignore',
+  'duplicate_rule': config.get('duplicate_rule') or 'trino',
+  'retention_hours': config.get('retention_hours'),
+  'watermark_key': spark_merge.spark_merge__dbt_as_list(config.get('watermark_key'), 'watermark_key'),
+  'tombstone_key': config.get('tombstone_key'),
+  'tombstone_string_key_value': config.get('tombstone_string_key_value'),
+  'upsert_mode': config.get('upsert_mode'),
+} -%}
+{%- if (cfg.tombstone_key or cfg.upsert_mode) and not cfg.watermark_key -%}
+  {{ spark_merge.spark_merge__dbt_fail("tombstone_key and upsert_mode belong to watermark upserts: set watermark_key too") }}
+{%- endif -%}
+{%- if cfg.upsert_mode not in [none, 'copy-on-write'] -%}
+  {{ spark_merge.spark_merge__dbt_fail("upsert_mode " ~ cfg.upsert_mode ~ " is not available in dbt yet (use copy-on-write here; merge-on-read from Python, the CLI or Airflow)") }}
+{%- endif -%}
+{%- if cfg.watermark_key and (not cfg.unique_key or cfg.merge_on or cfg.merge_clauses is not none) -%}
+  {{ spark_merge.spark_merge__dbt_fail("a watermark upsert needs unique_key (the primary key) and generates its own ON and clauses: drop merge_on and merge_clauses") }}
+{%- endif -%}
+{%- if cfg.file_format not in ['parquet', 'orc'] -%}
+  {{ spark_merge.spark_merge__dbt_fail("file_format must be parquet or orc (delta, iceberg and hudi have their own merge), got " ~ cfg.file_format) }}
+{%- endif -%}
+{%- if not cfg.unique_key and not cfg.merge_on -%}
+  {{ spark_merge.spark_merge__dbt_fail("set unique_key (a column or a list) or merge_on (an ON condition over DBT_INTERNAL_DEST and DBT_INTERNAL_SOURCE)") }}
+{%- endif -%}
+{%- if cfg.merge_on is not none and cfg.merge_on is not string -%}
+  {{ spark_merge.spark_merge__dbt_fail("merge_on must be a SQL condition string, got " ~ cfg.merge_on) }}
+{%- endif -%}
+{%- if cfg.on_schema_change not in known_schema_changes -%}
+  {{ spark_merge.spark_merge__dbt_fail("on_schema_change must be one of " ~ known_schema_changes | join(', ') ~ ", got " ~ cfg.on_schema_change) }}
+{%- endif -%}
+{%- if cfg.duplicate_rule not in ['trino', 'postgres', 'strict'] -%}
+  {{ spark_merge.spark_merge__dbt_fail("duplicate_rule must be trino, postgres or strict, got " ~ cfg.duplicate_rule) }}
+{%- endif -%}
+{%- if cfg.update_columns and cfg.exclude_columns -%}
+  {{ spark_merge.spark_merge__dbt_fail("set merge_update_columns or merge_exclude_columns, not both") }}
+{%- endif -%}
+{%- if cfg.retention_hours is not none and (cfg.retention_hours is not number or cfg.retention_hours < 0) -%}
+  {{ spark_merge.spark_merge__dbt_fail("retention_hours must be a number of hours, zero or more, got " ~ cfg.retention_hours) }}
+{%- endif -%}
+{%- if cfg.merge_clauses is not none -%}
+  {%- if cfg.merge_clauses is string or cfg.merge_clauses is mapping or cfg.merge_clauses is not sequence or cfg.merge_clauses | length == 0 -%}
+    {{ spark_merge.spark_merge__dbt_fail("merge_clauses must be a non-empty list of {when, condition, action, set, columns, values}") }}
+  {%- endif -%}
+  {%- for cl in cfg.merge_clauses -%}
+    {%- set where = "merge_clauses[" ~ loop.index0 ~ "]" -%}
+    {%- if cl is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~ " must be a mapping, got " ~ cl) }}{%- endif -%}
+    {%- set unknown = cl.keys() | reject('in', ['when', 'condition', 'action', 'set', 'columns', 'values']) | list -%}
+    {%- if unknown -%}{{ spark_merge.spark_merge__dbt_fail(where ~ " has unknown key(s) " ~ unknown | join(', ')) }}{%- endif -%}
+    {%- if cl.get('when') not in ['matched', 'not_matched'] -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".when must be matched or not_matched, got " ~ cl.get('when')) }}{%- endif -%}
+    {%- if cl.get('action') not in ['update', 'delete', 'insert'] -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".action must be update, delete or insert, got " ~ cl.get('action')) }}{%- endif -%}
+    {%- if cl.get('set') is not none and cl.get('set') is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".set must map column to expression") }}{%- endif -%}
+  {%- endfor -%}
+{%- endif -%}
+{{ return(cfg) }}
+{%- endmacro %}
+
+{#-
+  The spec: ON from unique_key (or merge_on) plus incremental_predicates; the
+  clauses from merge_clauses, or dbt's merge default (update every column, insert
+  every column). "Every column" is the target's columns the source has, less
+  merge_exclude_columns (or just merge_update_columns) for updates.
+-#}
+{% macro spark_merge__dbt_spec(cfg, target, source_view, source_columns) -%}
+{%- set t, s = 'DBT_INTERNAL_DEST', 'DBT_INTERNAL_SOURCE' -%}
+{%- set on = [] -%}
+{%- if cfg.merge_on -%}
+  {%- do on.append('(' ~ cfg.merge_on ~ ')') -%}
+{%- else -%}
+  {%- for k in cfg.unique_key -%}
+    {%- do on.append(t ~ '.' ~ spark_merge.spark_merge__quote(k) ~ ' = ' ~ s ~ '.' ~ spark_merge.spark_merge__quote(k)) -%}
+  {%- endfor -%}
+{%- endif -%}
+{%- for p in cfg.predicates -%}{%- do on.append('(' ~ p ~ ')') -%}{%- endfor -%}
+{%- set shared = [] -%}
+{%- set lower_source = source_columns | map('lower') | list -%}
+{%- for c in target.columns if (c.name | lower) in lower_source -%}{%- do shared.append(c.name) -%}{%- endfor -%}
+{%- set exclude = cfg.exclude_columns | map('lower') | list -%}
+{%- set update_cols = (cfg.update_columns | list) if cfg.update_columns else [] -%}
+{%- if not cfg.update_columns -%}
+  {%- for c in shared if (c | lower) not in exclude -%}{%- do update_cols.append(c) -%}{%- endfor -%}
+{%- endif -%}
+{%- set clauses = [] -%}
+{%- for cl in cfg.merge_clauses or [{'when': 'matched', 'action': 'update'}, {'when': 'not_matched', 'action': 'insert'}] -%}
+  {%- set assignments, columns, values = [], [], [] -%}
+  {%- if cl.action == 'update' -%}
+    {%- if cl.get('set') -%}
+      {%- for col, expr in cl.set.items() -%}{%- do assignments.append([col, expr | string]) -%}{%- endfor -%}
+    {%- else -%}
+      {%- for col in update_cols -%}{%- do assignments.append([col, s ~ '.' ~ spark_merge.spark_merge__quote(col)]) -%}{%- endfor -%}
+    {%- endif -%}
+  {%- elif cl.action == 'insert' -%}
+    {%- if cl.get('columns') or cl.get('values') -%}
+      {%- do columns.extend(spark_merge.spark_merge__dbt_as_list(cl.get('columns'), 'columns')) -%}
+      {%- for v in spark_merge.spark_merge__dbt_as_list(cl.get('values'), 'values') -%}{%- do values.append(v | string) -%}{%- endfor -%}
+    {%- else -%}
+      {%- for col in shared -%}{%- do columns.append(col) -%}{%- do values.append(s ~ '.' ~ spark_merge.spark_merge__quote(col)) -%}{%- endfor -%}
+    {%- endif -%}
+  {%- endif -%}
+  {%- do clauses.append({'matched': cl.when == 'matched', 'action': cl.action, 'condition': cl.get('condition'),
+                         'assignments': assignments, 'insert_columns': columns, 'insert_values': values, 'star': false}) -%}
+{%- endfor -%}
+{%- set upsert = none -%}
+{%- if cfg.watermark_key -%}
+  {%- set upsert = {'primary_key': cfg.unique_key, 'watermark_key': cfg.watermark_key, 'tombstone_key': cfg.tombstone_key,
+                    'tombstone_string_key_value': cfg.tombstone_string_key_value, 'upsert_mode': cfg.upsert_mode} -%}
+{%- endif -%}
+{{ return({
+  'upsert': upsert,
+  'target': [target.database, target.table_name], 'target_alias': t, 'source_alias': s,
+  'source': source_view, 'source_kind': 'table', 'on': on | join(' AND '), 'clauses': clauses,
+  'kind': 'merge', 'duplicate_rule': cfg.duplicate_rule, 'partition_filter': none,
+  'key_columns': cfg.unique_key, 'sql': none,
+}) }}
+{%- endmacro %}

@@ -1,0 +1,249 @@
+"""The spark_merge materialization under real `dbt run` (dbt-spark, method: session, this process's Spark)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from dbt.cli.main import dbtRunner  # the [dbt] extra, installed by `make test`
+
+from dbt_macros import PACKAGE_DIR
+from merge_core import history, macros
+
+from .conftest import rows, snapshot
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dbt_project"
+
+
+class Project:
+    def __init__(self, path: Path, schema: str, spark):
+        self.path, self.schema, self.spark = path, schema, spark
+        self.logs: list[str] = []
+
+    def dbt(self, *args: str, vars: dict | None = None, ok: bool = True):
+        """One dbt command in this process; dbt-spark's session method reuses the test's SparkSession."""
+        ansi = self.spark.conf.get("spark.sql.ansi.enabled")
+        argv = [*args, "--project-dir", str(self.path), "--profiles-dir", str(self.path)]
+        if vars:
+            argv += ["--vars", json.dumps(vars)]
+        self.logs = []
+        runner = dbtRunner(callbacks=[lambda e: self.logs.append(e.info.msg)])
+        try:
+            result = runner.invoke(argv)
+        finally:
+            self.spark.conf.set("spark.sql.ansi.enabled", ansi)  # dbt-spark turns it off
+        assert result.success == ok, "\n".join(self.logs[-30:])
+        return result
+
+    def model(self, name: str, text: str) -> None:
+        (self.path / "models" / f"{name}.sql").write_text(text)
+
+    def run_results(self) -> dict:
+        data = json.loads((self.path / "target" / "run_results.json").read_text())
+        return {r["unique_id"].split(".")[-1]: r for r in data["results"]}
+
+    def table(self, name: str) -> str:
+        return f"{self.schema}.{name}"
+
+
+@pytest.fixture(scope="module")
+def project(spark, tmp_path_factory):
+    path = tmp_path_factory.mktemp("dbt") / "project"
+    shutil.copytree(EXAMPLE, path)
+    (path / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
+    schema = f"dbt_{os.getpid()}"
+    os.environ["SPARK_MERGE_DBT_SCHEMA"] = schema
+    p = Project(path, schema, spark)
+    p.dbt("deps")
+    p.dbt("seed")
+    yield p
+    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+
+
+def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(spark, project):
+    t = project.table("accounts")
+    project.dbt("run", "-s", "accounts", vars={"batch": 1})
+    assert rows(spark, t) == [(1, "ann", 10.0, "eu"), (2, "bob", 20.0, "us"), (3, "cy", 30.0, "eu")]
+    provider = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0])
+    assert provider["provider"] == "parquet" and provider["partition_columns"] == ["region"]
+
+    project.dbt("run", "-s", "accounts", vars={"batch": 2})
+    assert rows(spark, t) == [(1, "ann", 10.0, "eu"), (2, "bob", 25.0, "us"), (3, "cy", 0.0, "eu"),
+                              (4, "di", 40.0, "apac")]
+    response = project.run_results()["accounts"]["adapter_response"]
+    newest = history(spark, t)[0]
+    assert response["code"] == "MERGE" and response["rows_affected"] == 3
+    assert response["_message"].startswith(f"MERGE {newest['merge_id']}: inserted 1, updated 2, deleted 0")
+    assert "partitions rewritten 3" in response["_message"]
+    # the history entry has the Python path's shape
+    assert set(newest) >= {"merge_id", "target", "kind", "paradigm", "plan_hash", "status", "finished_at",
+                           "metrics", "partitions", "repoints", "version_before"}
+    assert newest["metrics"]["numTargetPartitionsRewritten"] == 3 and newest["metrics"]["numTargetRowsCopied"] == 1
+    assert spark.sql(f"SHOW TBLPROPERTIES {t} ('spark_merge.retention_hours')").collect()[0][1] == "72"
+
+    project.dbt("run", "-s", "accounts", "--full-refresh", vars={"batch": 3})
+    assert rows(spark, t) == [(4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
+
+
+def test_clauses_with_delete(spark, project):
+    t = project.table("account_balances")
+    project.dbt("run", "-s", "account_balances", vars={"batch": 1})
+    project.dbt("run", "-s", "account_balances", vars={"batch": 2})
+    # bob's balance adds up, cy is deleted, di inserted
+    assert rows(spark, f"(SELECT id, name, balance FROM {t})") == [(1, "ann", 10.0), (2, "bob", 45.0), (4, "di", 40.0)]
+    assert project.run_results()["account_balances"]["adapter_response"]["rows_affected"] == 3
+
+
+def test_duplicate_match_fails_the_model_and_leaves_the_table(spark, project):
+    project.model("dups", "{{ config(materialized='spark_merge', unique_key='id') }}\n"
+                          "select * from values {{ var('rows', '(1, 1)') }} as s(id, v)")
+    project.dbt("run", "-s", "dups")
+    t = project.table("dups")
+    before = snapshot(spark, t)
+    project.dbt("run", "-s", "dups", vars={"rows": "(1, 2), (1, 3)"}, ok=False)
+    message = project.run_results()["dups"]["message"]
+    assert "MERGE_TARGET_ROW_MULTIPLE_MATCHES" in message and "id=1" in message
+    assert snapshot(spark, t) == before
+    assert spark.sql("SHOW TABLES LIKE '__sm_lock_dups'").count() == 0
+
+
+@pytest.mark.parametrize("mode, ok, expected", [
+    ("ignore", True, [(1, "a"), (2, "b")]),
+    ("append_new_columns", True, [(1, "a", None), (2, "b", "x")]),
+    ("sync_all_columns", True, [(1, "a", None), (2, "b", "x")]),
+    ("fail", False, "columns differ"),
+])
+def test_on_schema_change(spark, project, mode, ok, expected):
+    name = f"osc_{mode}"
+    project.model(name, f"{{{{ config(materialized='spark_merge', unique_key='id', on_schema_change='{mode}') }}}}\n"
+                        "select * from values {{ var('rows', \"(1, 'a')\") }} as s(id, name{{ var('extra', '') }})")
+    project.dbt("run", "-s", name)
+    t = project.table(name)
+    project.dbt("run", "-s", name, vars={"rows": "(2, 'b', 'x')", "extra": ", tag"}, ok=ok)
+    if ok:
+        assert rows(spark, t) == expected
+    else:
+        assert expected in project.run_results()[name]["message"] and rows(spark, t) == [(1, "a")]
+
+
+def test_sync_all_columns_cannot_drop_a_column(spark, project):
+    project.model("osc_drop", "{{ config(materialized='spark_merge', unique_key='id', on_schema_change='sync_all_columns') }}\n"
+                              "select 1 as id{{ var('extra', \", 'a' as name\") }}")
+    project.dbt("run", "-s", "osc_drop")
+    project.dbt("run", "-s", "osc_drop", vars={"extra": ""}, ok=False)
+    assert "cannot drop or retype columns" in project.run_results()["osc_drop"]["message"]
+
+
+@pytest.mark.parametrize("config, fragment", [
+    ("", "set unique_key"),
+    ("unique_key='id', file_format='delta'", "file_format must be parquet or orc"),
+    ("unique_key='id', on_schema_change='explode'", "on_schema_change must be one of"),
+    ("unique_key='id', duplicate_rule='first'", "duplicate_rule must be trino, postgres or strict"),
+    ("unique_key='id', merge_clauses=[{'when': 'always', 'action': 'update'}]", "merge_clauses[0].when"),
+    ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'upsert'}]", "merge_clauses[0].action"),
+    ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'sett': {}}]", "unknown key(s) sett"),
+    ("unique_key='id', merge_clauses='update'", "merge_clauses must be a non-empty list"),
+    ("unique_key='id', merge_update_columns=['v'], merge_exclude_columns=['v']", "not both"),
+    ("unique_key='id', retention_hours=-1", "retention_hours must be"),
+    ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'set': {'nope': '1'}}]",
+     "SET assigns unknown column nope"),
+    ("unique_key='id', merge_clauses=[{'when': 'not_matched', 'action': 'delete'}]", "DELETE is only allowed in WHEN MATCHED"),
+])
+def test_config_errors_are_compilation_errors(spark, project, config, fragment):
+    project.model("bad", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
+    if "nope" in fragment or "DELETE" in fragment:  # errors found against the existing table
+        project.model("bad", "{{ config(materialized='spark_merge', unique_key='id') }}\nselect 1 as id, 2 as v")
+        project.dbt("run", "-s", "bad", "--full-refresh")
+        project.model("bad", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
+    project.dbt("run", "-s", "bad", ok=False)
+    message = project.run_results()["bad"]["message"]
+    assert "Compilation Error" in message and fragment in message, message
+
+
+CASES = [
+    ("quote", ["we`ird"]),
+    ("literal", ["it's"]),
+    ("partition_filter", ["TABLE", [{"dt": "2026-01-01"}, {"dt": "2026-01-02"}]]),
+    ("cache_changes_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
+    ("duplicates_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
+    ("change_counts_sql", ["CTX"]),
+    ("touched_partitions_sql", ["TABLE", "CTX"]),
+    ("stage_sql", ["TABLE", "CTX", [{"dt": "2026-01-01"}]]),
+    ("append_sql", ["TABLE", "CTX"]),
+    ("file_stats_sql", ["TABLE", "`db`.`acc`", "dt = '2026-01-01'"]),
+    ("journal_sql", ["TABLE", "m1", [{"partition": {"dt": "2026-01-01"}, "location": "file:/w/n", "old_location": "file:/w/o", "exists": True}]]),
+    ("journal_done_sql", ["TABLE", "m1"]),
+    ("describe_parts_sql", ["SPEC", "TABLE", "PARTS"]),
+    ("lock_sql", ["TABLE", "m1", "2026-11-22T00:00:00+00:00"]),
+    ("history_read_sql", ["CTX"]),
+]
+
+
+def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(project):
+    """Each macro, given the same data, through dbt's jinja (run-operation) and merge_core's jinja2."""
+    from tests.test_macros import DESC, TYPES
+
+    from merge_core import parse
+
+    table = macros.fill("table_info", DESC, TYPES)
+    spec = parse("MERGE INTO db.acc t USING src s ON t.id = s.id WHEN MATCHED AND s.v = 'x' THEN DELETE "
+                 "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *").to_dict()
+    resolved = macros.fill("resolve", spec, table)
+    ctx = macros.fill("context", spec, table, "m1")
+    data = {"SPEC": spec, "TABLE": table, "RESOLVED": resolved, "CTX": ctx, "PARTS": resolved["parts"][:2]}
+    calls = [(name, [data.get(a, a) if isinstance(a, str) else a for a in args]) for name, args in CASES]
+    lines = ["{% macro render_cases() %}"]
+    for i, (name, args) in enumerate(calls):
+        lines.append(f"{{% set args = fromjson({json.dumps(json.dumps(args))}) %}}")
+        lines.append(f"{{% do log('CASE{i}=' ~ tojson(spark_merge.spark_merge__{name}(*args) | trim), info=true) %}}")
+    lines.append("{% endmacro %}")
+    (project.path / "macros").mkdir(exist_ok=True)
+    (project.path / "macros" / "render_cases.sql").write_text("\n".join(lines))
+    project.dbt("run-operation", "render_cases")
+    from_dbt = {}
+    for line in project.logs:
+        if line.startswith("CASE"):
+            key, value = line.split("=", 1)
+            from_dbt[int(key[4:])] = json.loads(value)
+    assert len(from_dbt) == len(calls)
+    for i, (name, args) in enumerate(calls):
+        assert from_dbt[i] == macros.render(name, *args), name
+
+
+def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, project, monkeypatch):
+    """Both hosts share the journal: a dbt run rolls a crashed commit forward before merging."""
+    from merge_core import merge, paradigms
+
+    t = project.table("accounts")
+    project.dbt("run", "-s", "accounts", "--full-refresh", vars={"batch": 1})
+
+    def crash_after_first_repoint(spark_, table, merge_id, repoints):
+        spark_.sql(macros.fill_list("repoint_statements", table, repoints)[0])
+        raise KeyboardInterrupt("simulated crash")
+
+    monkeypatch.setattr(paradigms, "apply_journal", crash_after_first_repoint)
+    with pytest.raises(KeyboardInterrupt):
+        merge(spark, f"UPDATE {t} SET name = upper(name)")
+    monkeypatch.undo()
+    assert sorted(r[0] for r in spark.sql(f"SELECT name FROM {t}").collect()) != ["ANN", "BOB", "CY"]  # half done
+    project.dbt("run", "-s", "accounts", vars={"batch": 3})
+    assert rows(spark, t) == [(1, "ANN", 10.0, "eu"), (2, "BOB", 20.0, "us"), (3, "CY", 30.0, "eu"),
+                              (4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
+    assert spark.sql(f"SHOW TBLPROPERTIES {t} ('spark_merge.journal.parts')").collect()[0][1] == "0"
+    assert any("finishing interrupted merge" in line for line in project.logs)
+
+
+def test_watermark_upsert_model_is_idempotent_across_backfills(spark, project):
+    t = project.table("accounts_latest")
+    project.dbt("run", "-s", "accounts_latest", "--full-refresh", vars={"batch": 3})
+    direct = rows(spark, t)
+    assert direct == [(1, "ann", 10.0, 1, False), (2, "bob", 25.0, 2, False), (3, "cy", 0.0, 2, True),
+                      (4, "di", 45.0, 3, False), (5, "ed", 50.0, 3, False)]
+    project.dbt("run", "-s", "accounts_latest", "--full-refresh", vars={"batch": 1})
+    project.dbt("run", "-s", "accounts_latest", vars={"batch": 3})
+    project.dbt("run", "-s", "accounts_latest", vars={"batch": 2})  # a backfill of an older day
+    project.dbt("run", "-s", "accounts_latest", vars={"batch": 3})  # and the newest again
+    assert rows(spark, t) == direct
+    assert project.run_results()["accounts_latest"]["adapter_response"]["rows_affected"] == 0
