@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,dbt]'
+	$(BIN)/pip install --quiet -e '.[dev,dbt,airflow]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -20,6 +20,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/upsert_modes.py
 
 clean:
 	rm -rf var .pytest_cache

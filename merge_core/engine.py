@@ -244,8 +244,12 @@ class MergeRun:
                 log.warning("[%s] clean-up: %s", self.merge_id, spark_message(e))
 
 
-def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3) -> MergeResult:
-    """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again."""
+def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=None) -> MergeResult:
+    """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again.
+
+    ``on_planned(merge_run, plan_info)`` is called after the checks, before anything is written
+    (the Airflow operator records the begin there).
+    """
     if spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read":
         from . import merge_on_read
 
@@ -254,7 +258,9 @@ def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3) -> MergeResu
         merge_run = MergeRun(spark, spec)
         try:
             merge_run.begin()
-            merge_run.plan()
+            info = merge_run.plan()
+            if on_planned is not None:
+                on_planned(merge_run, info)
             merge_run.execute()
             return merge_run.finish()
         except RetryableConflict as e:

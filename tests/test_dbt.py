@@ -247,3 +247,13 @@ def test_watermark_upsert_model_is_idempotent_across_backfills(spark, project):
     project.dbt("run", "-s", "accounts_latest", vars={"batch": 3})  # and the newest again
     assert rows(spark, t) == direct
     assert project.run_results()["accounts_latest"]["adapter_response"]["rows_affected"] == 0
+
+
+def test_merge_on_read_model_reads_like_the_copy_on_write_one(spark, project):
+    cow, mor = project.table("accounts_latest"), project.table("accounts_log")
+    for batch, refresh in ((1, True), (3, False), (2, False), (3, False)):
+        args = ["run", "-s", "accounts_latest", "accounts_log"] + (["--full-refresh"] if refresh else [])
+        project.dbt(*args, vars={"batch": batch})
+        assert rows(spark, mor) == rows(spark, f"(SELECT * FROM {cow} WHERE NOT deleted)")
+    assert spark.table(f"{mor}__sm_log").count() == 3 + 8 + 6 + 8  # every run only appended
+    assert project.run_results()["accounts_log"]["adapter_response"]["rows_affected"] == 8

@@ -11,17 +11,29 @@
 
 {% materialization spark_merge, adapter='spark' %}
   {%- set cfg = spark_merge.spark_merge__dbt_config() -%}
-  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set mor = cfg.upsert_mode == 'merge-on-read' -%}
+  {%- set target_relation = this.incorporate(type='view' if mor else 'table') -%}
   {%- set existing = load_relation(this) -%}
   {{ run_hooks(pre_hooks) }}
-  {%- if existing is none or should_full_refresh() -%}
-    {%- if existing is not none -%}
+  {%- if mor and existing is not none and not should_full_refresh() -%}
+    {%- set result = spark_merge.spark_merge__dbt_mor_upsert(cfg, sql) -%}
+    {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
+  {%- elif existing is none or should_full_refresh() -%}
+    {%- if existing is not none and existing.is_view -%}
       {%- do adapter.drop_relation(existing) -%}
+    {%- elif existing is not none -%}
+      {%- do spark_merge.spark_merge__dbt_drop_table(this.identifier) -%}
+    {%- endif -%}
+    {%- if mor and load_relation(this.incorporate(path={'identifier': this.identifier ~ '__sm_log'})) is not none -%}
+      {%- do spark_merge.spark_merge__dbt_drop_table(this.identifier ~ '__sm_log') -%}
     {%- endif -%}
     {%- call statement('main') -%}
       {{ spark_merge.spark_merge__dbt_create_sql(cfg, sql, empty=cfg.watermark_key | length > 0) }}
     {%- endcall -%}
-    {%- if cfg.watermark_key -%}
+    {%- if mor -%}
+      {%- set result = spark_merge.spark_merge__dbt_mor_upsert(cfg, sql) -%}
+      {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
+    {%- elif cfg.watermark_key -%}
       {#- a watermark upsert's first load is an upsert too: many rows per key reduce to the freshest -#}
       {%- set result = spark_merge.spark_merge__dbt_merge(cfg, sql) -%}
       {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
@@ -35,8 +47,8 @@
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
 
-{% macro spark_merge__dbt_relation() -%}
-{{ spark_merge.spark_merge__quote(this.schema) }}.{{ spark_merge.spark_merge__quote(this.identifier) }}
+{% macro spark_merge__dbt_relation(identifier=none) -%}
+{{ spark_merge.spark_merge__quote(this.schema) }}.{{ spark_merge.spark_merge__quote(identifier or this.identifier) }}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_create_sql(cfg, sql, empty=false) -%}
@@ -63,8 +75,8 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {{ return(out) }}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_describe() -%}
-{%- set rel = spark_merge.spark_merge__dbt_relation() -%}
+{% macro spark_merge__dbt_describe(identifier=none) -%}
+{%- set rel = spark_merge.spark_merge__dbt_relation(identifier) -%}
 {%- set desc = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ rel ~ ' AS JSON').rows[0][0]) -%}
 {%- set types = [] -%}
 {%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ rel).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
@@ -86,7 +98,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
   {%- do spark_merge.spark_merge__repoint_statements(table, repoints, statements) -%}
   {%- for stmt in statements -%}{%- do run_query(stmt) -%}{%- endfor -%}
   {%- do run_query(spark_merge.spark_merge__journal_done_sql(table, journal.merge_id)) -%}
-  {%- set clear = spark_merge.spark_merge__journal_clear_sql(spark_merge.spark_merge__dbt_describe()) | trim -%}
+  {%- set clear = spark_merge.spark_merge__journal_clear_sql(spark_merge.spark_merge__dbt_describe(table.table_name)) | trim -%}
   {%- if clear -%}{%- do run_query(clear) -%}{%- endif -%}
   {%- do run_query(spark_merge.spark_merge__refresh_sql(table)) -%}
 {%- endif -%}
@@ -273,4 +285,65 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
     ~ m.numTargetPartitionsRewritten ~ ', files +' ~ m.numTargetFilesAdded ~ '/-' ~ m.numTargetFilesRemoved -%}
 {%- do log("spark_merge: FINISH " ~ tojson(m), info=true) -%}
 {{ return({'message': message, 'rows_affected': changed, 'metrics': m, 'merge_id': merge_id}) }}
+{%- endmacro %}
+
+
+{#-
+  upsert_mode='merge-on-read': the model's name is a view over the log table
+  <name>__sm_log (the first run creates the table, the first upsert converts
+  it, as merge_core/merge_on_read.py does); each run appends the model's rows.
+-#}
+{% macro spark_merge__dbt_mor_upsert(cfg, sql) -%}
+{%- set started = modules.datetime.datetime.now(modules.pytz.utc) -%}
+{%- set merge_id = started.strftime('%Y%m%d%H%M%S') ~ '_' ~ local_md5(invocation_id ~ this ~ started.isoformat())[:8] -%}
+{%- set log_name = this.identifier ~ '__sm_log' -%}
+{%- set kind = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ spark_merge.spark_merge__dbt_relation() ~ ' AS JSON').rows[0][0]).get('type', '') | upper -%}
+{%- if kind != 'VIEW' -%}
+  {%- do run_query('ALTER TABLE ' ~ spark_merge.spark_merge__dbt_relation() ~ ' RENAME TO ' ~ spark_merge.spark_merge__dbt_relation(log_name)) -%}
+{%- endif -%}
+{%- set table = spark_merge.spark_merge__dbt_describe(log_name) -%}
+{%- if spark_merge.spark_merge__dbt_recover(table) -%}{%- set table = spark_merge.spark_merge__dbt_describe(log_name) -%}{%- endif -%}
+{%- set upsert = {'primary_key': cfg.unique_key, 'watermark_key': cfg.watermark_key, 'tombstone_key': cfg.tombstone_key,
+                  'tombstone_string_key_value': cfg.tombstone_string_key_value, 'upsert_mode': 'merge-on-read'} -%}
+{%- set plan = {} -%}
+{%- do spark_merge.spark_merge__upsert_plan(upsert, table, plan) -%}
+{%- if plan.errors -%}{{ spark_merge.spark_merge__dbt_fail('MERGE_VALIDATION_ERROR: ' ~ plan.errors | join('; ')) }}{%- endif -%}
+{%- set source_view = spark_merge.spark_merge__quote(this.identifier ~ '__sm_source_' ~ merge_id) -%}
+{%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
+{%- set spec = {'source': source_view, 'source_kind': 'table', 'source_alias': 'DBT_INTERNAL_SOURCE'} -%}
+{%- do run_query('DESCRIBE QUERY ' ~ spark_merge.spark_merge__mor_rows_sql(table, spec)) -%}
+{%- set rows = run_query('SELECT count(*) FROM ' ~ source_view).rows[0][0] | int -%}
+{%- do spark_merge.spark_merge__dbt_lock(table, merge_id) -%}
+{%- do run_query(spark_merge.spark_merge__mor_append_sql(table, spec)) -%}
+{%- do run_query('ALTER TABLE ' ~ table.relation ~ " SET TBLPROPERTIES ('spark_merge.upsert' = "
+                 ~ spark_merge.spark_merge__literal(tojson(upsert)) ~ ", 'spark_merge.version' = '" ~ (table.version + 1)
+                 ~ "', 'spark_merge.root' = " ~ spark_merge.spark_merge__literal(table.root) ~ ")") -%}
+{%- do run_query(spark_merge.spark_merge__mor_view_sql(spark_merge.spark_merge__dbt_relation(), table, plan)) -%}
+{%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+{%- do run_query('DROP VIEW IF EXISTS ' ~ source_view) -%}
+{%- set ctx = {} -%}
+{%- do spark_merge.spark_merge__context({}, table, merge_id, ctx) -%}
+{%- set finished = modules.datetime.datetime.now(modules.pytz.utc) -%}
+{%- set m = {'numSourceRows': rows, 'numTargetRowsInserted': rows, 'numTargetRowsUpdated': 0, 'numTargetRowsDeleted': 0,
+             'numTargetRowsCopied': 0, 'numOutputRows': rows, 'numTargetPartitionsRewritten': 0,
+             'executionTimeMs': ((finished - started).total_seconds() * 1000) | int} -%}
+{%- do run_query(spark_merge.spark_merge__history_write_sql(ctx, {
+  'merge_id': merge_id, 'target': table.name, 'kind': 'upsert', 'paradigm': 'MERGE_ON_READ', 'status': 'committed',
+  'finished_at': finished.isoformat(timespec='milliseconds'), 'statement': 'dbt model ' ~ this, 'metrics': m,
+  'partitions': [], 'repoints': [], 'version_before': table.version})) -%}
+{{ return({'message': 'MERGE ' ~ merge_id ~ ': appended ' ~ rows ~ ' row(s) to the log (merge-on-read)', 'rows_affected': rows}) }}
+{%- endmacro %}
+
+
+{#- DROP TABLE deletes only a managed table's current location; after merges an
+    unpartitioned table lives in <root>/_merge_<id>, so point it back at its root
+    first, or the root (older versions, history) would block re-creating it. -#}
+{% macro spark_merge__dbt_drop_table(identifier) -%}
+{%- set rel = spark_merge.spark_merge__dbt_relation(identifier) -%}
+{%- set desc = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ rel ~ ' AS JSON').rows[0][0]) -%}
+{%- set root = (desc.get('table_properties') or {}).get('spark_merge.root') -%}
+{%- if root and root != desc.get('location') and (desc.get('type') or '') | upper == 'MANAGED' -%}
+  {%- do run_query('ALTER TABLE ' ~ rel ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(root)) -%}
+{%- endif -%}
+{%- do run_query('DROP TABLE ' ~ rel) -%}
 {%- endmacro %}

@@ -39,8 +39,8 @@
 {%- if (cfg.tombstone_key or cfg.upsert_mode) and not cfg.watermark_key -%}
   {{ spark_merge.spark_merge__dbt_fail("tombstone_key and upsert_mode belong to watermark upserts: set watermark_key too") }}
 {%- endif -%}
-{%- if cfg.upsert_mode not in [none, 'copy-on-write'] -%}
-  {{ spark_merge.spark_merge__dbt_fail("upsert_mode " ~ cfg.upsert_mode ~ " is not available in dbt yet (use copy-on-write here; merge-on-read from Python, the CLI or Airflow)") }}
+{%- if cfg.upsert_mode not in [none, 'copy-on-write', 'merge-on-read'] -%}
+  {{ spark_merge.spark_merge__dbt_fail("upsert_mode must be copy-on-write or merge-on-read, got " ~ cfg.upsert_mode) }}
 {%- endif -%}
 {%- if cfg.watermark_key and (not cfg.unique_key or cfg.merge_on or cfg.merge_clauses is not none) -%}
   {{ spark_merge.spark_merge__dbt_fail("a watermark upsert needs unique_key (the primary key) and generates its own ON and clauses: drop merge_on and merge_clauses") }}

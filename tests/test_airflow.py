@@ -1,0 +1,147 @@
+"""The Airflow provider under real Airflow: dag.test() against a migrated SQLite metadata DB."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from .conftest import rows, snapshot
+
+DAGS = Path(__file__).resolve().parents[1] / "dags"
+DAY = datetime(2026, 11, 1, tzinfo=timezone.utc)
+DUP_DAG = '''
+from datetime import datetime
+from airflow.sdk import DAG
+from airflow_provider.operators import SparkMergeOperator
+
+with DAG(dag_id="dup_merge", schedule=None, start_date=datetime(2026, 11, 1), params={"table": "x"}) as dag:
+    SparkMergeOperator(task_id="merge", sql="MERGE INTO {{ params.table }} t USING (SELECT 1 AS id, 5 AS v "
+                       "UNION ALL SELECT 1, 6) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
+'''
+
+
+@pytest.fixture(scope="module")
+def airflow_home(tmp_path_factory):
+    """Airflow reads its configuration when first imported: set it up before that."""
+    home = tmp_path_factory.mktemp("airflow")
+    dags = home / "dags"  # dag.test() runs DAGs of the DAGs folder: ours, and one that must fail
+    shutil.copytree(DAGS, dags, ignore=shutil.ignore_patterns("__pycache__"))
+    (dags / "dup_merge.py").write_text(DUP_DAG)
+    os.environ.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW_CONN_SM_LOCAL": '{"conn_type": "spark_merge", "host": "local[1]", '
+                                 '"extra": {"conf": {"spark.sql.shuffle.partitions": "2"}, "warehouse": "/tmp/w"}}',
+        "AIRFLOW_CONN_SM_CONNECT": '{"conn_type": "spark_merge", "host": "sc://spark.internal", "port": 15002}',
+    })
+    done = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True, env=os.environ)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return home
+
+
+def load_dag(name):
+    spec = importlib.util.spec_from_file_location(f"dag_{name}", Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]) / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dag
+
+
+def xcom(dag_run, task_id, key):
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        row = session.scalars(select(XComModel).where(
+            XComModel.dag_id == dag_run.dag_id, XComModel.run_id == dag_run.run_id,
+            XComModel.task_id == task_id, XComModel.key == key)).first()
+        return None if row is None else XComModel.deserialize_value(row)
+
+
+@pytest.fixture
+def cdc(spark, db):
+    """Three days of changes to orders: a delete on day 2, and two changes of order 1 on day 1."""
+    target, source = f"{db}.orders", f"{db}.orders_cdc"
+    spark.sql(f"CREATE TABLE {target} (order_id INT, status STRING, changed_at TIMESTAMP, op STRING, "
+              f"region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(f"""CREATE TABLE {source} USING parquet AS SELECT * FROM VALUES
+        (1, 'new',     TIMESTAMP'2026-11-01 08:00:00', 'I', 'eu'),
+        (2, 'new',     TIMESTAMP'2026-11-01 09:00:00', 'I', 'us'),
+        (1, 'paid',    TIMESTAMP'2026-11-02 10:00:00', 'U', 'eu'),
+        (2, 'gone',    TIMESTAMP'2026-11-02 11:00:00', 'D', 'us'),
+        (3, 'new',     TIMESTAMP'2026-11-02 12:00:00', 'I', 'eu'),
+        (3, 'shipped', TIMESTAMP'2026-11-03 08:00:00', 'U', 'eu'),
+        (1, 'late',    TIMESTAMP'2026-11-01 23:00:00', 'U', 'eu')
+        AS s(order_id, status, changed_at, op, region)""")
+    return target, source
+
+
+def test_provider_is_registered(airflow_home):
+    from airflow.providers_manager import ProvidersManager
+
+    pm = ProvidersManager()
+    assert "spark-merge" in pm.providers
+    assert pm.hooks["spark_merge"].hook_class_name == "airflow_provider.hooks.SparkMergeHook"
+
+
+def test_hook_reads_the_connection(airflow_home):
+    from airflow_provider.hooks import SparkMergeHook
+
+    assert SparkMergeHook("sm_local").session_args() == {
+        "conf": {"spark.sql.shuffle.partitions": "2"}, "master": "local[1]", "warehouse": "/tmp/w"}
+    assert SparkMergeHook("sm_connect").session_args() == {"conf": {}, "remote": "sc://spark.internal:15002"}
+    assert SparkMergeHook().session_args() == {"warehouse": str(Path(airflow_home) / "spark-merge")}
+
+
+def test_daily_cdc_backfill_is_idempotent_and_records_the_lifecycle(spark, airflow_home, cdc):
+    target, source = cdc
+    dag = load_dag("cdc_daily_merge")
+    conf = {"target": target, "source": source}
+    # dag.test() runs a day's interval [end - 1 day, end): end = the day after
+    runs = [dag.test(logical_date=DAY + timedelta(days=d + 1), run_conf=conf) for d in range(3)]
+    assert [r.data_interval_start for r in runs] == [DAY + timedelta(days=d) for d in range(3)]
+    assert all(r.state == "success" for r in runs)
+    once = rows(spark, target)
+    # order 1's freshest change is day 2's 'paid' (the 23:00 day-1 change is older); order 2 is a tombstone
+    assert once == [(1, "paid", datetime(2026, 11, 2, 10), "U", "eu"), (2, "gone", datetime(2026, 11, 2, 11), "D", "us"),
+                    (3, "shipped", datetime(2026, 11, 3, 8), "U", "eu")]
+    begin, finish = xcom(runs[1], "merge_day", "merge_begin"), xcom(runs[1], "merge_day", "merge_finish")
+    assert begin["target"] == target and begin["paradigm"] == "DELETE_ROW_AND_INSERT_ROW" and begin["plan_hash"]
+    assert sorted(p["region"] for p in begin["partitions_to_rewrite"]) == ["eu", "us"]
+    assert finish["merge_id"] == begin["merge_id"] and finish["numTargetRowsUpdated"] == 2
+    assert finish["numTargetRowsInserted"] == 1
+    assert xcom(runs[1], "merge_day", "return_value")["numTargetRowsUpdated"] == 2
+
+    before = snapshot(spark, target)
+    for d in (3, 1, 2):  # the whole backfill again, out of order
+        assert dag.test(logical_date=DAY + timedelta(days=d), run_conf=conf).state == "success"
+    assert snapshot(spark, target) == before  # rows, files and properties: nothing was rewritten
+
+
+def test_failing_merge_fails_the_task_and_leaves_the_table(spark, airflow_home, db):
+    t = f"{db}.acct"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 0)")
+    before = snapshot(spark, t)
+    run = load_dag("dup_merge").test(logical_date=DAY, run_conf={"table": t})
+    assert run.state == "failed"
+    assert snapshot(spark, t) == before
+    assert xcom(run, "merge", "merge_begin") is None  # the duplicate check fails before the begin is recorded
+
+
+def test_gdpr_delete_removes_the_customers_everywhere(spark, airflow_home, db):
+    t = f"{db}.purchases"
+    spark.sql(f"CREATE TABLE {t} USING parquet PARTITIONED BY (day) AS SELECT CAST(id AS INT) AS id, "
+              f"CAST(id % 5 AS INT) AS customer_id, CAST(id % 7 AS INT) AS day FROM range(70)")
+    run = load_dag("gdpr_delete").test(logical_date=DAY, run_conf={"table": t, "key": "customer_id", "ids": [1, 3]})
+    assert run.state == "success"
+    assert rows(spark, f"(SELECT DISTINCT customer_id FROM {t})") == [(0,), (2,), (4,)]
+    assert spark.table(t).count() == 42
