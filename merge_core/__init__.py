@@ -16,6 +16,7 @@ from .engine import MergeResult, MergeRun, run
 from .errors import (
     ConflictError,
     DuplicateMatchError,
+    EngineRejected,
     MergeError,
     NotNullViolation,
     ParseError,
@@ -25,12 +26,12 @@ from .errors import (
     ValidationError,
 )
 from .parse import parse
-from .spec import UPSERT_OPTIONS, MergeSpec, WhenClause
+from .spec import LIST_OPTIONS, UPSERT_OPTIONS, MergeSpec, WhenClause
 
 __all__ = [
     "merge", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
     "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
-    "DuplicateMatchError", "NotNullViolation", "ConflictError", "recover", "vacuum", "rollback", "compact",
+    "DuplicateMatchError", "NotNullViolation", "EngineRejected", "ConflictError", "recover", "vacuum", "rollback", "compact",
 ]
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())
@@ -38,8 +39,10 @@ logging.getLogger("spark_merge").addHandler(logging.NullHandler())
 
 def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **options: Any) -> MergeSpec:
     """SQL text, a dict or a MergeSpec, with options (duplicate_rule, partition_filter, key_columns,
-    and for primary-key upserts primary_key, watermark_key, tombstone_key,
-    tombstone_string_key_value, upsert_mode).
+    and for primary-key upserts primary_key with either watermark_key, tombstone_key,
+    tombstone_string_key_value, upsert_mode, or a merge engine: merge_engine, sequence_field,
+    row_kind_field, ignore_delete, aggregate_function, sequence_group, ignore_retract,
+    distinct, nested_key, listagg_delimiter).
 
     ``dialect`` ("spark" or "trino") fixes how SQL text is read; by default Spark's
     grammar is tried first and Trino's second.
@@ -50,7 +53,7 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
         data = dict(sql_or_spec)
         upsert = {k: options.pop(k) for k in UPSERT_OPTIONS if options.get(k) is not None}
         if upsert:
-            for k in ("primary_key", "watermark_key"):
+            for k in LIST_OPTIONS:
                 if isinstance(upsert.get(k), str):
                     upsert[k] = [upsert[k]]
             data["upsert"] = {**(data.get("upsert") or {}), **upsert}

@@ -6,6 +6,8 @@
     spark-merge vacuum sales.accounts --retain 24 --dry-run
     spark-merge rollback sales.accounts --to 20261122093000_1a2b3c4d
     spark-merge upsert --target sales.orders --source staging.cdc --primary-key id --watermark-key ts
+    spark-merge upsert --target sales.totals --source staging.sales --primary-key id \
+        --merge-engine aggregation --field price.aggregate-function=max --field sales.aggregate-function=sum
 Also usable as a cluster job: spark-submit --master yarn -m merge_core run --file merge.sql
 (inside spark-submit the job's own SparkSession is used).
 """
@@ -17,7 +19,7 @@ import logging
 import sys
 from pathlib import Path
 
-from . import MergeError, compact, explain, history, merge, recover, rollback, vacuum
+from . import MergeError, SpecError, compact, explain, history, merge, recover, rollback, vacuum
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,14 +44,23 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--partition-filter", help="predicate promising where matching target rows live")
         sp.add_argument("--json", action="store_true", help="print the result as JSON")
         spark_options(sp)
-    sp = sub.add_parser("upsert", help="primary-key upsert guarded by a watermark key (idempotent, out-of-order safe)")
+    sp = sub.add_parser("upsert", help="primary-key upsert: guarded by a watermark key (idempotent, out-of-order "
+                                       "safe), or combined by a merge engine (deduplicate, partial-update, ...)")
     sp.add_argument("--target", required=True)
     sp.add_argument("--source", required=True, help="a table name or a SELECT")
     sp.add_argument("--primary-key", required=True, action="append", help="repeat for a composite key")
-    sp.add_argument("--watermark-key", required=True, action="append", help="repeat for a composite watermark")
+    sp.add_argument("--watermark-key", action="append", help="repeat for a composite watermark")
     sp.add_argument("--tombstone-key")
     sp.add_argument("--tombstone-string-key-value")
     sp.add_argument("--upsert-mode", choices=["copy-on-write", "merge-on-read"])
+    sp.add_argument("--merge-engine", choices=["deduplicate", "partial-update", "aggregation", "first-row"])
+    sp.add_argument("--sequence-field", action="append", help="orders records of a key; repeat for several")
+    sp.add_argument("--row-kind-field", help="column holding +I, -U, +U or -D")
+    sp.add_argument("--ignore-delete", action="store_true", help="drop -U/-D records instead of failing")
+    sp.add_argument("--field", action="append", default=[], metavar="NAME.OPTION=VALUE",
+                    help="a per-field engine option, as Paimon's fields.<name>.<option>: aggregate-function, "
+                         "sequence-group, ignore-retract, distinct, nested-key, list-agg-delimiter "
+                         "(e.g. --field price.aggregate-function=max --field g_1.sequence-group=a,b)")
     sp.add_argument("--json", action="store_true")
     spark_options(sp)
     sp = sub.add_parser("compact", help="rewrite a merge-on-read table's log to one row per key")
@@ -77,6 +88,23 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     spark_options(sp)
     return p
+
+
+FIELD_OPTIONS = {"aggregate-function": "aggregate_function", "sequence-group": "sequence_group",
+                 "ignore-retract": "ignore_retract", "distinct": "distinct", "nested-key": "nested_key",
+                 "list-agg-delimiter": "listagg_delimiter"}
+
+
+def field_options(items: list[str]) -> dict:
+    """``NAME.OPTION=VALUE`` items (Paimon's ``fields.<name>.<option>``) as the engine's per-field options."""
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        name, dot, option = key.removeprefix("fields.").rpartition(".")
+        if not (sep and dot and name) or option not in FIELD_OPTIONS:
+            raise SpecError(f"--field {item!r}: expected NAME.OPTION=VALUE with OPTION one of {', '.join(FIELD_OPTIONS)}")
+        out.setdefault(FIELD_OPTIONS[option], {})[name] = value
+    return out
 
 
 def _session(args):
@@ -133,7 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "upsert":
             result = merge(spark, {"target": args.target, "source": args.source}, primary_key=args.primary_key,
                            watermark_key=args.watermark_key, tombstone_key=args.tombstone_key,
-                           tombstone_string_key_value=args.tombstone_string_key_value, upsert_mode=args.upsert_mode)
+                           tombstone_string_key_value=args.tombstone_string_key_value, upsert_mode=args.upsert_mode,
+                           merge_engine=args.merge_engine, sequence_field=args.sequence_field,
+                           row_kind_field=args.row_kind_field, ignore_delete=args.ignore_delete or None,
+                           **field_options(args.field))
             print(json.dumps(result.metrics, indent=2) if args.json else result.summary())
             return 0
         sql = args.sql if args.sql is not None else args.file.read_text()

@@ -61,6 +61,13 @@ class NotNullViolation(MergeError):
     code = "MERGE_NOT_NULL_VIOLATION"
 
 
+class EngineRejected(MergeError):
+    """A merge engine refused a record (a DELETE it takes none of, a retraction it cannot apply,
+    a bad row kind); found while planning, before writes."""
+
+    code = "MERGE_ENGINE_REJECTED"
+
+
 class ConflictError(MergeError):
     """Another writer changed what this merge read, in the partitions it rewrites. Nothing was written."""
 

@@ -17,7 +17,13 @@ from .errors import SpecError
 Action = Literal["update", "delete", "insert"]
 DUPLICATE_RULES = ("trino", "postgres", "strict")
 SOURCE_KINDS = ("table", "query", "none")
-UPSERT_OPTIONS = ("primary_key", "watermark_key", "tombstone_key", "tombstone_string_key_value", "upsert_mode")
+WATERMARK_OPTIONS = ("primary_key", "watermark_key", "tombstone_key", "tombstone_string_key_value", "upsert_mode")
+# Paimon-style merge engines (spark_merge_engines.sql); per-field options are {field: value} dicts
+ENGINE_OPTIONS = ("merge_engine", "sequence_field", "row_kind_field", "ignore_delete", "aggregate_function",
+                  "default_aggregate_function", "sequence_group", "ignore_retract", "distinct", "nested_key",
+                  "listagg_delimiter")
+UPSERT_OPTIONS = WATERMARK_OPTIONS + ENGINE_OPTIONS
+LIST_OPTIONS = ("primary_key", "watermark_key", "sequence_field")
 
 
 @dataclass
@@ -57,9 +63,9 @@ class MergeSpec:
     # Target columns shown when a duplicate match is reported (default: those in ON).
     key_columns: list[str] = field(default_factory=list)
     sql: str | None = None                 # the original statement, for history
-    # Primary-key upsert (watermark/tombstone): primary_key, watermark_key, tombstone_key,
-    # tombstone_string_key_value, upsert_mode. ON and clauses are generated at begin
-    # (spark_merge_upsert.sql), since the tombstone test depends on the column's type.
+    # Primary-key upsert: watermark/tombstone (WATERMARK_OPTIONS) or a merge engine
+    # (ENGINE_OPTIONS). ON and clauses are generated at begin (spark_merge_upsert.sql,
+    # spark_merge_engines.sql), since they depend on the target's column types.
     upsert: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -93,7 +99,7 @@ class MergeSpec:
         for k in UPSERT_OPTIONS:
             value = options.pop(k, None)
             if value is not None:
-                upsert[k] = [value] if k in ("primary_key", "watermark_key") and isinstance(value, str) else value
+                upsert[k] = [value] if k in LIST_OPTIONS and isinstance(value, str) else value
         if upsert:
             if self.kind != "merge" or self.source is None:
                 raise SpecError("upsert options (primary_key, watermark_key, ...) need a merge with a source")

@@ -84,8 +84,12 @@
 SELECT __sm_best.* FROM (SELECT max_by(struct(*), {{ plan.order.replace('{p}', '') }}) AS __sm_best FROM {{ relation }} AS __sm_u GROUP BY {{ plan.pk | join(', ') }})
 {%- endmacro %}
 
-{#- copy-on-write: the guarded MERGE. Fills `out` with the spec (errors in out.errors). -#}
+{#- copy-on-write: the guarded MERGE, or a merge engine's MERGE (spark_merge_engines.sql).
+    Fills `out` with the spec (errors in out.errors). -#}
 {% macro spark_merge__upsert_spec(spec, table, out) -%}
+{%- if spec.upsert.get('merge_engine') -%}
+  {%- do spark_merge.spark_merge__engine_spec(spec, table, out) -%}
+{%- else -%}
 {%- set plan = {} -%}
 {%- do spark_merge.spark_merge__upsert_plan(spec.upsert, table, plan) -%}
 {%- if plan.errors -%}
@@ -104,6 +108,7 @@ SELECT __sm_best.* FROM (SELECT max_by(struct(*), {{ plan.order.replace('{p}', '
   {%- do out.update({'source': spark_merge.spark_merge__upsert_reduce_sql(plan, spark_merge.spark_merge__source_relation(spec)) | trim,
                      'source_kind': 'query', 'on': on | join(' AND '), 'clauses': clauses,
                      'key_columns': plan.primary_key, 'errors': []}) -%}
+{%- endif -%}
 {%- endif -%}
 {%- endmacro %}
 

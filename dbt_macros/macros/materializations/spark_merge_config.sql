@@ -35,9 +35,23 @@
   'tombstone_key': config.get('tombstone_key'),
   'tombstone_string_key_value': config.get('tombstone_string_key_value'),
   'upsert_mode': config.get('upsert_mode'),
+  'merge_engine': config.get('merge_engine'),
 } -%}
-{%- if (cfg.tombstone_key or cfg.upsert_mode) and not cfg.watermark_key -%}
+{#- a merge engine's options go to the engine macro as they are (it checks them against the table) -#}
+{%- set engine_options = {} -%}
+{%- for k in ['sequence_field', 'row_kind_field', 'ignore_delete', 'aggregate_function', 'sequence_group',
+              'ignore_retract', 'distinct', 'nested_key', 'listagg_delimiter'] if config.get(k) is not none -%}
+  {%- do engine_options.update({k: config.get(k)}) -%}
+{%- endfor -%}
+{%- if engine_options and not cfg.merge_engine -%}
+  {{ spark_merge.spark_merge__dbt_fail(engine_options.keys() | sort | join(', ') ~ " belong to merge engines: set merge_engine too") }}
+{%- endif -%}
+{%- do cfg.update({'engine_options': engine_options}) -%}
+{%- if (cfg.tombstone_key or cfg.upsert_mode) and not cfg.watermark_key and not cfg.merge_engine -%}
   {{ spark_merge.spark_merge__dbt_fail("tombstone_key and upsert_mode belong to watermark upserts: set watermark_key too") }}
+{%- endif -%}
+{%- if cfg.merge_engine and (not cfg.unique_key or cfg.merge_on or cfg.merge_clauses is not none) -%}
+  {{ spark_merge.spark_merge__dbt_fail("a merge engine needs unique_key (the primary key) and generates its own ON and clauses: drop merge_on and merge_clauses") }}
 {%- endif -%}
 {%- if cfg.upsert_mode not in [none, 'copy-on-write', 'merge-on-read'] -%}
   {{ spark_merge.spark_merge__dbt_fail("upsert_mode must be copy-on-write or merge-on-read, got " ~ cfg.upsert_mode) }}
@@ -129,9 +143,11 @@
                          'assignments': assignments, 'insert_columns': columns, 'insert_values': values, 'star': false}) -%}
 {%- endfor -%}
 {%- set upsert = none -%}
-{%- if cfg.watermark_key -%}
+{%- if cfg.watermark_key or cfg.merge_engine -%}
   {%- set upsert = {'primary_key': cfg.unique_key, 'watermark_key': cfg.watermark_key, 'tombstone_key': cfg.tombstone_key,
-                    'tombstone_string_key_value': cfg.tombstone_string_key_value, 'upsert_mode': cfg.upsert_mode} -%}
+                    'tombstone_string_key_value': cfg.tombstone_string_key_value, 'upsert_mode': cfg.upsert_mode,
+                    'merge_engine': cfg.merge_engine} -%}
+  {%- do upsert.update(cfg.engine_options) -%}
 {%- endif -%}
 {{ return({
   'upsert': upsert,

@@ -1,0 +1,495 @@
+{#-
+  Primary-key merge engines (Apache Paimon's deduplicate, partial-update,
+  aggregation, first-row), compiled to source reduction + an ordinary MERGE.
+
+  For every key of the source, the existing target row (if any) and all source
+  rows of that key are put in one array, sorted by (sequence_field, target row
+  first, input order), and folded left to right with Spark's `aggregate`
+  higher-order function, one accumulator field per column. The fold is a
+  literal transcription of the engine's per-record rule, so the result does not
+  depend on how records were batched: one batch of everything gives what
+  successive merges give. The reduced source has one row per key and a
+  `__sm_del` flag; the MERGE deletes, updates (only rows that changed) or
+  inserts. Rules the engine rejects at run time (a DELETE record where the
+  engine accepts none, a retraction of a function that cannot retract, a bad
+  row kind) raise MERGE_ENGINE_REJECTED while the plan is built, before writes.
+
+  Options (spec.upsert): merge_engine, primary_key, sequence_field,
+  row_kind_field (+I, -U, +U, -D), ignore_delete, aggregate_function
+  {field: fn}, default_aggregate_function, sequence_group {"g1[,g2]": "a,b"}, ignore_retract [fields],
+  distinct [fields], nested_key {field: "k1,k2"}, listagg_delimiter {field: d}.
+-#}
+
+{#- names: a list, or a comma-separated string, appended to `out` (stripped). -#}
+{% macro spark_merge__engine_names(value, out) -%}
+{%- if value is none -%}
+{%- elif value is string -%}
+  {%- for v in value.split(',') if v.strip() -%}{%- do out.append(v.strip()) -%}{%- endfor -%}
+{%- else -%}
+  {%- for v in value -%}{%- do spark_merge.spark_merge__engine_names(v, out) -%}{%- endfor -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- field flags: a list / comma string of names, or {name: bool}; lower-cased names to `out`. -#}
+{% macro spark_merge__engine_flags(value, out) -%}
+{%- if value is mapping -%}
+  {%- for k, v in value.items() if v in [true, 'true', 'True', 1] -%}{%- do out.append(k | lower) -%}{%- endfor -%}
+{%- else -%}
+  {%- set names = [] -%}
+  {%- do spark_merge.spark_merge__engine_names(value, names) -%}
+  {%- for n in names -%}{%- do out.append(n | lower) -%}{%- endfor -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The Paimon functions: which types each takes, and whether it can retract. -#}
+{% macro spark_merge__engine_functions(out) -%}
+{%- do out.update({
+  'sum': {'types': 'numeric', 'retract': true}, 'product': {'types': 'numeric', 'retract': true},
+  'count': {'types': 'integer', 'retract': true},
+  'max': {'types': 'comparable', 'retract': false}, 'min': {'types': 'comparable', 'retract': false},
+  'last_value': {'types': 'any', 'retract': true}, 'last_non_null_value': {'types': 'any', 'retract': true},
+  'listagg': {'types': 'string', 'retract': false},
+  'bool_and': {'types': 'boolean', 'retract': false}, 'bool_or': {'types': 'boolean', 'retract': false},
+  'first_value': {'types': 'any', 'retract': false}, 'first_non_null_value': {'types': 'any', 'retract': false},
+  'nested_update': {'types': 'array<struct', 'retract': true}, 'collect': {'types': 'array', 'retract': true},
+  'merge_map': {'types': 'map', 'retract': true},
+}) -%}
+{%- endmacro %}
+
+{% macro spark_merge__engine_type_ok(kind, ty) -%}
+{%- set numeric = ty in ['tinyint', 'smallint', 'int', 'bigint', 'float', 'double'] or ty.startswith('decimal') -%}
+{%- set stringy = ty == 'string' or ty.startswith('varchar') or ty.startswith('char') -%}
+{%- if kind == 'any' -%}true
+{%- elif kind == 'numeric' -%}{{ numeric }}
+{%- elif kind == 'integer' -%}{{ ty in ['int', 'bigint'] }}
+{%- elif kind == 'comparable' -%}{{ numeric or stringy or ty in ['date', 'timestamp', 'timestamp_ntz'] }}
+{%- elif kind == 'string' -%}{{ stringy }}
+{%- elif kind == 'boolean' -%}{{ ty == 'boolean' }}
+{%- elif kind == 'array<struct' -%}{{ ty.startswith('array<struct<') }}
+{%- elif kind == 'array' -%}{{ ty.startswith('array<') }}
+{%- elif kind == 'map' -%}{{ ty.startswith('map<') }}
+{%- else -%}false
+{%- endif -%}
+{%- endmacro %}
+
+{#-
+  Checks the options against the table; fills `out` with errors and the
+  normalized engine: engine, pk, seq, kind_field, ignore_delete, fn {lname: fn},
+  groups [{seq: [names], fields: [lnames]}], ignore_retract, distinct,
+  nested_key {lname: [names]}, delimiter {lname: text}.
+-#}
+{% macro spark_merge__engine_options(raw, table, out) -%}
+{%- set errors = [] -%}
+{%- set cols_text = table.columns | map(attribute='name') | join(', ') -%}
+{%- set engines = ['deduplicate', 'partial-update', 'aggregation', 'first-row'] -%}
+{%- set engine = (raw.get('merge_engine') or 'deduplicate') | lower | replace('_', '-') -%}
+{%- if engine not in engines -%}
+  {%- do errors.append('merge_engine: unknown engine ' ~ raw.get('merge_engine') ~ ' (expected one of ' ~ engines | join(', ') ~ ')') -%}
+{%- endif -%}
+{%- set pk, seq = [], [] -%}
+{%- do spark_merge.spark_merge__engine_names(raw.get('primary_key'), pk) -%}
+{%- do spark_merge.spark_merge__engine_names(raw.get('sequence_field'), seq) -%}
+{%- if not pk -%}{%- do errors.append('merge_engine: primary_key (one or more columns) is required') -%}{%- endif -%}
+{%- for name in pk + seq if (name | lower) not in table.columns_by_name -%}
+  {%- do errors.append('merge_engine: unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+{%- endfor -%}
+{%- set pk_l = pk | map('lower') | list -%}
+{%- for name in seq if (name | lower) in table.columns_by_name -%}
+  {%- set ty = table.columns_by_name[name | lower].type | lower -%}
+  {%- if ty.startswith('array') or ty.startswith('map') or ty.startswith('struct') -%}
+    {%- do errors.append('sequence_field ' ~ name ~ ' must have a comparable primitive type, not ' ~ ty) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- if engine == 'first-row' and seq -%}
+  {%- do errors.append('merge_engine first-row keeps the first row in input order: sequence_field is not allowed') -%}
+{%- endif -%}
+{%- if raw.get('upsert_mode') not in [none, 'copy-on-write'] -%}
+  {%- do errors.append('merge_engine works with upsert_mode copy-on-write only, got ' ~ raw.get('upsert_mode')) -%}
+{%- endif -%}
+{%- if raw.get('watermark_key') or raw.get('tombstone_key') -%}
+  {%- do errors.append('merge_engine and watermark_key/tombstone_key are two kinds of upsert: choose one (a sequence_field orders records in an engine)') -%}
+{%- endif -%}
+{%- set kind_field = raw.get('row_kind_field') -%}
+{%- set ignore_delete = raw.get('ignore_delete') in [true, 'true', 'True', 1] -%}
+{#- per-field options -#}
+{%- set functions = {} -%}
+{%- do spark_merge.spark_merge__engine_functions(functions) -%}
+{%- set fn = {} -%}
+{%- set agg_raw = raw.get('aggregate_function') or {} -%}
+{%- if agg_raw is not mapping -%}
+  {%- do errors.append('aggregate_function must map field to function, got ' ~ agg_raw) -%}{%- set agg_raw = {} -%}
+{%- endif -%}
+{%- if agg_raw and engine not in ['partial-update', 'aggregation'] -%}
+  {%- do errors.append('aggregate_function applies to the partial-update and aggregation engines, not ' ~ engine) -%}
+{%- endif -%}
+{%- for name, f in agg_raw.items() -%}
+  {%- set lname = name | lower -%}
+  {%- set f = f | lower -%}
+  {%- if lname not in table.columns_by_name -%}
+    {%- do errors.append('aggregate_function: unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+  {%- elif lname in pk_l -%}
+    {%- do errors.append('aggregate_function: ' ~ name ~ ' is a primary key column and cannot be aggregated') -%}
+  {%- elif f not in functions -%}
+    {%- do errors.append('aggregate_function: unknown function ' ~ f ~ ' for ' ~ name ~ ' (known: ' ~ functions.keys() | sort | join(', ') ~ ')') -%}
+  {%- else -%}
+    {%- set ty = table.columns_by_name[lname].type | lower -%}
+    {%- if spark_merge.spark_merge__engine_type_ok(functions[f].types, ty) | trim | lower != 'true' -%}
+      {%- do errors.append('aggregate_function ' ~ f ~ ' does not take column ' ~ name ~ ' of type ' ~ ty ~ ' (it takes ' ~ functions[f].types ~ ' types)') -%}
+    {%- endif -%}
+    {%- do fn.update({lname: f}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- set groups, grouped = [], {} -%}
+{%- set groups_raw = raw.get('sequence_group') or {} -%}
+{%- if groups_raw is not mapping -%}
+  {%- do errors.append('sequence_group must map sequence field(s) to the fields of the group, got ' ~ groups_raw) -%}{%- set groups_raw = {} -%}
+{%- endif -%}
+{%- if groups_raw and engine != 'partial-update' -%}
+  {%- do errors.append('sequence_group applies to the partial-update engine only') -%}
+{%- endif -%}
+{%- for key, members in groups_raw.items() -%}
+  {%- set gseq, gfields = [], [] -%}
+  {%- do spark_merge.spark_merge__engine_names(key, gseq) -%}
+  {%- do spark_merge.spark_merge__engine_names(members, gfields) -%}
+  {%- for name in gseq + gfields -%}
+    {%- if (name | lower) not in table.columns_by_name -%}
+      {%- do errors.append('sequence_group ' ~ key ~ ': unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+    {%- elif (name | lower) in pk_l -%}
+      {%- do errors.append('sequence_group ' ~ key ~ ': ' ~ name ~ ' is a primary key column') -%}
+    {%- elif (name | lower) in grouped -%}
+      {%- do errors.append('sequence_group ' ~ key ~ ': column ' ~ name ~ ' is already in sequence group ' ~ grouped[name | lower]) -%}
+    {%- else -%}
+      {%- do grouped.update({name | lower: key}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- for name in gseq if (name | lower) in table.columns_by_name -%}
+    {%- set ty = table.columns_by_name[name | lower].type | lower -%}
+    {%- if ty.startswith('array') or ty.startswith('map') or ty.startswith('struct') or ty in ['boolean', 'binary', 'string'] -%}
+      {%- do errors.append('sequence_group ' ~ key ~ ': sequence field ' ~ name ~ ' must be numeric, a date or a timestamp, not ' ~ ty) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if not gfields -%}{%- do errors.append('sequence_group ' ~ key ~ ': the group has no fields') -%}{%- endif -%}
+  {%- do groups.append({'seq': gseq, 'fields': gfields | map('lower') | list, 'name': key}) -%}
+{%- endfor -%}
+{#- fields without a function: the default one (aggregation: last_non_null_value) -#}
+{%- set default_fn = (raw.get('default_aggregate_function') or ('last_non_null_value' if engine == 'aggregation' else '')) | lower -%}
+{%- if default_fn and default_fn not in functions -%}
+  {%- do errors.append('default_aggregate_function: unknown function ' ~ default_fn ~ ' (known: ' ~ functions.keys() | sort | join(', ') ~ ')') -%}
+{%- elif default_fn and engine not in ['partial-update', 'aggregation'] -%}
+  {%- do errors.append('default_aggregate_function applies to the partial-update and aggregation engines, not ' ~ engine) -%}
+{%- elif default_fn -%}
+  {%- set sequence_fields = [] -%}
+  {%- for g in groups -%}{%- do sequence_fields.extend(g.seq | map('lower')) -%}{%- endfor -%}
+  {%- for c in table.columns if (c.name | lower) not in pk_l + sequence_fields and (c.name | lower) not in fn -%}
+    {%- if spark_merge.spark_merge__engine_type_ok(functions[default_fn].types, c.type | lower) | trim | lower != 'true' -%}
+      {%- do errors.append('default_aggregate_function ' ~ default_fn ~ ' does not take column ' ~ c.name ~ ' of type ' ~ c.type | lower ~ ' (it takes ' ~ functions[default_fn].types ~ ' types)') -%}
+    {%- endif -%}
+    {%- do fn.update({c.name | lower: default_fn}) -%}
+  {%- endfor -%}
+{%- endif -%}
+{#- partial-update: only a sequence group says whether a record is older, so (as in Paimon) a
+    function other than last_non_null_value needs its field in a group -#}
+{%- if engine == 'partial-update' -%}
+  {%- set protected = [] -%}
+  {%- for g in groups -%}{%- do protected.extend(g.fields) -%}{%- endfor -%}
+  {%- for name, f in fn.items() | sort if f != 'last_non_null_value' and name not in protected -%}
+    {%- do errors.append('aggregate_function ' ~ f ~ ' on ' ~ name ~ ': a partial-update field with a function other than last_non_null_value must be in a sequence_group') -%}
+  {%- endfor -%}
+{%- endif -%}
+{%- set ignore_retract, distinct = [], [] -%}
+{%- do spark_merge.spark_merge__engine_flags(raw.get('ignore_retract'), ignore_retract) -%}
+{%- do spark_merge.spark_merge__engine_flags(raw.get('distinct'), distinct) -%}
+{%- for name in ignore_retract if name not in fn -%}
+  {%- do errors.append('ignore_retract: column ' ~ name ~ ' has no aggregate function') -%}
+{%- endfor -%}
+{%- for name in distinct if fn.get(name) not in ['collect', 'listagg'] -%}
+  {%- do errors.append('distinct: column ' ~ name ~ ' is not aggregated with collect or listagg') -%}
+{%- endfor -%}
+{%- set nested_key, delimiter = {}, {} -%}
+{%- for name, keys in (raw.get('nested_key') or {}).items() -%}
+  {%- set names = [] -%}
+  {%- do spark_merge.spark_merge__engine_names(keys, names) -%}
+  {%- if fn.get(name | lower) != 'nested_update' -%}
+    {%- do errors.append('nested_key: column ' ~ name ~ ' is not aggregated with nested_update') -%}
+  {%- else -%}
+    {%- set ty = table.columns_by_name[name | lower].type | lower -%}
+    {%- for k in names if ('<' ~ k | lower ~ ':') not in ty and (',' ~ k | lower ~ ':') not in ty -%}
+      {%- do errors.append('nested_key: ' ~ k ~ ' is not a field of ' ~ name ~ ' (' ~ ty ~ ')') -%}
+    {%- endfor -%}
+    {%- do nested_key.update({name | lower: names}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- for name, d in (raw.get('listagg_delimiter') or {}).items() -%}
+  {%- if fn.get(name | lower) != 'listagg' -%}
+    {%- do errors.append('listagg_delimiter: column ' ~ name ~ ' is not aggregated with listagg') -%}
+  {%- else -%}
+    {%- do delimiter.update({name | lower: d}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- do out.update({'errors': errors, 'engine': engine, 'pk': pk, 'seq': seq, 'kind_field': kind_field,
+                   'ignore_delete': ignore_delete, 'fn': fn, 'groups': groups, 'ignore_retract': ignore_retract,
+                   'distinct': distinct, 'nested_key': nested_key, 'delimiter': delimiter, 'functions': functions}) -%}
+{%- endmacro %}
+
+{#-
+  One step of function `f` for column c: mode 'agg' (a newer record),
+  'old' (partial-update: a record older than its sequence group's), or
+  'retract' (-U/-D). A is the accumulator, X the record's value.
+-#}
+{% macro spark_merge__engine_step(f, mode, c, i, e) -%}
+{%- set A = '__sm_a.__sm_c' ~ i -%}
+{%- set X = '__sm_r.__sm_c' ~ i -%}
+{%- set T = c.type -%}
+{%- set lname = c.name | lower -%}
+{%- set keys = e.nested_key.get(lname, []) -%}
+{%- if mode == 'retract' and not e.functions[f].retract -%}{{ A }}
+{%- elif f == 'sum' -%}
+  {%- if mode == 'retract' -%}CASE WHEN {{ A }} IS NULL THEN CAST(-{{ X }} AS {{ T }}) WHEN {{ X }} IS NULL THEN {{ A }} ELSE CAST({{ A }} - {{ X }} AS {{ T }}) END
+  {%- else -%}CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE CAST({{ A }} + {{ X }} AS {{ T }}) END
+  {%- endif -%}
+{%- elif f == 'product' -%}
+  {%- if mode == 'retract' -%}
+    {%- set divide = ' div ' if T | lower in ['tinyint', 'smallint', 'int', 'bigint'] else ' / ' -%}
+    CASE WHEN {{ A }} IS NULL THEN NULL WHEN {{ X }} IS NULL THEN {{ A }} ELSE CAST({{ A }}{{ divide }}{{ X }} AS {{ T }}) END
+  {%- else -%}CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE CAST({{ A }} * {{ X }} AS {{ T }}) END
+  {%- endif -%}
+{%- elif f == 'count' -%}
+  {#- the stored row carries its count; a source record counts 1 when its value is not NULL -#}
+  {%- if mode == 'retract' -%}CASE WHEN {{ X }} IS NULL THEN {{ A }} ELSE coalesce({{ A }}, 0) - 1 END
+  {%- else -%}coalesce({{ A }}, 0) + CASE WHEN __sm_r.__sm_o = 0 THEN coalesce({{ X }}, 0) WHEN {{ X }} IS NULL THEN 0 ELSE 1 END
+  {%- endif -%}
+{%- elif f == 'max' -%}greatest({{ A }}, {{ X }})
+{%- elif f == 'min' -%}least({{ A }}, {{ X }})
+{%- elif f == 'last_value' -%}
+  {%- if mode == 'retract' -%}NULL{%- elif mode == 'old' -%}{{ A }}{%- else -%}{{ X }}{%- endif -%}
+{%- elif f == 'last_non_null_value' -%}
+  {%- if mode == 'retract' -%}CASE WHEN {{ X }} IS NULL THEN {{ A }} END
+  {%- elif mode == 'old' -%}coalesce({{ A }}, {{ X }})
+  {%- else -%}coalesce({{ X }}, {{ A }})
+  {%- endif -%}
+{%- elif f == 'first_value' -%}
+  {%- if mode == 'old' -%}{{ X }}{%- else -%}CASE WHEN __sm_a.__sm_f{{ i }} THEN {{ A }} ELSE {{ X }} END{%- endif -%}
+{%- elif f == 'first_non_null_value' -%}
+  {%- if mode == 'old' -%}coalesce({{ X }}, {{ A }}){%- else -%}coalesce({{ A }}, {{ X }}){%- endif -%}
+{%- elif f == 'bool_and' -%}CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE {{ A }} AND {{ X }} END
+{%- elif f == 'bool_or' -%}CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE {{ A }} OR {{ X }} END
+{%- elif f == 'listagg' -%}
+  {%- set d = e.delimiter.get(lname, ',') -%}
+  {%- set blank_x = X ~ " IS NULL OR trim(" ~ X ~ ") = ''" -%}
+  {%- set blank_a = A ~ " IS NULL OR trim(" ~ A ~ ") = ''" -%}
+  {%- if lname in e.distinct -%}
+    {%- set pattern = spark_merge.spark_merge__literal('\\Q' ~ d ~ '\\E') -%}
+    CASE WHEN {{ blank_x }} THEN {{ A }} WHEN {{ blank_a }} THEN array_join(array_distinct(filter(split({{ X }}, {{ pattern }}), __sm_t{{ i }} -> trim(__sm_t{{ i }}) != '')), {{ spark_merge.spark_merge__literal(d) }})
+    ELSE concat_ws({{ spark_merge.spark_merge__literal(d) }}, {{ A }}, array_join(filter(array_distinct(split({{ X }}, {{ pattern }})), __sm_t{{ i }} -> trim(__sm_t{{ i }}) != '' AND NOT array_contains(split({{ A }}, {{ pattern }}), __sm_t{{ i }})), {{ spark_merge.spark_merge__literal(d) }})) END
+  {%- else -%}
+    CASE WHEN {{ blank_x }} THEN {{ A }} WHEN {{ blank_a }} THEN {{ X }} ELSE concat({{ A }}, {{ spark_merge.spark_merge__literal(d) }}, {{ X }}) END
+  {%- endif -%}
+{%- elif f == 'collect' -%}
+  {%- if mode == 'retract' -%}
+    {#- remove each retracted element once (a multiset difference) -#}
+    CASE WHEN {{ A }} IS NULL THEN NULL WHEN {{ X }} IS NULL THEN {{ A }} ELSE aggregate({{ X }}, {{ A }}, (__sm_l{{ i }}, __sm_x{{ i }}) -> CASE WHEN array_position(__sm_l{{ i }}, __sm_x{{ i }}) > 0 THEN concat(slice(__sm_l{{ i }}, 1, CAST(array_position(__sm_l{{ i }}, __sm_x{{ i }}) AS INT) - 1), slice(__sm_l{{ i }}, CAST(array_position(__sm_l{{ i }}, __sm_x{{ i }}) AS INT) + 1, size(__sm_l{{ i }}))) ELSE __sm_l{{ i }} END) END
+  {%- elif lname in e.distinct -%}
+    CASE WHEN {{ A }} IS NULL AND {{ X }} IS NULL THEN NULL ELSE array_distinct(concat(coalesce({{ A }}, CAST(array() AS {{ T }})), coalesce({{ X }}, CAST(array() AS {{ T }})))) END
+  {%- else -%}
+    CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE concat({{ A }}, {{ X }}) END
+  {%- endif -%}
+{%- elif f == 'merge_map' -%}
+  {%- set rest = 'map_filter(' ~ A ~ ', (__sm_k' ~ i ~ ', __sm_v' ~ i ~ ') -> NOT array_contains(map_keys(' ~ X ~ '), __sm_k' ~ i ~ '))' -%}
+  {%- if mode == 'retract' -%}CASE WHEN {{ A }} IS NULL THEN NULL WHEN {{ X }} IS NULL THEN {{ A }} ELSE {{ rest }} END
+  {%- else -%}CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE map_concat({{ rest }}, {{ X }}) END
+  {%- endif -%}
+{%- elif f == 'nested_update' -%}
+  {%- set same = [] -%}
+  {%- for k in keys -%}{%- do same.append('__sm_x' ~ i ~ '.' ~ spark_merge.spark_merge__quote(k) ~ ' <=> __sm_y' ~ i ~ '.' ~ spark_merge.spark_merge__quote(k)) -%}{%- endfor -%}
+  {%- set same = same | join(' AND ') if keys else '__sm_x' ~ i ~ ' <=> __sm_y' ~ i -%}
+  {%- set input = 'filter(' ~ X ~ ', __sm_x' ~ i ~ ' -> __sm_x' ~ i ~ ' IS NOT NULL)' -%}
+  {%- if mode == 'retract' -%}
+    CASE WHEN {{ A }} IS NULL OR {{ X }} IS NULL THEN {{ A }} ELSE filter({{ A }}, __sm_y{{ i }} -> NOT exists({{ X }}, __sm_x{{ i }} -> {{ same }})) END
+  {%- elif keys -%}
+    {#- rows of the accumulator whose key the record does not have, then the record's rows, the last of each key -#}
+    CASE WHEN {{ X }} IS NULL THEN {{ A }} ELSE concat(
+      filter(coalesce({{ A }}, CAST(array() AS {{ T }})), __sm_y{{ i }} -> __sm_y{{ i }} IS NOT NULL AND NOT exists({{ input }}, __sm_x{{ i }} -> {{ same }})),
+      filter({{ input }}, (__sm_y{{ i }}, __sm_j{{ i }}) -> NOT exists(slice({{ input }}, __sm_j{{ i }} + 2, size({{ X }})), __sm_x{{ i }} -> {{ same }}))) END
+  {%- else -%}
+    CASE WHEN {{ X }} IS NULL THEN {{ A }} ELSE concat(coalesce({{ A }}, CAST(array() AS {{ T }})), {{ input }}) END
+  {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The accumulator's new value of column c (index i) after record __sm_r. -#}
+{% macro spark_merge__engine_field(c, i, e) -%}
+{%- set lname = c.name | lower -%}
+{%- set A = '__sm_a.__sm_c' ~ i -%}
+{%- set X = '__sm_r.__sm_c' ~ i -%}
+{%- set f = e.fn.get(lname) -%}
+{%- if lname in e.pk | map('lower') | list -%}{{ X }}
+{%- elif e.engine == 'aggregation' -%}
+CASE WHEN __sm_r.__sm_d THEN {{ spark_merge.spark_merge__engine_step(f, 'retract', c, i, e) }} ELSE {{ spark_merge.spark_merge__engine_step(f, 'agg', c, i, e) }} END
+{%- else -%}
+  {#- partial-update -#}
+  {%- set group = [] -%}
+  {%- for g in e.groups if lname in g.fields or lname in g.seq | map('lower') | list -%}{%- do group.append(g) -%}{%- endfor -%}
+  {%- if not group -%}
+CASE WHEN __sm_r.__sm_d THEN {{ A }} ELSE {{ spark_merge.spark_merge__engine_step(f, 'agg', c, i, e) if f else 'coalesce(' ~ X ~ ', ' ~ A ~ ')' }} END
+  {%- else -%}
+    {%- set g = group[0] -%}
+    {%- set accepted = spark_merge.spark_merge__engine_group_accepts(g, e) -%}
+    {%- if lname in g.seq | map('lower') | list -%}
+CASE WHEN {{ accepted }} THEN {{ X }} ELSE {{ A }} END
+    {%- else -%}
+CASE WHEN {{ spark_merge.spark_merge__engine_group_null(g, e) }} THEN {{ A }}
+  WHEN __sm_r.__sm_d THEN CASE WHEN {{ accepted }} THEN {{ spark_merge.spark_merge__engine_step(f, 'retract', c, i, e) if f else 'NULL' }} ELSE {{ spark_merge.spark_merge__engine_step(f, 'retract', c, i, e) if f else A }} END
+  ELSE CASE WHEN {{ accepted }} THEN {{ spark_merge.spark_merge__engine_step(f, 'agg', c, i, e) if f else X }} ELSE {{ spark_merge.spark_merge__engine_step(f, 'old', c, i, e) if f else A }} END END
+    {%- endif -%}
+  {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Did record __sm_r reach column c's function (first_value remembers that it has its value)? -#}
+{% macro spark_merge__engine_applied(c, e) -%}
+{%- set group = [] -%}
+{%- for g in e.groups if (c.name | lower) in g.fields -%}{%- do group.append(g) -%}{%- endfor -%}
+(NOT __sm_r.__sm_d{% if group %} AND NOT {{ spark_merge.spark_merge__engine_group_null(group[0], e) }}{% endif %})
+{%- endmacro %}
+
+{#- The record's sequence group values are all NULL: the group is left alone. -#}
+{% macro spark_merge__engine_group_null(g, e) -%}
+({% for s in g.seq %}__sm_r.__sm_c{{ e.index[s | lower] }} IS NULL{{ ' AND ' if not loop.last }}{% endfor %})
+{%- endmacro %}
+
+{#- The group takes the record: its sequence is set and not smaller than the stored one (NULLs first). -#}
+{% macro spark_merge__engine_group_accepts(g, e) -%}
+(NOT {{ spark_merge.spark_merge__engine_group_null(g, e) }} AND named_struct({% for s in g.seq %}'q{{ loop.index0 }}', __sm_r.__sm_c{{ e.index[s | lower] }}{{ ', ' if not loop.last }}{% endfor %}) >= named_struct({% for s in g.seq %}'q{{ loop.index0 }}', __sm_a.__sm_c{{ e.index[s | lower] }}{{ ', ' if not loop.last }}{% endfor %}))
+{%- endmacro %}
+
+{#- The row a key ends with, as a struct: __sm_c<i> per column, __sm_n (a row exists), __sm_t (the target had one). -#}
+{% macro spark_merge__engine_result(e, table) -%}
+{%- set present = "exists(__sm_rs, __sm_z -> __sm_z.__sm_o = 0)" -%}
+{%- if e.engine in ['deduplicate', 'first-row'] -%}
+  {%- set pick = 'element_at(__sm_rs, ' ~ ('-1' if e.engine == 'deduplicate' else '1') ~ ')' -%}
+named_struct({% for c in table.columns %}'__sm_c{{ loop.index0 }}', {{ pick }}.__sm_c{{ loop.index0 }}, {% endfor %}'__sm_n', NOT {{ pick }}.__sm_d, '__sm_t', {{ present }})
+{%- else -%}
+aggregate(__sm_rs,
+  named_struct({% for c in table.columns %}'__sm_c{{ loop.index0 }}', CAST(NULL AS {{ c.type }}), {% if e.fn.get(c.name | lower) == 'first_value' %}'__sm_f{{ loop.index0 }}', false, {% endif %}{% endfor %}'__sm_n', false, '__sm_t', false),
+  (__sm_a, __sm_r) -> named_struct(
+{%- for c in table.columns %}
+    '__sm_c{{ loop.index0 }}', CAST({{ spark_merge.spark_merge__engine_field(c, loop.index0, e) }} AS {{ c.type }}),
+{%- if e.fn.get(c.name | lower) == 'first_value' %}
+    '__sm_f{{ loop.index0 }}', __sm_a.__sm_f{{ loop.index0 }} OR {{ spark_merge.spark_merge__engine_applied(c, e) }},
+{%- endif %}
+{%- endfor %}
+    '__sm_n', __sm_a.__sm_n OR {{ 'true' if e.engine == 'aggregation' else 'NOT __sm_r.__sm_d' }},
+    '__sm_t', __sm_a.__sm_t OR __sm_r.__sm_o = 0))
+{%- endif -%}
+{%- endmacro %}
+
+{#- Errors the engine raises at run time (before anything is written): [condition, message] pairs. -#}
+{% macro spark_merge__engine_checks(e, out) -%}
+{%- set retracts = 'exists(__sm_rs, __sm_z -> __sm_z.__sm_d)' -%}
+{%- if e.kind_field -%}
+  {%- do out.append(["exists(__sm_rs, __sm_z -> __sm_z.__sm_kind IS NULL OR __sm_z.__sm_kind NOT IN ('+I', '-U', '+U', '-D'))",
+                     'row_kind_field ' ~ e.kind_field ~ ' must be one of +I, -U, +U, -D']) -%}
+  {%- if not e.ignore_delete -%}
+    {%- if e.engine == 'first-row' or (e.engine == 'partial-update' and not e.groups) -%}
+      {%- do out.append([retracts, 'merge_engine ' ~ e.engine ~ ' does not accept DELETE (-D) or UPDATE_BEFORE (-U) records; set ignore_delete to drop them' ~ (', or use sequence groups to retract their fields' if e.engine == 'partial-update' else '')]) -%}
+    {%- else -%}
+      {%- set stuck = [] -%}
+      {%- for name, f in e.fn.items() if not e.functions[f].retract and name not in e.ignore_retract -%}
+        {%- set in_group = [] -%}
+        {%- for g in e.groups if name in g.fields -%}{%- do in_group.append(g) -%}{%- endfor -%}
+        {%- if e.engine == 'aggregation' or in_group -%}{%- do stuck.append(name ~ ' (' ~ f ~ ')') -%}{%- endif -%}
+      {%- endfor -%}
+      {%- if stuck -%}
+        {%- do out.append([retracts, 'a retraction (-U/-D) reached aggregate function(s) that cannot retract: ' ~ stuck | sort | join(', ') ~ '; set ignore_retract for them']) -%}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The source reduced to one row per key: every target column, plus __sm_del. -#}
+{% macro spark_merge__engine_reduce_sql(spec, table, e) -%}
+{%- set kind = 'CAST(__sm_src.' ~ spark_merge.spark_merge__quote(e.kind_field) ~ ' AS STRING)' if e.kind_field else "'+I'" -%}
+{%- set retract = "coalesce(" ~ kind ~ " IN ('-U', '-D'), false)" -%}
+{%- set seq_of = [] -%}
+{%- for s in e.seq -%}{%- do seq_of.append("'q" ~ loop.index0 ~ "', CAST({p}" ~ spark_merge.spark_merge__quote(s) ~ " AS " ~ table.columns_by_name[s | lower].type ~ ")") -%}{%- endfor -%}
+{%- set checks = [] -%}
+{%- do spark_merge.spark_merge__engine_checks(e, checks) -%}
+{%- set keys = [] -%}
+{%- for k in e.pk -%}{%- do keys.append("'" ~ k | replace("'", "") ~ "', __sm_p" ~ loop.index0) -%}{%- endfor -%}
+WITH __sm_in AS (
+  SELECT {% for k in e.pk %}CAST(__sm_src.{{ spark_merge.spark_merge__quote(k) }} AS {{ table.columns_by_name[k | lower].type }}) AS __sm_p{{ loop.index0 }}, {% endfor %}named_struct(
+    '__sm_s', named_struct({{ (seq_of | join(', ')).replace('{p}', '__sm_src.') ~ ', ' if seq_of }}'o', 1, 'i', __sm_src.__sm_i),
+    '__sm_o', 1, '__sm_kind', {{ kind }}, '__sm_d', {{ retract }}
+{%- for c in table.columns %},
+    '__sm_c{{ loop.index0 }}', CAST(__sm_src.{{ spark_merge.spark_merge__quote(c.name) }} AS {{ c.type }})
+{%- endfor %}) AS __sm_r
+  FROM (SELECT *, monotonically_increasing_id() AS __sm_i FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_u) AS __sm_src
+{%- if e.ignore_delete and e.kind_field %}
+  WHERE NOT {{ retract }}
+{%- endif %}
+), __sm_old AS (
+  SELECT {% for k in e.pk %}__sm_t.{{ spark_merge.spark_merge__quote(k) }} AS __sm_p{{ loop.index0 }}, {% endfor %}named_struct(
+    '__sm_s', named_struct({{ (seq_of | join(', ')).replace('{p}', '__sm_t.') ~ ', ' if seq_of }}'o', 0, 'i', CAST(0 AS BIGINT)),
+    '__sm_o', 0, '__sm_kind', '+I', '__sm_d', false
+{%- for c in table.columns %},
+    '__sm_c{{ loop.index0 }}', __sm_t.{{ spark_merge.spark_merge__quote(c.name) }}
+{%- endfor %}) AS __sm_r
+  FROM {{ table.relation }} AS __sm_t
+  LEFT SEMI JOIN (SELECT DISTINCT {% for k in e.pk %}__sm_p{{ loop.index0 }}{{ ', ' if not loop.last }}{% endfor %} FROM __sm_in) AS __sm_k
+    ON {% for k in e.pk %}__sm_t.{{ spark_merge.spark_merge__quote(k) }} <=> __sm_k.__sm_p{{ loop.index0 }}{{ ' AND ' if not loop.last }}{% endfor %}
+{%- if spec.partition_filter %}
+  WHERE ({{ spec.partition_filter }})
+{%- endif %}
+), __sm_keys AS (
+  SELECT {% for k in e.pk %}__sm_p{{ loop.index0 }}, {% endfor %}array_sort(collect_list(__sm_r), (__sm_x, __sm_y) ->
+    CASE WHEN __sm_x.__sm_s < __sm_y.__sm_s THEN -1 WHEN __sm_x.__sm_s > __sm_y.__sm_s THEN 1 ELSE 0 END) AS __sm_rs
+  FROM (SELECT * FROM __sm_in UNION ALL SELECT * FROM __sm_old) AS __sm_all
+  GROUP BY {% for k in e.pk %}__sm_p{{ loop.index0 }}{{ ', ' if not loop.last }}{% endfor %}
+)
+SELECT {% for c in table.columns %}__sm_v.__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}, {% endfor %}NOT __sm_v.__sm_n AS __sm_del
+FROM (SELECT {% for k in e.pk %}__sm_p{{ loop.index0 }}, {% endfor %}{{ spark_merge.spark_merge__engine_result(e, table) }} AS __sm_v
+{%- for chk in checks %},
+  {{ chk[0] }} AS __sm_bad{{ loop.index0 }}
+{%- endfor %}
+  FROM __sm_keys) AS __sm_f
+WHERE
+{%- if checks %} CASE
+{%- for chk in checks %}
+  WHEN __sm_bad{{ loop.index0 }} THEN raise_error(concat({{ spark_merge.spark_merge__literal('MERGE_ENGINE_REJECTED: ' ~ chk[1] ~ ' (key ') }}, to_json(named_struct({{ keys | join(', ') }})), ')'))
+{%- endfor %}
+  ELSE {% endif %}(__sm_v.__sm_n OR __sm_v.__sm_t){% if checks %} END{% endif %}
+{%- endmacro %}
+
+{#- The engine as a MERGE spec (fills `out`; errors in out.errors). -#}
+{% macro spark_merge__engine_spec(spec, table, out) -%}
+{%- set e = {} -%}
+{%- do spark_merge.spark_merge__engine_options(spec.upsert, table, e) -%}
+{%- if e.errors -%}
+  {%- do out.update({'errors': e.errors}) -%}
+{%- else -%}
+  {%- set index = {} -%}
+  {%- for c in table.columns -%}{%- do index.update({c.name | lower: loop.index0}) -%}{%- endfor -%}
+  {%- do e.update({'index': index}) -%}
+  {%- set t = spark_merge.spark_merge__quote(spec.target_alias) ~ '.' -%}
+  {%- set s = spark_merge.spark_merge__quote(spec.source_alias) ~ '.' -%}
+  {%- set on, same = [], [] -%}
+  {%- for k in e.pk -%}{%- do on.append(t ~ spark_merge.spark_merge__quote(k) ~ ' <=> ' ~ s ~ spark_merge.spark_merge__quote(k)) -%}{%- endfor -%}
+  {%- for c in table.columns if (c.name | lower) not in e.pk | map('lower') | list -%}
+    {%- set q = spark_merge.spark_merge__quote(c.name) -%}
+    {%- if 'map<' in c.type | lower -%}{%- do same.append('to_json(' ~ t ~ q ~ ') <=> to_json(' ~ s ~ q ~ ')') -%}
+    {%- else -%}{%- do same.append(t ~ q ~ ' <=> ' ~ s ~ q) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set clauses = [] -%}
+  {%- if e.engine == 'deduplicate' and e.kind_field and not e.ignore_delete -%}
+    {%- do clauses.append({'matched': true, 'action': 'delete', 'condition': s ~ '__sm_del', 'assignments': [], 'insert_columns': [], 'insert_values': [], 'star': false}) -%}
+  {%- endif -%}
+  {%- do clauses.append({'matched': true, 'action': 'update', 'condition': ('NOT (' ~ same | join(' AND ') ~ ')') if same else 'false',
+                         'assignments': [], 'insert_columns': [], 'insert_values': [], 'star': true}) -%}
+  {%- do clauses.append({'matched': false, 'action': 'insert', 'condition': 'NOT ' ~ s ~ '__sm_del', 'assignments': [], 'insert_columns': [], 'insert_values': [], 'star': true}) -%}
+  {%- do out.update(spec) -%}
+  {%- do out.update({'source': spark_merge.spark_merge__engine_reduce_sql(spec, table, e) | trim, 'source_kind': 'query',
+                     'on': on | join(' AND '), 'clauses': clauses, 'key_columns': e.pk, 'errors': []}) -%}
+{%- endif -%}
+{%- endmacro %}
