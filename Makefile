@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,dbt,airflow]'
+	$(BIN)/pip install --quiet -e '.[all]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -22,6 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
+	$(BIN)/python bench/merge_cost.py
 	$(BIN)/python bench/upsert_modes.py
 
 clean:

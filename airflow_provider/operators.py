@@ -2,15 +2,19 @@
 
 XCom: `merge_begin` (merge id, target, paradigm, plan hash, partitions to rewrite) is pushed once
 the plan is checked and before anything is written; `merge_finish` (the metrics) after the commit.
-The return value is the metrics too.
+The return value is the metrics too. With the OpenLineage provider installed, the task reports the
+source tables as inputs and the target, with its row counts, as output.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
+import threading
 from typing import Any, Sequence
 
 from airflow.sdk import BaseOperator
 
+from . import lineage
 from .hooks import SparkMergeHook
 
 log = logging.getLogger(__name__)
@@ -19,8 +23,11 @@ log = logging.getLogger(__name__)
 class SparkMergeOperator(BaseOperator):
     """Run SQL (``sql``: text or a ``.sql`` file, templated) or a spec dict (``spec``) with spark-merge.
 
-    ``options``: duplicate_rule, partition_filter, key_columns, and for watermark upserts
-    primary_key, watermark_key, tombstone_key, tombstone_string_key_value, upsert_mode.
+    ``options``: every option of ``merge_core.merge``: duplicate_rule, partition_filter, key_columns;
+    for watermark upserts primary_key, watermark_key, tombstone_key, tombstone_string_key_value,
+    upsert_mode; for merge engines primary_key, merge_engine, sequence_field, row_kind_field,
+    ignore_delete, aggregate_function, default_aggregate_function, sequence_group, ignore_retract,
+    distinct, nested_key, listagg_delimiter.
     """
 
     template_fields: Sequence[str] = ("sql", "spec", "options")
@@ -37,34 +44,72 @@ class SparkMergeOperator(BaseOperator):
         self.spark_merge_conn_id, self.max_retries = spark_merge_conn_id, max_retries
         self._run = None
         self._spark = None
+        self._lineage: dict | None = None
 
     def execute(self, context: Any) -> dict:
         from merge_core import to_spec
         from merge_core.engine import run
+        from merge_core.parse import source_tables
 
         ti = context["ti"]
         self._spark = SparkMergeHook(self.spark_merge_conn_id).get_conn()
         spec = to_spec(self.sql if self.sql is not None else self.spec, **self.options)
 
-        def planned(merge_run, info):
+        def started(merge_run):
             self._run = merge_run
+
+        def planned(merge_run, info):
             begin = {"merge_id": merge_run.merge_id, "target": merge_run.table["name"],
                      "paradigm": merge_run.paradigm.name, "plan_hash": merge_run.plan_hash,
                      "partitions_to_rewrite": merge_run.partitions, "changed_rows": info["changed_rows"]}
             ti.xcom_push(key="merge_begin", value=begin)
 
-        result = run(self._spark, spec, max_retries=self.max_retries, on_planned=planned)
+        result = self._in_worker_thread(
+            lambda: run(self._spark, spec, max_retries=self.max_retries, on_planned=planned, on_start=started))
         ti.xcom_push(key="merge_finish", value={"merge_id": result.merge_id, **result.metrics})
         log.info(result.summary())
+        self._lineage = {"inputs": [lineage.describe(self._spark, t) for t in source_tables(spec)],
+                         "output": lineage.describe(self._spark, spec.target_name), "metrics": result.metrics}
         return dict(result.metrics)
 
-    def on_kill(self) -> None:
-        """Stop Spark's jobs, then leave the table as it was (or let the journal finish it)."""
-        if self._spark is not None:
-            interrupt = getattr(self._spark, "interruptAll", None)
+    def _in_worker_thread(self, work):
+        """Run the merge in a thread of its own and wait for it here.
+
+        An execution timeout (SIGALRM) or a kill signal raises in the main thread; were that thread
+        inside a py4j call, its connection to the JVM would be left mid-answer and every later call on
+        it would misread. Here they only interrupt the wait: on_kill stops the merge's Spark jobs
+        through a connection of this thread, and the worker, its call failed, aborts cleanly.
+        """
+        outcome: dict = {}
+
+        def target():
             try:
-                interrupt() if interrupt else self._spark.sparkContext.cancelAllJobs()
-            except Exception as e:  # the session may be gone already
-                log.warning("could not cancel Spark jobs: %s", e)
+                outcome["result"] = work()
+            except BaseException as e:  # handed to the main thread
+                outcome["error"] = e
+
+        worker = threading.Thread(target=contextvars.copy_context().run, args=(target,), daemon=True,
+                                  name=f"spark-merge-{self.task_id}")
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.2)
+        except BaseException:
+            self.on_kill()
+            worker.join(60)
+            raise
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["result"]
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any):
+        """Called by the OpenLineage provider after a successful run."""
+        if self._lineage is None:
+            return None
+        return lineage.operator_lineage(self._lineage["inputs"], self._lineage["output"], self._lineage["metrics"])
+
+    def on_kill(self) -> None:
+        """Airflow calls this on a kill and after an execution timeout: stop this merge's Spark jobs
+        and leave the table as it was (a commit whose journal is written is finished by the next run)."""
         if self._run is not None:
             self._run.abort()

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -13,7 +15,9 @@ from airflow.providers.standard.operators.bash import BashOperator
 from airflow.sdk import DAG
 
 PROJECT = os.environ.get("SPARK_MERGE_DBT_PROJECT", str(Path(__file__).resolve().parents[1] / "examples" / "dbt_project"))
-DBT = f"dbt --no-use-colors {{cmd}} --project-dir {PROJECT} --profiles-dir {PROJECT}"
+# the dbt of Airflow's own environment (where spark-merge and dbt-spark are installed)
+DBT_BIN = shutil.which("dbt") or str(Path(sys.executable).with_name("dbt"))
+DBT = f"{DBT_BIN} --no-use-colors {{cmd}} --project-dir {PROJECT} --profiles-dir {PROJECT}"
 
 with DAG(
     dag_id="dbt_spark_merge",

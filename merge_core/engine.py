@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -22,13 +23,13 @@ from pyspark.sql import SparkSession
 from . import faults, files, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
 from .errors import (
-    ConflictError, DuplicateMatchError, MergeError, NotNullViolation, RetryableConflict, UnsupportedError, ValidationError,
+    ConflictError, DuplicateMatchError, EngineRejected, MergeError, NotNullViolation, RetryableConflict, UnsupportedError, ValidationError,
 )
 from .spec import MergeSpec
 from .validate import validate
 
 log = logging.getLogger("spark_merge")
-_NOT_NULL = re.compile(r"MERGE_NOT_NULL_VIOLATION: (.*?)(?:\.? SQLSTATE|\n|$)")
+_RAISED = re.compile(r"(MERGE_NOT_NULL_VIOLATION|MERGE_ENGINE_REJECTED): (.*?)(?:\.? SQLSTATE|\n|$)")
 
 
 
@@ -88,11 +89,26 @@ class MergeRun:
         self.repoints: list[dict] = []  # set by the paradigm: where each rewritten partition went
         self.staged = False     # set by the paradigm once it wrote staging data
         self.journaled = False  # set by the paradigm before its commit journal is written
+        # Spark work of this merge carries this tag, so an abort from another thread or a signal
+        # handler (Airflow's on_kill, an execution timeout) can stop the statement in flight.
+        self.tag = f"spark_merge_{self.merge_id}"
+        self._stopped = False
+        # held while the paradigm decides to journal and writes the journal, and while an abort
+        # decides whether the staged data may go: never both (an abort from another thread must
+        # not remove data a journal is about to point at)
+        self.commit_guard = threading.Lock()
 
     # -- helpers -----------------------------------------------------------------
     def _sql(self, text: str):
+        self.check_not_stopped()  # aborted meanwhile (on_kill): no statement may follow the clean-up
         log.debug("[%s] SQL: %s", self.merge_id, text)
         return self.spark.sql(text)
+
+    def _tag(self, add: bool) -> None:
+        try:
+            (self.spark.addTag if add else self.spark.removeTag)(self.tag)
+        except Exception as e:  # a session without tags can still merge; only on_kill is coarser
+            log.debug("[%s] job tag: %s", self.merge_id, e)
 
     def _rows(self, text: str) -> list[dict]:
         return [r.asDict() for r in self._sql(text).collect()]
@@ -103,6 +119,7 @@ class MergeRun:
     # -- lifecycle ---------------------------------------------------------------
     def begin(self) -> dict:
         """Read the target, finish any interrupted commit, validate. Touches no data."""
+        self._tag(True)
         with self._step("begin: describe and validate"):
             self.table = describe_table(self.spark, self.spec.target)
             if paradigms.recover(self.spark, self.table):
@@ -136,6 +153,11 @@ class MergeRun:
             f"-- spark-merge plan for {spec['kind'].upper()} into {table['name']} "
             f"({table['provider']}, partitioned by {table['partition_columns'] or 'nothing'}); "
             f"duplicate_rule={spec['duplicate_rule']}",
+        ]
+        if self._prunes_by_matches():
+            parts += ["-- 0. partitions holding matched target rows (a join reading only the ON and partition "
+                      "columns); step 1 scans only these", macros.render("matched_partitions_sql", spec, table)]
+        parts += [
             "-- 1. changes: join, first matching WHEN clause, new values (cached; every later step reads it)",
             macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
         ]
@@ -145,16 +167,26 @@ class MergeRun:
         parts += self.paradigm.explain(self, ctx)
         return ";\n\n".join(parts) + ";\n"
 
+    def _prunes_by_matches(self) -> bool:
+        """A partitioned target merged with a source: find the matched partitions first (step 0)."""
+        return bool(self.table["partition_columns"]) and self.spec_data["source_kind"] != "none"
+
     def plan(self) -> dict:
         """Build the changes, run the duplicate check, count, find partitions. No writes."""
         spec, table, ctx = self.spec_data, self.table, self.ctx
+        if self._prunes_by_matches():
+            with self._step("plan: find partitions with matched rows (key-only join)"):
+                matched = self._rows(macros.render("matched_partitions_sql", spec, table))
+            ctx["scan_filter"] = macros.render("scan_filter", spec, table, matched)
+            log.info("[%s] %d partition(s) hold matched rows", self.merge_id, len(matched))
         with self._step("plan: join target and source"):
             try:
                 self._sql(macros.render("cache_changes_sql", spec, table, self.resolved, ctx))
             except Exception as e:
-                violation = _NOT_NULL.search(str(e))
-                if violation:
-                    raise NotNullViolation(violation.group(1)) from None
+                raised = _RAISED.search(str(e))
+                if raised:
+                    error = NotNullViolation if raised.group(1) == "MERGE_NOT_NULL_VIOLATION" else EngineRejected
+                    raise error(raised.group(2)) from None
                 if isinstance(e, SPARK_ERRORS):
                     raise MergeError(f"the merge plan failed in Spark: {spark_message(e)}") from None
                 raise
@@ -212,16 +244,31 @@ class MergeRun:
         except SPARK_ERRORS as e:  # the data is committed; a missing history line must not fail the merge
             log.warning("[%s] could not write history entry: %s", self.merge_id, spark_message(e))
         self._cleanup()
+        self._tag(False)
         self.state = "finished"
         log.info("FINISH %s", json.dumps({"merge_id": self.merge_id, **result.metrics}))
         log.info(result.summary())
         return result
 
     def abort(self) -> None:
-        """Leave the table as it was: drop the cache, the staging table and its files."""
-        if self.state in ("committed", "finished", "aborted"):
+        """Leave the table as it was: stop this merge's Spark jobs, drop the cache, the staging
+        table and its files. Safe to call from another thread or a signal handler."""
+        if self.state in ("committed", "finished", "aborted") or self._stopped:
             return
+        self._stopped = True
+        try:
+            stopped = self.spark.interruptTag(self.tag)
+            if stopped:
+                log.warning("[%s] ABORT: interrupted %d Spark operation(s)", self.merge_id, len(stopped))
+        except Exception as e:
+            log.debug("[%s] interrupt: %s", self.merge_id, e)
         self._cleanup()
+        self._tag(False)
+        with self.commit_guard:
+            self._abort_staged()
+        self.state = "aborted"
+
+    def _abort_staged(self) -> None:
         if self.journaled:
             # The journal may point at the staged data: keep it. The next begin (or
             # `recover`) rolls the commit forward, so the table ends at the new version.
@@ -232,30 +279,37 @@ class MergeRun:
             files.remove(self.ctx["stage_location"])
         else:
             log.warning("[%s] ABORT in state %s: nothing was written", self.merge_id, self.state)
-        self.state = "aborted"
+
+    def check_not_stopped(self) -> None:
+        """Raise if an abort began (call under commit_guard before writing a journal)."""
+        if self._stopped:
+            raise MergeError(f"merge {self.merge_id} was aborted")
 
     def _cleanup(self) -> None:
         if not hasattr(self, "ctx"):
             return
         for stmt in macros.fill_list("cleanup_statements", self.ctx):
             try:
-                self._sql(stmt)
+                self.spark.sql(stmt)
             except SPARK_ERRORS as e:
                 log.warning("[%s] clean-up: %s", self.merge_id, spark_message(e))
 
 
-def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=None) -> MergeResult:
+def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=None, on_start=None) -> MergeResult:
     """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again.
 
-    ``on_planned(merge_run, plan_info)`` is called after the checks, before anything is written
-    (the Airflow operator records the begin there).
+    ``on_start(merge_run)`` is called as each attempt starts (the Airflow operator keeps it, to
+    abort it from on_kill); ``on_planned(merge_run, plan_info)`` after the checks, before anything
+    is written (the operator records the begin there).
     """
-    if spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read":
+    if spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read" and not spec.upsert.get("merge_engine"):
         from . import merge_on_read
 
         return merge_on_read.upsert(spark, spec)
     for attempt in range(max_retries + 1):
         merge_run = MergeRun(spark, spec)
+        if on_start is not None:
+            on_start(merge_run)
         try:
             merge_run.begin()
             info = merge_run.plan()

@@ -94,8 +94,10 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
                         f"the staged data of this merge ({gone[0]}) was removed, most likely by a vacuum with a "
                         f"retention shorter than the merge took; nothing was written, run it again"
                     )
-                write_journal(run.spark, fresh, run.merge_id, repoints)
-                run.journaled = True
+                with run.commit_guard:
+                    run.check_not_stopped()
+                    write_journal(run.spark, fresh, run.merge_id, repoints)
+                    run.journaled = True
                 faults.reached("after_journal")
                 apply_journal(run.spark, fresh, run.merge_id, repoints)
 

@@ -219,3 +219,24 @@ def _delete(tree: exp.Delete, dialect: str) -> MergeSpec:
         clauses=[WhenClause(matched=True, action="delete")],
         kind="delete",
     )
+
+
+def source_tables(spec: MergeSpec) -> list[str]:
+    """Tables a spec reads besides its target: the source (a table, or those of its query) and those
+    of subqueries in ON, conditions and values. For lineage (OpenLineage inputs); names as written."""
+    found = [spec.source] if spec.source_kind == "table" and spec.source else []
+    texts = [spec.source] if spec.source_kind == "query" and spec.source else []
+    texts += [f"SELECT {e}" for e in [spec.on] + [c.condition for c in spec.clauses]
+              + [v for c in spec.clauses for _, v in c.assignments] + [v for c in spec.clauses for v in c.insert_values] if e]
+    for text in texts:
+        try:
+            tree = sqlglot.parse_one(text, read="spark")
+        except sqlglot.errors.SqlglotError:
+            continue
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        for table in tree.find_all(exp.Table):
+            name = ".".join(p.name for p in table.parts)
+            if name and name.lower() not in ctes and name not in found:
+                found.append(name)
+    target = spec.target_name.lower()
+    return [n for n in found if n.lower() != target]

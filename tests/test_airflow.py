@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import socket
+import time
 import shutil
 import subprocess
 import sys
@@ -15,6 +18,29 @@ from .conftest import rows, snapshot
 
 DAGS = Path(__file__).resolve().parents[1] / "dags"
 DAY = datetime(2026, 11, 1, tzinfo=timezone.utc)
+SLOW_DAG = """
+from datetime import datetime, timedelta
+from airflow.sdk import DAG
+from airflow_provider.operators import SparkMergeOperator
+
+# the source sleeps 60 s in a Spark task (java.lang.Thread.sleep): the timeout strikes while the plan runs
+with DAG(dag_id="slow_merge", schedule=None, start_date=datetime(2026, 11, 1), params={"table": "x"}) as dag:
+    SparkMergeOperator(task_id="merge", execution_timeout=timedelta(seconds=8), retries=0,
+                       sql="MERGE INTO {{ params.table }} t USING (SELECT id, v FROM VALUES (1, 5) AS x(id, v) "
+                           "WHERE java_method('java.lang.Thread', 'sleep', 60000L) IS NULL) s ON t.id = s.id "
+                           "WHEN MATCHED THEN UPDATE SET v = s.v")
+"""
+CONNECT_DAG = """
+from datetime import datetime
+from airflow.sdk import DAG
+from airflow_provider.operators import SparkMergeOperator
+
+with DAG(dag_id="connect_merge", schedule=None, start_date=datetime(2026, 11, 1)) as dag:
+    SparkMergeOperator(task_id="merge", spark_merge_conn_id="sm_live",
+                       sql="MERGE INTO sc.accounts t USING (SELECT * FROM VALUES (2, 5, 'us'), (4, 40, 'apac') "
+                           "AS s(id, amount, region)) s ON t.id = s.id "
+                           "WHEN MATCHED THEN UPDATE SET amount = t.amount + s.amount WHEN NOT MATCHED THEN INSERT *")
+"""
 DUP_DAG = '''
 from datetime import datetime
 from airflow.sdk import DAG
@@ -33,7 +59,15 @@ def airflow_home(tmp_path_factory):
     dags = home / "dags"  # dag.test() runs DAGs of the DAGs folder: ours, and one that must fail
     shutil.copytree(DAGS, dags, ignore=shutil.ignore_patterns("__pycache__"))
     (dags / "dup_merge.py").write_text(DUP_DAG)
+    (dags / "slow_merge.py").write_text(SLOW_DAG)
+    (dags / "connect_merge.py").write_text(CONNECT_DAG)
     os.environ.update({
+        # OpenLineage events of every task, one JSON per line
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(home / "lineage.jsonl"),
+                                                       "append": True}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "spark_merge_tests",
+        # emit from a thread, not a fork: a forked child closes the py4j socket it shares with the task
+        "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
@@ -126,6 +160,26 @@ def test_daily_cdc_backfill_is_idempotent_and_records_the_lifecycle(spark, airfl
     assert snapshot(spark, target) == before  # rows, files and properties: nothing was rewritten
 
 
+def lineage_events(home, job_suffix):
+    path = Path(home) / "lineage.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [e for e in events if e["job"]["name"].endswith(job_suffix) and e["eventType"] == "COMPLETE"]
+
+
+def test_openlineage_reports_sources_and_target_with_row_counts(spark, airflow_home, cdc):
+    target, source = cdc
+    run = load_dag("cdc_daily_merge").test(logical_date=DAY + timedelta(days=1), run_conf={"target": target, "source": source})
+    assert run.state == "success"
+    event = lineage_events(airflow_home, "cdc_daily_merge.merge_day")[-1]
+    assert [i["facets"]["symlinks"]["identifiers"][0]["name"] for i in event["inputs"]] == [source]
+    [output] = event["outputs"]
+    assert output["facets"]["symlinks"]["identifiers"][0]["name"] == target
+    location = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {target} AS JSON").collect()[0][0])["location"]
+    assert (output["namespace"], output["name"]) == ("file", location.removeprefix("file:"))
+    stats = output["outputFacets"]["outputStatistics"]
+    assert stats["rowCount"] == 2 and stats["size"] > 0  # day 1: orders 1 and 2 written
+
+
 def test_failing_merge_fails_the_task_and_leaves_the_table(spark, airflow_home, db):
     t = f"{db}.acct"
     spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet")
@@ -145,3 +199,93 @@ def test_gdpr_delete_removes_the_customers_everywhere(spark, airflow_home, db):
     assert run.state == "success"
     assert rows(spark, f"(SELECT DISTINCT customer_id FROM {t})") == [(0,), (2,), (4,)]
     assert spark.table(t).count() == 42
+
+
+def test_execution_timeout_aborts_the_merge_and_stops_its_spark_job(spark, airflow_home, db):
+    t = f"{db}.slow"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 0)")
+    before = snapshot(spark, t)
+    root = Path(json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0])["location"].removeprefix("file:"))
+    run = load_dag("slow_merge").test(logical_date=DAY, run_conf={"table": t})
+    assert run.state == "failed"
+    # the sleeping job was interrupted by the abort, not left to run out its 60 s
+    deadline = time.monotonic() + 20
+    while spark.sparkContext.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert spark.sparkContext.statusTracker().getActiveJobsIds() == []
+    assert snapshot(spark, t) == before
+    assert not [r for r in spark.sql("SHOW TABLES").collect() if r.tableName.startswith("__sm_changes")]
+    assert not list(root.glob("_merge_*"))
+    assert spark.sql(f"SHOW TABLES IN {db} LIKE '__sm_lock_*'").count() == 0
+
+
+def test_dbt_dag_runs_the_example_project(airflow_home, tmp_path, monkeypatch):
+    from dbt_macros import PACKAGE_DIR
+
+    project = tmp_path / "dbt_project"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "dbt_project", project)
+    (project / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
+    monkeypatch.setenv("SPARK_MERGE_DBT_PROJECT", str(project))
+    monkeypatch.setenv("SPARK_MERGE_HOME", str(tmp_path / "warehouse"))  # dbt's own Spark, its own metastore
+    run = load_dag("dbt_spark_merge").test(logical_date=DAY, run_conf={"batch": 1})
+    assert run.state == "success"
+    results = json.loads((project / "target" / "run_results.json").read_text())["results"]
+    assert {r["unique_id"].split(".")[-1]: r["status"] for r in results} == {
+        "accounts": "success", "account_balances": "success", "accounts_latest": "success",
+        "accounts_log": "success", "account_activity": "success"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    """A real Spark Connect server from pyspark's own sbin scripts, on a free loopback port."""
+    import pyspark
+
+    home = tmp_path_factory.mktemp("connect")
+    spark_home = Path(pyspark.__file__).parent
+    port = free_port()
+    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOG_DIR": str(home / "logs"),
+           "SPARK_PID_DIR": str(home), "SPARK_IDENT_STRING": f"sm{port}"}
+    confs = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
+             "spark.sql.catalogImplementation": "hive", "spark.sql.warehouse.dir": str(home / "warehouse"),
+             "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+             "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}", "spark.ui.enabled": "false",
+             "spark.sql.shuffle.partitions": "2"}
+    args = [str(spark_home / "sbin" / "start-connect-server.sh"), "--master", "local[2]"]
+    for k, v in confs.items():
+        args += ["--conf", f"{k}={v}"]
+    started = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert started.returncode == 0, started.stdout + started.stderr
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(1)
+    else:
+        logs = "\n".join(p.read_text()[-3000:] for p in (home / "logs").glob("*"))
+        pytest.fail(f"Spark Connect server did not listen on {port}: {logs}")
+    yield f"sc://127.0.0.1:{port}"
+    subprocess.run([str(spark_home / "sbin" / "stop-connect-server.sh")], env=env, capture_output=True)
+
+
+def test_operator_over_spark_connect(airflow_home, connect_server):
+    """The same operator, given a connection to a Spark Connect server: the merge runs on the server."""
+    env = {**os.environ, "AIRFLOW_CONN_SM_LIVE": json.dumps({"conn_type": "spark_merge", "host": connect_server})}
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("connect_driver.py")), connect_server],
+                          env=env, capture_output=True, text=True, timeout=600)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
+    result = json.loads(lines[-1].removeprefix("RESULT "))
+    assert result["state"] == "success"
+    assert result["rows"] == [[1, 10, "eu"], [2, 25, "us"], [3, 30, "eu"], [4, 40, "apac"]]
+    begin, finish = result["xcom"]["merge_begin"], result["xcom"]["merge_finish"]
+    assert begin["target"] == "sc.accounts" and sorted(p["region"] for p in begin["partitions_to_rewrite"]) == ["apac", "us"]
+    assert finish["merge_id"] == begin["merge_id"] and finish["numTargetRowsUpdated"] == 1
+    assert finish["numTargetRowsInserted"] == 1 and finish["numTargetPartitionsRewritten"] == 2

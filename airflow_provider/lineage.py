@@ -1,0 +1,57 @@
+"""OpenLineage datasets for a merge: its source tables as inputs, its target as the output with row
+counts. Used by SparkMergeOperator when the OpenLineage provider is installed.
+
+Datasets follow OpenLineage's naming for files (namespace from the location's scheme and host, name its
+path) and carry a symlink to the catalog name (`db.table`), as Spark's own OpenLineage integration does.
+What Spark must be asked (locations) is collected while the task runs (`describe`), so building the
+facets afterwards needs no Spark session.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlparse
+
+CATALOG_NAMESPACE = "spark_catalog"
+
+
+def dataset_name(location: str | None, table: str) -> tuple[str, str]:
+    """(namespace, name) of a table stored at `location`; a table without one (a view) keeps its name."""
+    if not location:
+        return CATALOG_NAMESPACE, table
+    url = urlparse(location)
+    scheme = {"s3a": "s3", "s3n": "s3"}.get(url.scheme, url.scheme or "file")
+    if scheme in ("file", "") or not url.netloc:
+        return scheme, url.path
+    return f"{scheme}://{url.netloc}", url.path.lstrip("/") if scheme in ("s3", "gs", "abfss", "wasbs") else url.path
+
+
+def describe(spark: Any, table: str) -> dict:
+    """Name and location of a table from the catalog; a view or an unknown name keeps only its name."""
+    try:
+        desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").collect()[0][0])
+    except Exception:  # lineage must never fail the merge
+        return {"table": table, "location": None}
+    name = ".".join(p for p in (desc.get("namespace") or [])[-1:] + [desc.get("table_name")] if p) or table
+    props = desc.get("table_properties") or {}
+    return {"table": name, "location": props.get("spark_merge.root") or desc.get("location")}
+
+
+def operator_lineage(inputs: list[dict], output: dict, metrics: dict | None):
+    """OperatorLineage for the OpenLineage provider (imported here: it is optional)."""
+    from airflow.providers.common.compat.openlineage.facet import (
+        Identifier, InputDataset, OutputDataset, OutputStatisticsOutputDatasetFacet, SymlinksDatasetFacet,
+    )
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+    def dataset(kind, info: dict, **extra):
+        namespace, name = dataset_name(info["location"], info["table"])
+        symlink = SymlinksDatasetFacet(identifiers=[Identifier(namespace=CATALOG_NAMESPACE, name=info["table"], type="TABLE")])
+        return kind(namespace=namespace, name=name, facets={"symlinks": symlink}, **extra)
+
+    stats = {}
+    if metrics:  # rows and bytes the merge wrote (the rewritten partitions' rows, copied ones included)
+        stats["outputStatistics"] = OutputStatisticsOutputDatasetFacet(
+            rowCount=metrics.get("numOutputRows", 0), size=metrics.get("numTargetBytesAdded", 0))
+    return OperatorLineage(inputs=[dataset(InputDataset, i) for i in inputs],
+                           outputs=[dataset(OutputDataset, output, outputFacets=stats)])
