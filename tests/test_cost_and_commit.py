@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +92,31 @@ def test_journal_whose_staged_data_is_gone_is_discarded(spark, fifty):
     assert after[4] == before[4] and after[0] != before[0]
     props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {fifty}").collect()}
     assert props["spark_merge.journal.parts"] == "0"
+
+
+def test_untouched_partitions_are_read_only_for_the_key_join(spark, fifty, tmp_path):
+    """Cost follows the change: the data columns of partitions without a matched row are never read.
+    Partition 11's file is replaced by one whose `name` column is an INT: any read of `name` there
+    fails, reading `id` works. The merge touches partitions 3 and 7 only, so it must succeed."""
+    part = next(iter(files_by_partition(spark, fifty)[11])).removeprefix("file:")
+    spark.sql("SELECT id, 42 AS name, 1.0D AS amount FROM range(11, 2000, 50)").coalesce(1).write.parquet(str(tmp_path / "bad"))
+    [bad] = (tmp_path / "bad").glob("*.parquet")
+    for f in Path(part).parent.glob("*.parquet"):
+        f.unlink()
+    shutil.copy(bad, Path(part).parent / bad.name)
+    spark.sql(f"REFRESH TABLE {fifty}")
+    with pytest.raises(Exception):  # the trap works: a full-width read of partition 11 fails
+        spark.sql(f"SELECT max(name) FROM {fifty} WHERE dt = 11").collect()
+    r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT 3 AS id, 'changed' AS name UNION ALL SELECT 5007, 'new') s
+        ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name
+        WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, s.name, 0, 7)""")
+    assert sorted(p["dt"] for p in r.partitions) == ["3", "7"]
+    assert rows(spark, f"(SELECT name FROM {fifty} WHERE id IN (3, 5007))") == [("changed",), ("new",)]
+
+
+def test_no_matched_partition_scans_no_target_rows_and_inserts(spark, fifty):
+    r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT 9001 AS id, 'n' AS name) s ON t.id = s.id
+        WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, s.name, 0, 60)""")
+    assert r.metrics["numTargetRowsInserted"] == 1 and r.metrics["numTargetRowsDeleted"] == 0
+    assert sorted(p["dt"] for p in r.partitions) == ["60"]
+    assert spark.table(fifty).count() == 2001

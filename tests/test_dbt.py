@@ -150,10 +150,14 @@ def test_sync_all_columns_cannot_drop_a_column(spark, project):
     ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'set': {'nope': '1'}}]",
      "SET assigns unknown column nope"),
     ("unique_key='id', merge_clauses=[{'when': 'not_matched', 'action': 'delete'}]", "DELETE is only allowed in WHEN MATCHED"),
+    ("unique_key='id', sequence_field='v'", "sequence_field belong to merge engines: set merge_engine too"),
+    ("merge_engine='aggregation'", "a merge engine needs unique_key"),
+    ("unique_key='id', merge_engine='aggregation', aggregate_function={'v': 'median'}", "unknown function median for v"),
+    ("unique_key='id', merge_engine='first-row', sequence_field='v'", "sequence_field is not allowed"),
 ])
 def test_config_errors_are_compilation_errors(spark, project, config, fragment):
     project.model("bad", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
-    if "nope" in fragment or "DELETE" in fragment:  # errors found against the existing table
+    if any(f in fragment for f in ("nope", "DELETE", "median", "not allowed")):  # found against the existing table
         project.model("bad", "{{ config(materialized='spark_merge', unique_key='id') }}\nselect 1 as id, 2 as v")
         project.dbt("run", "-s", "bad", "--full-refresh")
         project.model("bad", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
@@ -166,6 +170,8 @@ CASES = [
     ("quote", ["we`ird"]),
     ("literal", ["it's"]),
     ("partition_filter", ["TABLE", [{"dt": "2026-01-01"}, {"dt": "2026-01-02"}]]),
+    ("matched_partitions_sql", ["SPEC", "TABLE"]),
+    ("scan_filter", ["SPEC", "TABLE", [{"dt": "2026-01-01"}]]),
     ("cache_changes_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
     ("duplicates_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
     ("change_counts_sql", ["CTX"]),
@@ -257,3 +263,17 @@ def test_merge_on_read_model_reads_like_the_copy_on_write_one(spark, project):
         assert rows(spark, mor) == rows(spark, f"(SELECT * FROM {cow} WHERE NOT deleted)")
     assert spark.table(f"{mor}__sm_log").count() == 3 + 8 + 6 + 8  # every run only appended
     assert project.run_results()["accounts_log"]["adapter_response"]["rows_affected"] == 8
+
+
+def test_aggregation_engine_model(spark, project):
+    """Batch by batch, and all batches in one run (a full refresh), give the same rows."""
+    t = project.table("account_activity")
+    project.dbt("run", "-s", "account_activity", "--full-refresh", vars={"batch": 1})
+    project.dbt("run", "-s", "account_activity", vars={"batch": 2})
+    assert project.run_results()["account_activity"]["adapter_response"]["rows_affected"] == 3  # 2 updated, 1 new
+    project.dbt("run", "-s", "account_activity", vars={"batch": 3})
+    expected = [(1, 10.0, 1, 10.0, ["eu"], "ann"), (2, 45.0, 2, 25.0, ["us"], "bob"), (3, 30.0, 2, 30.0, ["eu"], "cy"),
+                (4, 85.0, 2, 45.0, ["apac"], "di"), (5, 50.0, 1, 50.0, ["us"], "ed")]
+    assert rows(spark, t) == expected
+    project.dbt("run", "-s", "account_activity", "--full-refresh", vars={"batches": [1, 2, 3]})
+    assert rows(spark, t) == expected

@@ -1,6 +1,10 @@
 {#-
   The merge plan (DELETE_ROW_AND_INSERT_ROW, copy-on-write).
 
+  0. matched:   (partitioned targets, with a source) the partitions holding a
+                target row that ON matches, from a join that reads only the
+                columns ON names and the partition columns; step 1 scans only
+                those partitions, so the full-width read follows the change.
   1. changes:   target (with a row id) RIGHT JOIN source ON ...; a searched CASE
                 picks the first WHEN clause that holds (case number, -1 = none)
                 and its operation (INSERT=1, DELETE=2, UPDATE=3); the new values
@@ -51,6 +55,27 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 {%- endif -%}
 {%- endmacro %}
 
+{#- Partitions (as strings) holding a target row that ON matches: a key-only join, no row ids. -#}
+{% macro spark_merge__matched_partitions_sql(spec, table) -%}
+SELECT DISTINCT {% for p in table.partition_columns -%}
+CAST({{ spark_merge.spark_merge__quote(spec.target_alias) }}.{{ spark_merge.spark_merge__quote(p) }} AS STRING) AS {{ spark_merge.spark_merge__quote(p) }}{{ ", " if not loop.last }}
+{%- endfor %}
+FROM {{ table.relation }} AS {{ spark_merge.spark_merge__quote(spec.target_alias) }}
+LEFT SEMI JOIN {{ spark_merge.spark_merge__source_relation(spec) }} AS {{ spark_merge.spark_merge__quote(spec.source_alias) }}
+  ON ({{ spec.on }})
+{%- if spec.partition_filter %}
+WHERE ({{ spec.partition_filter }})
+{%- endif %}
+{%- endmacro %}
+
+{#- What step 1 scans of the target: the user's partition_filter, and the matched partitions once known. -#}
+{% macro spark_merge__scan_filter(spec, table, matched=none) -%}
+{%- set parts = [] -%}
+{%- if spec.partition_filter -%}{%- do parts.append('(' ~ spec.partition_filter ~ ')') -%}{%- endif -%}
+{%- if matched is not none -%}{%- do parts.append('(' ~ spark_merge.spark_merge__partition_filter(table, matched) ~ ')') -%}{%- endif -%}
+{{ parts | join(' AND ') }}
+{%- endmacro %}
+
 {% macro spark_merge__changes_sql(spec, table, resolved, ctx) -%}
 {%- set t = spark_merge.spark_merge__quote(spec.target_alias) -%}
 {%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
@@ -85,7 +110,7 @@ SELECT
 {%- endif %}
 {%- endfor %}
 {% if has_source -%}
-FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
+FROM {{ spark_merge.spark_merge__target_scan(table, ctx.get('scan_filter') or spec.partition_filter) }} AS {{ t }}
 RIGHT JOIN (SELECT *, monotonically_increasing_id() AS __sm_srow FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_src) AS {{ s }}
   ON ({{ spec.on }})
 {%- else -%}

@@ -11,7 +11,8 @@
 
 {% materialization spark_merge, adapter='spark' %}
   {%- set cfg = spark_merge.spark_merge__dbt_config() -%}
-  {%- set mor = cfg.upsert_mode == 'merge-on-read' -%}
+  {%- set mor = cfg.upsert_mode == 'merge-on-read' and not cfg.merge_engine -%}
+  {%- set upsert = cfg.watermark_key | length > 0 or cfg.merge_engine -%}
   {%- set target_relation = this.incorporate(type='view' if mor else 'table') -%}
   {%- set existing = load_relation(this) -%}
   {{ run_hooks(pre_hooks) }}
@@ -28,13 +29,13 @@
       {%- do spark_merge.spark_merge__dbt_drop_table(this.identifier ~ '__sm_log') -%}
     {%- endif -%}
     {%- call statement('main') -%}
-      {{ spark_merge.spark_merge__dbt_create_sql(cfg, sql, empty=cfg.watermark_key | length > 0) }}
+      {{ spark_merge.spark_merge__dbt_create_sql(cfg, sql, empty=upsert) }}
     {%- endcall -%}
     {%- if mor -%}
       {%- set result = spark_merge.spark_merge__dbt_mor_upsert(cfg, sql) -%}
       {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
-    {%- elif cfg.watermark_key -%}
-      {#- a watermark upsert's first load is an upsert too: many rows per key reduce to the freshest -#}
+    {%- elif upsert -%}
+      {#- an upsert's first load is an upsert too: many rows per key reduce to one (the freshest, or the engine's) -#}
       {%- set result = spark_merge.spark_merge__dbt_merge(cfg, sql) -%}
       {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
     {%- endif -%}
@@ -193,7 +194,11 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set ctx = {} -%}
 {%- do spark_merge.spark_merge__context(spec, table, merge_id, ctx) -%}
 {%- do log("spark_merge: BEGIN " ~ merge_id ~ " into " ~ table.name, info=true) -%}
-{#- plan: changes (cached), duplicate check, counts, partitions -#}
+{#- plan: matched partitions (key-only join), changes (cached), duplicate check, counts, partitions -#}
+{%- if table.partition_columns -%}
+  {%- set matched = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__matched_partitions_sql(spec, table)) -%}
+  {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
+{%- endif -%}
 {%- do run_query(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
 {%- set dup_sql = spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx) | trim -%}
 {%- if dup_sql -%}

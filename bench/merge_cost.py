@@ -1,0 +1,268 @@
+"""Does a merge cost what it changes, or what the table holds? Measured side by side in one run.
+
+    .venv/bin/python bench/merge_cost.py                       # N=5M, M=500k, medians of 3, + scaling
+    .venv/bin/python bench/merge_cost.py --rows 1000000 --scaling none --repeat 1   # a quick look
+
+Workload (as in issue 9): a target of N rows (id BIGINT key, dt DATE partition column over 100 days,
+customer, amount, qty, status, updated_at), parquet, one file per day. A CDC source of M rows: updates
+(50%) and deletes (5%, a `deleted` flag) of existing ids in the 5 newest days, inserts (45%) into the
+newest day. Ids grow with dt, as generated keys do. The 5 newest days hold N/20 rows: when that is
+fewer than the updates and deletes asked for, each of those rows is changed once and the rest of the
+M rows become inserts (a MERGE must not match a target row twice).
+
+Rows of the table: median seconds of `--repeat` runs, each on a fresh copy of the same target, and
+ratios to spark-merge. References, run on the same data in the same process:
+- naive: what a user writes by hand: read the whole target, FULL OUTER JOIN the source, write the
+  whole table anew;
+- floor: Spark reading the touched partitions and writing them back unchanged (any copy-on-write
+  merge must at least do this);
+- duckdb: DuckDB's MERGE INTO on in-memory tables loaded from the same files (load not timed);
+- delta-rs: `deltalake`'s merge on a Delta table of the same rows, partitioned by dt (write not timed).
+The scaling section keeps M and grows N: spark-merge should follow the touched partitions, naive N.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from merge_core import merge
+from merge_core.session import get_session
+
+COLUMNS = ["id", "dt", "customer", "amount", "qty", "status", "updated_at"]
+SCHEMA = "id BIGINT, customer STRING, amount DOUBLE, qty INT, status STRING, updated_at TIMESTAMP, dt DATE"
+BASE_DAY = "DATE'2026-01-01'"
+UPDATE_SET = "customer = s.customer, amount = s.amount, qty = s.qty, status = s.status, updated_at = s.updated_at"
+INSERT = f"INSERT ({', '.join(COLUMNS)}) VALUES ({', '.join('s.' + c for c in COLUMNS)})"
+
+
+def scenarios(table: str) -> dict[str, str]:
+    cdc = (f"WHEN MATCHED AND s.deleted THEN DELETE WHEN MATCHED THEN UPDATE SET {UPDATE_SET} "
+           f"WHEN NOT MATCHED AND NOT s.deleted THEN {INSERT}")
+    return {
+        "cdc, ON id": f"MERGE INTO {table} t USING bench.cdc s ON t.id = s.id {cdc}",
+        "cdc, ON id AND dt": f"MERGE INTO {table} t USING bench.cdc s ON t.id = s.id AND t.dt = s.dt {cdc}",
+        "insert-only": f"MERGE INTO {table} t USING bench.inserts s ON t.id = s.id WHEN NOT MATCHED THEN {INSERT}",
+        "delete-only": f"MERGE INTO {table} t USING bench.deletes s ON t.id = s.id WHEN MATCHED THEN DELETE",
+    }
+
+
+def generate(spark, rows: int, changes: int, where: Path) -> None:
+    """The pristine target files and the three sources (bench.cdc, bench.inserts, bench.deletes)."""
+    newest = rows // 20
+    changed = min(int(changes * 0.55), newest)
+    updates = changed * 10 // 11
+    spark.sql(f"""
+        SELECT id, date_add({BASE_DAY}, CAST(id * 100 DIV {rows} AS INT)) AS dt, concat('cust', id % 10007) AS customer,
+               round(rand(1) * 1000, 2) AS amount, CAST(id % 17 AS INT) AS qty,
+               element_at(array('new', 'paid', 'shipped'), CAST(id % 3 AS INT) + 1) AS status,
+               TIMESTAMP'2026-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id % 86400) AS updated_at
+        FROM range({rows})""").repartition("dt").write.partitionBy("dt").parquet(str(where / "target"))
+    # distinct existing ids of the newest 5 days (7919 is prime to N/20), then new ids on the newest day
+    spark.sql(f"""
+        SELECT id, date_add({BASE_DAY}, CAST(id * 100 DIV {rows} AS INT)) AS dt, concat('cust', id % 101) AS customer,
+               round(rand(2) * 1000, 2) AS amount, CAST(id % 5 AS INT) AS qty, 'changed' AS status,
+               TIMESTAMP'2026-04-11 00:00:00' AS updated_at, k >= {updates} AS deleted
+        FROM (SELECT k, {rows - newest} + (k * 7919) % {newest} AS id FROM (SELECT id AS k FROM range({changed})))
+        UNION ALL
+        SELECT id, date_add({BASE_DAY}, 99), concat('cust', id % 101), round(rand(3) * 1000, 2), 1, 'new',
+               TIMESTAMP'2026-04-11 00:00:00', false
+        FROM range({rows}, {rows + changes - changed})""").write.saveAsTable("bench.cdc", format="parquet", mode="overwrite")
+    spark.sql("CREATE OR REPLACE TABLE bench.inserts USING parquet AS SELECT * FROM bench.cdc WHERE id >= "
+              f"{rows}")
+    spark.sql(f"CREATE OR REPLACE TABLE bench.deletes USING parquet AS SELECT id FROM bench.cdc WHERE id < {rows}")
+
+
+def fresh_target(spark, where: Path, name: str = "bench.t") -> str:
+    """A table over a new copy of the pristine files."""
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    copy = where / f"copy_{time.monotonic_ns()}"
+    shutil.copytree(where / "target", copy)
+    spark.sql(f"CREATE TABLE {name} ({SCHEMA}) USING parquet PARTITIONED BY (dt) LOCATION '{copy}'")
+    spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+    return name
+
+
+def timed(fn) -> float:
+    t0 = time.monotonic()
+    fn()
+    return time.monotonic() - t0
+
+
+def naive(spark, table: str, sql_kind: str) -> None:
+    """The hand-written full rewrite: whole target FULL OUTER JOIN source, whole table written."""
+    source = {"insert-only": "bench.inserts", "delete-only": "(SELECT id, true AS deleted FROM bench.deletes)"}.get(
+        sql_kind, "bench.cdc")
+    on = "t.id = s.id AND t.dt = s.dt" if sql_kind == "cdc, ON id AND dt" else "t.id = s.id"
+    if sql_kind == "insert-only":
+        pick = ", ".join(f"coalesce(t.{c}, s.{c}) AS {c}" for c in COLUMNS)
+        keep = "true"
+    elif sql_kind == "delete-only":
+        pick = ", ".join(f"t.{c}" for c in COLUMNS)
+        keep = "t.id IS NOT NULL AND s.id IS NULL"
+    else:
+        pick = ", ".join(f"CASE WHEN s.id IS NOT NULL THEN s.{c} ELSE t.{c} END AS {c}" for c in COLUMNS)
+        keep = "s.id IS NULL OR NOT s.deleted"
+    spark.sql("DROP TABLE IF EXISTS bench.naive")
+    spark.sql(f"CREATE TABLE bench.naive USING parquet PARTITIONED BY (dt) AS SELECT {pick} "
+              f"FROM {table} t FULL OUTER JOIN {source} s ON {on} WHERE {keep}")
+
+
+def floor(spark, table: str, days: list[str]) -> None:
+    """Read the touched partitions and write them back unchanged."""
+    spark.sql("DROP TABLE IF EXISTS bench.floor")
+    spark.sql(f"CREATE TABLE bench.floor USING parquet PARTITIONED BY (dt) AS SELECT * FROM {table} "
+              f"WHERE dt IN ({', '.join(repr(d) for d in days)})")
+
+
+def checksum(spark, table: str) -> tuple:
+    return tuple(spark.sql(f"SELECT count(*), sum(hash({', '.join(COLUMNS)})) FROM {table}").collect()[0])
+
+
+def run_duckdb(where: Path, kind: str, sql: str, threads: int) -> float | None:
+    try:
+        import duckdb
+    except ImportError:
+        return None
+    con = duckdb.connect()
+    con.execute(f"SET threads = {threads}")
+    con.execute(f"CREATE TABLE t AS SELECT {', '.join(COLUMNS)} FROM read_parquet('{where}/target/*/*.parquet', "
+                "hive_partitioning = true)")
+    for name in ("cdc", "inserts", "deletes"):
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet('{where}/{name}/*.parquet')")
+    statement = sql.replace("bench.t ", "t ").replace("bench.", "")
+    seconds = timed(lambda: con.execute(statement))
+    con.close()
+    return seconds
+
+
+def run_delta(spark, where: Path, kind: str) -> float | None:
+    try:
+        import pyarrow.dataset as ds
+        from deltalake import DeltaTable, write_deltalake
+    except ImportError:
+        return None
+    path = where / f"delta_{time.monotonic_ns()}"
+    target = ds.dataset(str(where / "target"), format="parquet", partitioning="hive").to_table()
+    write_deltalake(str(path), target, partition_by=["dt"])
+    name = {"insert-only": "inserts", "delete-only": "deletes"}.get(kind, "cdc")
+    source = ds.dataset(str(where / name), format="parquet").to_table()
+    table = DeltaTable(str(path))
+    on = "t.id = s.id AND t.dt = s.dt" if kind == "cdc, ON id AND dt" else "t.id = s.id"
+    m = table.merge(source, predicate=on, source_alias="s", target_alias="t")
+    if kind == "insert-only":
+        m = m.when_not_matched_insert_all()
+    elif kind == "delete-only":
+        m = m.when_matched_delete()
+    else:
+        m = (m.when_matched_delete("s.deleted").when_matched_update({c: f"s.{c}" for c in COLUMNS[2:]})
+             .when_not_matched_insert({c: f"s.{c}" for c in COLUMNS}, predicate="NOT s.deleted"))
+    seconds = timed(m.execute)
+    shutil.rmtree(path, ignore_errors=True)
+    return seconds
+
+
+def export_sources(spark, where: Path) -> None:
+    for name in ("cdc", "inserts", "deletes"):
+        spark.table(f"bench.{name}").write.mode("overwrite").parquet(str(where / name))
+
+
+def compare(spark, where: Path, repeat: int, with_references: bool) -> list[dict]:
+    results = []
+    for kind, sql in scenarios("bench.t").items():
+        merged, naive_s, floor_s, sums = [], [], [], set()
+        days: list[str] = []
+        for _ in range(repeat):
+            table = fresh_target(spark, where)
+            result = None
+
+            def run():
+                nonlocal result
+                result = merge(spark, sql)
+
+            merged.append(timed(run))
+            days = sorted({p["dt"] for p in result.partitions})
+            sums.add(checksum(spark, table))
+            table = fresh_target(spark, where)
+            naive_s.append(timed(lambda: naive(spark, table, kind)))
+            sums.add(checksum(spark, "bench.naive"))
+            table = fresh_target(spark, where)
+            floor_s.append(timed(lambda: floor(spark, table, days)))
+        row = {"scenario": kind, "spark-merge": statistics.median(merged), "naive": statistics.median(naive_s),
+               "floor": statistics.median(floor_s), "partitions": len(days), "agree": len(sums) == 1,
+               "metrics": result.metrics}
+        if with_references:
+            row["duckdb"] = statistics.median(filter(None, [run_duckdb(where, kind, sql, os.cpu_count() or 2)
+                                                            for _ in range(repeat)]) or [float("nan")])
+            row["delta-rs"] = statistics.median(filter(None, [run_delta(spark, where, kind) for _ in range(repeat)])
+                                                or [float("nan")])
+        results.append(row)
+        print(format_row(row), flush=True)
+    return results
+
+
+def format_row(r: dict) -> str:
+    sm = r["spark-merge"]
+    refs = "".join(f" | {r[k]:.2f} ({r[k] / sm:.2f}x)" for k in ("duckdb", "delta-rs") if k in r)
+    return (f"| {r['scenario']} | {r['partitions']} | {sm:.2f} | {r['naive']:.2f} | **{r['naive'] / sm:.1f}x** | "
+            f"{r['floor']:.2f} | {sm / r['floor']:.2f} |{refs} | {'yes' if r['agree'] else 'NO'} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=5_000_000, help="N, target rows")
+    ap.add_argument("--changes", type=int, default=500_000, help="M, source rows")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--scaling", default="1000000,5000000,20000000", help="N values for the scaling table, or none")
+    ap.add_argument("--no-references", action="store_true", help="skip DuckDB and delta-rs")
+    args = ap.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="sm_bench_"))
+    spark = get_session(warehouse=str(home), conf={"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g"})
+    spark.sql("CREATE DATABASE IF NOT EXISTS bench")
+    try:
+        data = home / f"n{args.rows}"
+        generate(spark, args.rows, args.changes, data)
+        export_sources(spark, data)
+        print(f"\nN={args.rows:,} target rows, M={args.changes:,} source rows, medians of {args.repeat} "
+              f"(seconds; ratios measured side by side in this run)\n")
+        refs = "" if args.no_references else " duckdb | delta-rs |"
+        print(f"| scenario | partitions rewritten | spark-merge | naive | naive / spark-merge | floor | "
+              f"spark-merge / floor |{refs} same rows |")
+        print("|---|---|---|---|---|---|---|" + ("---|---|" if refs else "") + "---|")
+        compare(spark, data, args.repeat, not args.no_references)
+        if args.scaling != "none":
+            print(f"\nScaling: M={args.changes:,}, scenario 'cdc, ON id AND dt' and 'cdc, ON id' (medians of {args.repeat})\n")
+            print("| N | touched bytes (MB) | spark-merge ON id AND dt | spark-merge ON id | naive | naive / spark-merge |")
+            print("|---|---|---|---|---|---|")
+            for n in [int(x) for x in args.scaling.split(",")]:
+                data = home / f"n{n}"
+                if not data.exists():
+                    generate(spark, n, args.changes, data)
+                scaled(spark, data, n, args.repeat)
+    finally:
+        spark.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def scaled(spark, where: Path, n: int, repeat: int) -> None:
+    by_dt, by_id, naive_s, touched = [], [], [], 0
+    sql = scenarios("bench.t")
+    for _ in range(repeat):
+        fresh_target(spark, where)
+        by_dt.append(timed(lambda: merge(spark, sql["cdc, ON id AND dt"])))
+        fresh_target(spark, where)
+        result = []
+        by_id.append(timed(lambda: result.append(merge(spark, sql["cdc, ON id"]))))
+        touched = result[0].metrics["numTargetBytesRemoved"]
+        table = fresh_target(spark, where)
+        naive_s.append(timed(lambda: naive(spark, table, "cdc, ON id")))
+    a, b, c = statistics.median(by_dt), statistics.median(by_id), statistics.median(naive_s)
+    print(f"| {n:,} | {touched / 1e6:.1f} | {a:.2f} | {b:.2f} | {c:.2f} | **{c / b:.1f}x** |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
