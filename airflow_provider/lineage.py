@@ -37,6 +37,13 @@ def describe(spark: Any, table: str) -> dict:
     return {"table": name, "location": props.get("spark_merge.root") or desc.get("location")}
 
 
+def postgres_table(target: Any, parts: list[str]) -> dict:
+    """A PostgreSQL target, named as OpenLineage names PostgreSQL tables (database.schema.table)."""
+    schema, table = (["public"] + parts)[-2:]
+    return {"table": f"{schema}.{table}", "location": None,
+            "namespace": f"postgres://{target.host}:{target.port}", "name": f"{target.database}.{schema}.{table}"}
+
+
 def operator_lineage(inputs: list[dict], output: dict, metrics: dict | None):
     """OperatorLineage for the OpenLineage provider (imported here: it is optional)."""
     from airflow.providers.common.compat.openlineage.facet import (
@@ -45,7 +52,7 @@ def operator_lineage(inputs: list[dict], output: dict, metrics: dict | None):
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     def dataset(kind, info: dict, **extra):
-        namespace, name = dataset_name(info["location"], info["table"])
+        namespace, name = (info["namespace"], info["name"]) if "namespace" in info else dataset_name(info["location"], info["table"])
         symlink = SymlinksDatasetFacet(identifiers=[Identifier(namespace=CATALOG_NAMESPACE, name=info["table"], type="TABLE")])
         return kind(namespace=namespace, name=name, facets={"symlinks": symlink}, **extra)
 

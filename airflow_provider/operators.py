@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 class SparkMergeOperator(BaseOperator):
     """Run SQL (``sql``: text or a ``.sql`` file, templated) or a spec dict (``spec``) with spark-merge.
 
+    ``postgres_conn_id``: the target is a table of that PostgreSQL database (an Airflow Postgres
+    connection: host, port, schema = database, login, password), changed in place by primary key.
     ``options``: every option of ``merge_core.merge``: duplicate_rule, partition_filter, key_columns;
     for watermark upserts primary_key, watermark_key, tombstone_key, tombstone_string_key_value,
     upsert_mode; for merge engines primary_key, merge_engine, sequence_field, row_kind_field,
@@ -36,12 +38,14 @@ class SparkMergeOperator(BaseOperator):
     ui_color = "#f4a261"
 
     def __init__(self, *, sql: str | None = None, spec: dict | None = None, options: dict | None = None,
-                 spark_merge_conn_id: str | None = None, max_retries: int = 3, **kwargs: Any):
+                 spark_merge_conn_id: str | None = None, postgres_conn_id: str | None = None, max_retries: int = 3,
+                 **kwargs: Any):
         super().__init__(**kwargs)
         if (sql is None) == (spec is None):
             raise ValueError("give SparkMergeOperator either sql or spec")
         self.sql, self.spec, self.options = sql, spec, options or {}
         self.spark_merge_conn_id, self.max_retries = spark_merge_conn_id, max_retries
+        self.postgres_conn_id = postgres_conn_id
         self._run = None
         self._spark = None
         self._lineage: dict | None = None
@@ -64,12 +68,15 @@ class SparkMergeOperator(BaseOperator):
                      "partitions_to_rewrite": merge_run.partitions, "changed_rows": info["changed_rows"]}
             ti.xcom_push(key="merge_begin", value=begin)
 
+        target = postgres_target(self.postgres_conn_id) if self.postgres_conn_id else None
         result = self._in_worker_thread(
-            lambda: run(self._spark, spec, max_retries=self.max_retries, on_planned=planned, on_start=started))
+            lambda: run(self._spark, spec, max_retries=self.max_retries, on_planned=planned, on_start=started,
+                        target=target))
         ti.xcom_push(key="merge_finish", value={"merge_id": result.merge_id, **result.metrics})
         log.info(result.summary())
+        output = lineage.postgres_table(target, spec.target) if target else lineage.describe(self._spark, spec.target_name)
         self._lineage = {"inputs": [lineage.describe(self._spark, t) for t in source_tables(spec)],
-                         "output": lineage.describe(self._spark, spec.target_name), "metrics": result.metrics}
+                         "output": output, "metrics": result.metrics}
         return dict(result.metrics)
 
     def _in_worker_thread(self, work):
@@ -113,3 +120,14 @@ class SparkMergeOperator(BaseOperator):
         and leave the table as it was (a commit whose journal is written is finished by the next run)."""
         if self._run is not None:
             self._run.abort()
+
+
+def postgres_target(conn_id: str):
+    """A PostgreSQL target from an Airflow Postgres connection (the schema field is the database)."""
+    from airflow.sdk import BaseHook
+
+    from merge_core.postgres import PostgresTarget
+
+    conn = BaseHook.get_connection(conn_id)
+    return PostgresTarget(f"jdbc:postgresql://{conn.host}:{conn.port or 5432}/{conn.schema or 'postgres'}",
+                          conn.login or None, conn.password or None)

@@ -65,13 +65,27 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
     return spec.with_options(**options) if options else spec
 
 
-def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, max_retries: int = 3, **options: Any) -> MergeResult:
+def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, max_retries: int = 3,
+          jdbc_url: str | None = None, jdbc_user: str | None = None, jdbc_password: str | None = None,
+          **options: Any) -> MergeResult:
     """Run a MERGE, UPDATE or DELETE to completion and return its metrics.
 
     ``max_retries``: how often to plan again when another merge committed elsewhere
     in the table meanwhile (a conflict in the rewritten partitions is never retried).
+    ``jdbc_url`` (``jdbc:postgresql://host:5432/db``): the target is that database's table
+    (``schema.table``), changed in place by primary key (CHANGE_ONLY_UPDATED_COLUMNS).
     """
-    return run(spark, to_spec(sql_or_spec, **options), max_retries=max_retries)
+    return run(spark, to_spec(sql_or_spec, **options), max_retries=max_retries,
+               target=jdbc_target(jdbc_url, jdbc_user, jdbc_password))
+
+
+def jdbc_target(url: str | None, user: str | None = None, password: str | None = None):
+    """A PostgreSQL target for ``url``, or None (a Spark catalog table)."""
+    if url is None:
+        return None
+    from .postgres import PostgresTarget
+
+    return PostgresTarget(url, user, password)
 
 
 def recover(spark: SparkSession, table: str, break_lock: bool = False) -> bool:
@@ -85,11 +99,15 @@ def recover(spark: SparkSession, table: str, break_lock: bool = False) -> bool:
     return paradigms.recover(spark, info)
 
 
-def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, **options: Any) -> str:
+def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, jdbc_url: str | None = None,
+            jdbc_user: str | None = None, jdbc_password: str | None = None, **options: Any) -> str:
     """Validate and return the plan's SQL without running it."""
-    merge_run = MergeRun(spark, to_spec(sql_or_spec, **options))
-    merge_run.begin()
-    return merge_run.explain()
+    merge_run = MergeRun(spark, to_spec(sql_or_spec, **options), jdbc_target(jdbc_url, jdbc_user, jdbc_password))
+    try:
+        merge_run.begin()
+        return merge_run.explain()
+    finally:
+        merge_run.close()
 
 
 def history(spark: SparkSession, table: str, limit: int = 20) -> list[dict]:

@@ -34,6 +34,12 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress log")
 
+    def jdbc_options(sp):
+        sp.add_argument("--jdbc-url", help="the target is a PostgreSQL table: jdbc:postgresql://host:5432/database "
+                                           "(changed in place by primary key)")
+        sp.add_argument("--jdbc-user")
+        sp.add_argument("--jdbc-password", help="better: $SPARK_MERGE_JDBC_PASSWORD")
+
     for name, text in (("run", "run a statement"), ("explain", "print the plan's SQL without running it")):
         sp = sub.add_parser(name, help=text)
         src = sp.add_mutually_exclusive_group(required=True)
@@ -43,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--dialect", choices=["spark", "trino"], help="how to read the SQL (default: Spark, then Trino)")
         sp.add_argument("--partition-filter", help="predicate promising where matching target rows live")
         sp.add_argument("--json", action="store_true", help="print the result as JSON")
+        jdbc_options(sp)
         spark_options(sp)
     sp = sub.add_parser("upsert", help="primary-key upsert: guarded by a watermark key (idempotent, out-of-order "
                                        "safe), or combined by a merge engine (deduplicate, partial-update, ...)")
@@ -62,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                          "sequence-group, ignore-retract, distinct, nested-key, list-agg-delimiter "
                          "(e.g. --field price.aggregate-function=max --field g_1.sequence-group=a,b)")
     sp.add_argument("--json", action="store_true")
+    jdbc_options(sp)
     spark_options(sp)
     sp = sub.add_parser("compact", help="rewrite a merge-on-read table's log to one row per key")
     sp.add_argument("table")
@@ -164,12 +172,14 @@ def main(argv: list[str] | None = None) -> int:
                            tombstone_string_key_value=args.tombstone_string_key_value, upsert_mode=args.upsert_mode,
                            merge_engine=args.merge_engine, sequence_field=args.sequence_field,
                            row_kind_field=args.row_kind_field, ignore_delete=args.ignore_delete or None,
+                           jdbc_url=args.jdbc_url, jdbc_user=args.jdbc_user, jdbc_password=args.jdbc_password,
                            **field_options(args.field))
             print(json.dumps(result.metrics, indent=2) if args.json else result.summary())
             return 0
         sql = args.sql if args.sql is not None else args.file.read_text()
         options = {k: v for k, v in (("duplicate_rule", args.duplicate_rule), ("dialect", args.dialect),
-                                     ("partition_filter", args.partition_filter)) if v}
+                                     ("partition_filter", args.partition_filter), ("jdbc_url", args.jdbc_url),
+                                     ("jdbc_user", args.jdbc_user), ("jdbc_password", args.jdbc_password)) if v}
         if args.command == "explain":
             print(explain(spark, sql, **options))
             return 0

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from . import faults, files, macros, paradigms
+from . import faults, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
 from .errors import (
     ConflictError, DuplicateMatchError, EngineRejected, MergeError, NotNullViolation, RetryableConflict, UnsupportedError, ValidationError,
@@ -77,9 +77,10 @@ class _Step:
 class MergeRun:
     """One merge through its lifecycle. Use ``merge()`` unless you need the steps."""
 
-    def __init__(self, spark: SparkSession, spec: MergeSpec):
+    def __init__(self, spark: SparkSession, spec: MergeSpec, target=None):
         self.spark = spark
         self.spec = spec
+        self.target = target  # a postgres.PostgresTarget, or None for a Spark catalog table
         self.spec_data = spec.to_dict()
         self.merge_id = new_merge_id()
         self.state = "new"
@@ -121,9 +122,14 @@ class MergeRun:
         """Read the target, finish any interrupted commit, validate. Touches no data."""
         self._tag(True)
         with self._step("begin: describe and validate"):
-            self.table = describe_table(self.spark, self.spec.target)
-            if paradigms.recover(self.spark, self.table):
+            if self.target is not None:
+                from . import postgres
+
+                self.table = postgres.describe(self.spark, self.target, self.spec.target, f"__sm_pg_{self.merge_id}")
+            else:
                 self.table = describe_table(self.spark, self.spec.target)
+                if paradigms.recover(self.spark, self.table):
+                    self.table = describe_table(self.spark, self.spec.target)
             if self.spec.upsert:  # generate the guarded MERGE now that the column types are known
                 compiled = macros.fill("upsert_spec", self.spec_data, self.table)
                 if compiled["errors"]:
@@ -131,7 +137,8 @@ class MergeRun:
                 self.spec_data = {k: v for k, v in compiled.items() if k != "errors"}
             self.resolved = validate(self.spark, self.spec_data, self.table)
             self.ctx = macros.fill("context", self.spec_data, self.table, self.merge_id)
-            self.paradigm = paradigms.choose(self.table)
+            self.paradigm = paradigms.choose(self.table, self.target)
+            self.paradigm.begin(self)
             self.plan_hash = hashlib.sha256(self.explain(placeholder_id=True).encode()).hexdigest()[:16]
         self.state = "begun"
         faults.reached("after_validation")
@@ -154,18 +161,35 @@ class MergeRun:
             f"({table['provider']}, partitioned by {table['partition_columns'] or 'nothing'}); "
             f"duplicate_rule={spec['duplicate_rule']}",
         ]
+        if spec["source_kind"] != "none":
+            parts += ["-- 0. the source, read once (cached; its count is numSourceRows)",
+                      macros.render("cache_source_sql", spec, ctx), macros.render("source_count_sql", ctx)]
         if self._prunes_by_matches():
-            parts += ["-- 0. partitions holding matched target rows (a join reading only the ON and partition "
-                      "columns); step 1 scans only these", macros.render("matched_partitions_sql", spec, table)]
+            parts += ["-- 1. partitions holding matched target rows (a join reading only the ON and partition "
+                      "columns; the source is broadcast when small); step 2 scans only these",
+                      macros.render("matched_partitions_sql", spec, table, ctx)]
         parts += [
-            "-- 1. changes: join, first matching WHEN clause, new values (cached; every later step reads it)",
+            "-- 2. changes: join, first matching WHEN clause, new values (cached; every later step reads it)",
             macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
         ]
         dup = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
-        parts += ["-- 2. duplicate check (fails the merge if it returns rows)", dup or "-- (not needed)"]
-        parts += ["-- 3. counts", macros.render("change_counts_sql", ctx)]
+        parts += ["-- 3. duplicate check (fails the merge if it returns rows)", dup or "-- (not needed)"]
+        parts += ["-- 4. counts per operation and the partitions touched", macros.render("change_summary_sql", table, ctx)]
         parts += self.paradigm.explain(self, ctx)
         return ";\n\n".join(parts) + ";\n"
+
+    def _plan_sql(self, text: str) -> None:
+        """A planning statement whose failure may be a check raised in SQL (NOT NULL, a merge engine)."""
+        try:
+            self._sql(text)
+        except Exception as e:
+            raised = _RAISED.search(str(e))
+            if raised:
+                error = NotNullViolation if raised.group(1) == "MERGE_NOT_NULL_VIOLATION" else EngineRejected
+                raise error(raised.group(2)) from None
+            if isinstance(e, SPARK_ERRORS):
+                raise MergeError(f"the merge plan failed in Spark: {spark_message(e)}") from None
+            raise
 
     def _prunes_by_matches(self) -> bool:
         """A partitioned target merged with a source: find the matched partitions first (step 0)."""
@@ -174,44 +198,38 @@ class MergeRun:
     def plan(self) -> dict:
         """Build the changes, run the duplicate check, count, find partitions. No writes."""
         spec, table, ctx = self.spec_data, self.table, self.ctx
+        source_rows = None
+        if spec["source_kind"] != "none":
+            with self._step("plan: read the source once"):
+                self._plan_sql(macros.render("cache_source_sql", spec, ctx))
+                source_rows = self._rows(macros.render("source_count_sql", ctx))[0]["numSourceRows"]
         if self._prunes_by_matches():
             with self._step("plan: find partitions with matched rows (key-only join)"):
-                matched = self._rows(macros.render("matched_partitions_sql", spec, table))
+                matched = self._rows(macros.render("matched_partitions_sql", spec, table, ctx, source_rows))
             ctx["scan_filter"] = macros.render("scan_filter", spec, table, matched)
             log.info("[%s] %d partition(s) hold matched rows", self.merge_id, len(matched))
         with self._step("plan: join target and source"):
-            try:
-                self._sql(macros.render("cache_changes_sql", spec, table, self.resolved, ctx))
-            except Exception as e:
-                raised = _RAISED.search(str(e))
-                if raised:
-                    error = NotNullViolation if raised.group(1) == "MERGE_NOT_NULL_VIOLATION" else EngineRejected
-                    raise error(raised.group(2)) from None
-                if isinstance(e, SPARK_ERRORS):
-                    raise MergeError(f"the merge plan failed in Spark: {spark_message(e)}") from None
-                raise
+            self._plan_sql(macros.render("cache_changes_sql", spec, table, self.resolved, ctx))
         dup_sql = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
         if dup_sql:
             with self._step(f"plan: duplicate check ({spec['duplicate_rule']} rule)"):
                 dups = self._rows(dup_sql)
             if dups:
                 raise DuplicateMatchError(spec["duplicate_rule"], dups)
-        with self._step("plan: count changes"):
-            self.metrics.update(self._rows(macros.render("change_counts_sql", ctx))[0])
-        changed = sum(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
-        if changed == 0:
-            self.partitions = []
-        elif table["partition_columns"]:
-            # for an append these are the partitions it adds files to (rollback needs to know)
-            with self._step("plan: find partitions to " + ("append to" if self.spec.insert_only else "rewrite")):
-                self.partitions = self._rows(macros.render("touched_partitions_sql", table, ctx))
-            for p in self.partitions:
-                if not self.spec.insert_only and any(v is None for v in p.values()):
-                    raise UnsupportedError(
-                        f"the merge touches a partition with a NULL value ({p}); NULL partition values are not supported"
-                    )
-        else:
-            self.partitions = [{}]
+        with self._step("plan: count changes and find the partitions they touch"):
+            summary = macros.fill("summarize_changes", table, self._rows(macros.render("change_summary_sql", table, ctx)))
+        self.metrics["numSourceRows"] = source_rows or 0
+        self.metrics.update(summary["metrics"])
+        changed = sum(summary["metrics"].values())
+        # for an append these are the partitions it adds files to (rollback needs to know)
+        self.partitions = summary["partitions"]
+        for p in self.partitions:
+            if not self.spec.insert_only and any(v is None for v in p.values()):
+                raise UnsupportedError(
+                    f"the merge touches a partition with a NULL value ({p}); NULL partition values are not supported"
+                )
+        removed = summary["metrics"]["numTargetRowsUpdated"] + summary["metrics"]["numTargetRowsDeleted"]
+        ctx["broadcast_changed"] = removed <= int(macros.render("broadcast_rows"))
         self.state = "planned"
         info = {"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}
         log.info("PLAN %s", json.dumps(info))
@@ -276,7 +294,7 @@ class MergeRun:
                       "finishes it", self.merge_id, self.table["name"])
         elif self.staged:
             log.warning("[%s] ABORT in state %s: removing staged data", self.merge_id, self.state)
-            files.remove(self.ctx["stage_location"])
+            self.paradigm.discard_staged(self)
         else:
             log.warning("[%s] ABORT in state %s: nothing was written", self.merge_id, self.state)
 
@@ -285,29 +303,37 @@ class MergeRun:
         if self._stopped:
             raise MergeError(f"merge {self.merge_id} was aborted")
 
+    def close(self) -> None:
+        """Release what begin() took, for a run that stops before planning (explain)."""
+        self._cleanup()
+        self._tag(False)
+
     def _cleanup(self) -> None:
-        if not hasattr(self, "ctx"):
-            return
-        for stmt in macros.fill_list("cleanup_statements", self.ctx):
-            try:
-                self.spark.sql(stmt)
-            except SPARK_ERRORS as e:
-                log.warning("[%s] clean-up: %s", self.merge_id, spark_message(e))
+        if hasattr(self, "ctx"):
+            for stmt in macros.fill_list("cleanup_statements", self.ctx):
+                try:
+                    self.spark.sql(stmt)
+                except SPARK_ERRORS as e:
+                    log.warning("[%s] clean-up: %s", self.merge_id, spark_message(e))
+        if hasattr(self, "paradigm"):  # after the caches that read what it releases
+            self.paradigm.release(self)
 
 
-def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=None, on_start=None) -> MergeResult:
+def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=None, on_start=None,
+        target=None) -> MergeResult:
     """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again.
 
-    ``on_start(merge_run)`` is called as each attempt starts (the Airflow operator keeps it, to
+    ``target``: a ``postgres.PostgresTarget`` when the target is a PostgreSQL table, else the
+    target is a Spark catalog table. ``on_start(merge_run)`` is called as each attempt starts (the Airflow operator keeps it, to
     abort it from on_kill); ``on_planned(merge_run, plan_info)`` after the checks, before anything
     is written (the operator records the begin there).
     """
-    if spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read" and not spec.upsert.get("merge_engine"):
+    if target is None and spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read" and not spec.upsert.get("merge_engine"):
         from . import merge_on_read
 
         return merge_on_read.upsert(spark, spec)
     for attempt in range(max_retries + 1):
-        merge_run = MergeRun(spark, spec)
+        merge_run = MergeRun(spark, spec, target)
         if on_start is not None:
             on_start(merge_run)
         try:

@@ -9,6 +9,8 @@ import os
 import time
 from pathlib import Path
 
+# the copy-on-write commit's step boundaries (tests/test_crash.py); PostgreSQL targets also stop at
+# after_staging and inside_transaction (tests/test_postgres.py)
 POINTS = ("after_validation", "after_staging", "after_journal", "between_repoints",
           "after_last_repoint", "before_refresh")
 

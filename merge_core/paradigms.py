@@ -6,8 +6,7 @@ every target; the paradigm decides how rows change there, as in Trino:
 - DELETE_ROW_AND_INSERT_ROW (file tables, copy-on-write): rewrite the touched
   partitions into a new directory, then repoint them with a journaled commit.
 - CHANGE_ONLY_UPDATED_COLUMNS (tables that update columns in place by a row id,
-  such as a database table keyed by its primary key): not provided yet; the
-  PostgreSQL target adds it.
+  such as a database table keyed by its primary key): postgres.py.
 """
 from __future__ import annotations
 
@@ -36,6 +35,16 @@ class RowChangeParadigm:
     def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
         """The write and commit SQL, as comments and statements, for ``explain``."""
         raise NotImplementedError
+
+    def begin(self, run: "MergeRun") -> None:
+        """Called once the target is known, before planning."""
+
+    def release(self, run: "MergeRun") -> None:
+        """Called when the merge ends, committed or not."""
+
+    def discard_staged(self, run: "MergeRun") -> None:
+        """Remove what ``write`` staged before its commit point (on abort)."""
+        files.remove(run.ctx["stage_location"])
 
 
 class DeleteRowAndInsertRow(RowChangeParadigm):
@@ -104,16 +113,13 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
     def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
         table = run.table
         if run.spec.insert_only:
-            return ["-- 4. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
+            return ["-- 5. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
         pcols = table["partition_columns"]
         sample = {c: f"<{c}>" for c in pcols} if pcols else None
         repoint = {"partition": sample, "location": ctx["stage_location"] + "/...", "old_location": "...",
                    "exists": True}
-        parts = []
-        if pcols:
-            parts += ["-- 4. partitions to rewrite", macros.render("touched_partitions_sql", table, ctx)]
-        return parts + [
-            "-- 5. stage the new version of those partitions",
+        return [
+            "-- 5. stage the new version of the touched partitions",
             macros.render("stage_sql", table, ctx, [sample] if sample else []),
             "-- 6. commit: journal, then repoint each partition, then mark done and refresh",
             macros.render("journal_sql", table, ctx["merge_id"], [repoint]),
@@ -133,7 +139,11 @@ def _unchanged_since_begin(run: "MergeRun") -> dict:
     return fresh
 
 
-def choose(table: dict) -> RowChangeParadigm:
+def choose(table: dict, target=None) -> RowChangeParadigm:
+    if table["provider"] == "jdbc" and target is not None:
+        from .postgres import ChangeOnlyUpdatedColumns
+
+        return ChangeOnlyUpdatedColumns(target)
     if table["provider"] in ("parquet", "orc"):
         return DeleteRowAndInsertRow()
     raise TargetError(f"no row-change paradigm for {table['name']} ({table['provider']})")

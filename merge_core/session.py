@@ -7,6 +7,16 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 DEFAULT_HOME = "var"
+# Debian's libpostgresql-jdbc-java: the JDBC driver PostgreSQL targets need (merge_core/postgres.py)
+POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
+
+
+def jdbc_driver_jars() -> str | None:
+    """spark.jars for JDBC targets: $SPARK_MERGE_JDBC_JARS, else Debian's PostgreSQL driver if installed."""
+    jars = os.environ.get("SPARK_MERGE_JDBC_JARS")
+    if jars:
+        return jars
+    return POSTGRES_JDBC_JAR if Path(POSTGRES_JDBC_JAR).exists() else None
 
 
 def get_session(
@@ -21,6 +31,7 @@ def get_session(
     Embedded default: ``local[*]`` with the warehouse and a Derby metastore under
     ``$SPARK_MERGE_HOME`` (default ``./var``), so tables survive between runs.
     ``remote='sc://host:port'`` uses Spark Connect; the server owns the catalog.
+    The PostgreSQL JDBC driver is put on the class path when found (``jdbc_driver_jars``).
     """
     if remote:
         builder = SparkSession.builder.remote(remote)
@@ -43,6 +54,9 @@ def get_session(
         .config("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
         .enableHiveSupport()
     )
+    jars = jdbc_driver_jars()
+    if jars and "spark.jars" not in (conf or {}):
+        builder = builder.config("spark.jars", jars)
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,23 @@ def spark(tmp_path_factory):
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory):
+    """A throwaway PostgreSQL server (tests/pg_server.py); its JDBC URL. CI installs PostgreSQL
+    (.ci/run); elsewhere, without it, the PostgreSQL tests are skipped."""
+    from tests.pg_server import Server, binaries
+
+    if binaries() is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed: .ci/run installs the postgresql package")
+        pytest.skip("PostgreSQL server binaries not installed (Debian package postgresql)")
+    root = Path("/tmp") / f"sm_pg_{os.getpid()}"  # the postgres user must reach it: not under /root
+    server = Server(root).start()
+    yield server.url
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

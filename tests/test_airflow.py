@@ -41,6 +41,17 @@ with DAG(dag_id="connect_merge", schedule=None, start_date=datetime(2026, 11, 1)
                            "AS s(id, amount, region)) s ON t.id = s.id "
                            "WHEN MATCHED THEN UPDATE SET amount = t.amount + s.amount WHEN NOT MATCHED THEN INSERT *")
 """
+PG_DAG = """
+from datetime import datetime
+from airflow.sdk import DAG
+from airflow_provider.operators import SparkMergeOperator
+
+with DAG(dag_id="pg_merge", schedule=None, start_date=datetime(2026, 11, 1), params={"table": "x"}) as dag:
+    SparkMergeOperator(task_id="merge", postgres_conn_id="pg_target",
+                       sql="MERGE INTO {{ params.table }} t USING (SELECT * FROM VALUES (1, 'paid'), (3, 'new') "
+                           "AS s(id, status)) s ON t.id = s.id "
+                           "WHEN MATCHED THEN UPDATE SET status = s.status WHEN NOT MATCHED THEN INSERT *")
+"""
 DUP_DAG = '''
 from datetime import datetime
 from airflow.sdk import DAG
@@ -61,6 +72,7 @@ def airflow_home(tmp_path_factory):
     (dags / "dup_merge.py").write_text(DUP_DAG)
     (dags / "slow_merge.py").write_text(SLOW_DAG)
     (dags / "connect_merge.py").write_text(CONNECT_DAG)
+    (dags / "pg_merge.py").write_text(PG_DAG)
     os.environ.update({
         # OpenLineage events of every task, one JSON per line
         "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(home / "lineage.jsonl"),
@@ -289,3 +301,24 @@ def test_operator_over_spark_connect(airflow_home, connect_server):
     assert begin["target"] == "sc.accounts" and sorted(p["region"] for p in begin["partitions_to_rewrite"]) == ["apac", "us"]
     assert finish["merge_id"] == begin["merge_id"] and finish["numTargetRowsUpdated"] == 1
     assert finish["numTargetRowsInserted"] == 1 and finish["numTargetPartitionsRewritten"] == 2
+
+
+def test_operator_merges_into_a_postgres_table_through_an_airflow_connection(spark, airflow_home, postgres, monkeypatch):
+    from urllib.parse import urlparse
+
+    from merge_core.postgres import PostgresTarget
+
+    url = urlparse(postgres.removeprefix("jdbc:"))
+    monkeypatch.setenv("AIRFLOW_CONN_PG_TARGET", json.dumps({"conn_type": "postgres", "host": url.hostname,
+                                                            "port": url.port, "schema": "postgres", "login": "postgres"}))
+    with PostgresTarget(postgres).connect() as conn:
+        conn.execute("DROP TABLE IF EXISTS public.af_orders")
+        conn.execute("CREATE TABLE public.af_orders (id int PRIMARY KEY, status text)")
+        conn.execute("INSERT INTO public.af_orders VALUES (1, 'new'), (2, 'new')")
+        run = load_dag("pg_merge").test(logical_date=DAY, run_conf={"table": "public.af_orders"})
+        assert run.state == "success"
+        assert conn.execute("SELECT * FROM public.af_orders ORDER BY id").fetchall() == [(1, "paid"), (2, "new"), (3, "new")]
+    finish = xcom(run, "merge", "merge_finish")
+    assert finish["numTargetRowsUpdated"] == 1 and finish["numTargetRowsInserted"] == 1
+    [output] = lineage_events(airflow_home, "pg_merge.merge")[-1]["outputs"]
+    assert (output["namespace"], output["name"]) == (f"postgres://{url.hostname}:{url.port}", "postgres.public.af_orders")

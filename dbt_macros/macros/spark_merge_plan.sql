@@ -1,30 +1,40 @@
 {#-
   The merge plan (DELETE_ROW_AND_INSERT_ROW, copy-on-write).
 
-  0. matched:   (partitioned targets, with a source) the partitions holding a
+  0. source:    the source is read once and cached with a row number
+                (__sm_srow), so every later step sees the same rows; its count
+                is numSourceRows.
+  1. matched:   (partitioned targets, with a source) the partitions holding a
                 target row that ON matches, from a join that reads only the
-                columns ON names and the partition columns; step 1 scans only
+                columns ON names and the partition columns; step 2 scans only
                 those partitions, so the full-width read follows the change.
-  1. changes:   target (with a row id) RIGHT JOIN source ON ...; a searched CASE
+  2. changes:   target (with a row id) RIGHT JOIN source ON ...; a searched CASE
                 picks the first WHEN clause that holds (case number, -1 = none)
                 and its operation (INSERT=1, DELETE=2, UPDATE=3); the new values
                 are computed per target column as __sm_c<i>. Cached: every later
                 step reads it, so the join runs once.
-  2. checks:    duplicate matches per the duplicate rule; NOT NULL violations
+  3. checks:    duplicate matches per the duplicate rule; NOT NULL violations
                 raise while the cache is built. Both before any write.
-  3. touched:   partitions holding a changed row or receiving an output row.
-  4. rewrite:   touched partitions = untouched target rows (anti-join on row id)
+  4. summary:   one aggregation gives the counts per operation and the
+                partitions touched: where a changed row was, and where an
+                output row goes.
+  5. rewrite:   touched partitions = untouched target rows (anti-join on row id)
                 + new rows, written as a staging table under <root>/_merge_<id>.
-  5. commit:    see spark_merge_commit.sql.
-  Insert-only merges skip 3-5: their rows are appended.
+  6. commit:    see spark_merge_commit.sql.
+  Insert-only merges skip the rewrite: their rows are appended.
+  Joins whose build side holds at most broadcast_rows() rows are broadcast
+  (no shuffle of the large side).
 -#}
+
+{% macro spark_merge__broadcast_rows() -%}1000000{%- endmacro %}
 
 {% macro spark_merge__context(spec, table, merge_id, out) -%}
 {%- set root = table.root.rstrip('/') -%}
 {%- do out.update({
   'merge_id': merge_id,
   'changes': '`__sm_changes_' ~ merge_id ~ '`',
-  'stage': spark_merge.spark_merge__quote(table.database) ~ '.' ~ spark_merge.spark_merge__quote('__sm_stage_' ~ merge_id),
+  'source': '`__sm_source_' ~ merge_id ~ '`',
+  'stage': none if table.provider == 'jdbc' else spark_merge.spark_merge__quote(table.database) ~ '.' ~ spark_merge.spark_merge__quote('__sm_stage_' ~ merge_id),
   'stage_location': root ~ '/_merge_' ~ merge_id,
   'history_location': root ~ '/_spark_merge/history/' ~ merge_id,
   'history_glob': root ~ '/_spark_merge/history/*',
@@ -35,10 +45,14 @@
     row's own values (identical rows in one file share every fate, so the
     coarser id never changes a result). -#}
 {% macro spark_merge__row_id(table) -%}
+{%- if table.provider == 'jdbc' -%}
+'jdbc' AS __sm_file, to_json(struct({{ spark_merge.spark_merge__column_list(table.primary_key) }})) AS __sm_row
+{%- else -%}
 _metadata.file_path AS __sm_file, {% if table.provider == 'parquet' -%}
 _metadata.row_index AS __sm_row
 {%- else -%}
 to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attribute='name') | list) }})) AS __sm_row
+{%- endif -%}
 {%- endif -%}
 {%- endmacro %}
 
@@ -55,13 +69,25 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 {%- endif -%}
 {%- endmacro %}
 
-{#- Partitions (as strings) holding a target row that ON matches: a key-only join, no row ids. -#}
-{% macro spark_merge__matched_partitions_sql(spec, table) -%}
-SELECT DISTINCT {% for p in table.partition_columns -%}
+{#- The source, read once: every later step reads this cache. -#}
+{% macro spark_merge__cache_source_sql(spec, ctx) -%}
+CACHE TABLE {{ ctx.source }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
+SELECT *, monotonically_increasing_id() AS __sm_srow FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_src
+{%- endmacro %}
+
+{% macro spark_merge__source_count_sql(ctx) -%}
+SELECT count(*) AS numSourceRows FROM {{ ctx.source }}
+{%- endmacro %}
+
+{#- Partitions (as strings) holding a target row that ON matches: a key-only join, no row ids.
+    `source_rows`: the source's size; a small source is broadcast. -#}
+{% macro spark_merge__matched_partitions_sql(spec, table, ctx, source_rows=none) -%}
+{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
+SELECT {% if source_rows is not none and source_rows | int <= spark_merge.spark_merge__broadcast_rows() | int %}/*+ BROADCAST({{ s }}) */ {% endif %}DISTINCT {% for p in table.partition_columns -%}
 CAST({{ spark_merge.spark_merge__quote(spec.target_alias) }}.{{ spark_merge.spark_merge__quote(p) }} AS STRING) AS {{ spark_merge.spark_merge__quote(p) }}{{ ", " if not loop.last }}
 {%- endfor %}
 FROM {{ table.relation }} AS {{ spark_merge.spark_merge__quote(spec.target_alias) }}
-LEFT SEMI JOIN {{ spark_merge.spark_merge__source_relation(spec) }} AS {{ spark_merge.spark_merge__quote(spec.source_alias) }}
+LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
   ON ({{ spec.on }})
 {%- if spec.partition_filter %}
 WHERE ({{ spec.partition_filter }})
@@ -92,6 +118,9 @@ SELECT
 {%- for p in table.partition_columns %}
   {{ t }}.{{ spark_merge.spark_merge__quote(p) }} AS __sm_old{{ loop.index0 }},
 {%- endfor %}
+{%- for k in table.get('primary_key') or [] %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_pk{{ loop.index0 }},
+{%- endfor %}
   CASE
 {%- for cl in resolved.clauses %}
     WHEN {{ t }}.__sm_file IS {{ 'NOT NULL' if cl.matched else 'NULL' }}{% if cl.condition %} AND ({{ cl.condition }}){% endif %} THEN {{ cl.index }}
@@ -106,12 +135,15 @@ SELECT
   CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END
   {%- endif %} AS __sm_c{{ loop.index0 }}
 {%- if not c.nullable %},
-  CASE WHEN __sm_op IN (1, 3) AND __sm_c{{ loop.index0 }} IS NULL THEN raise_error({{ spark_merge.spark_merge__literal('MERGE_NOT_NULL_VIOLATION: a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ loop.index0 }}
+  {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
+  {%- set writers_of_c = [] -%}
+  {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor %}
+  CASE WHEN {% if c.get('has_default') %}__sm_case IN ({{ (writers_of_c or [-2]) | join(', ') }}){% else %}__sm_op IN (1, 3){% endif %} AND __sm_c{{ loop.index0 }} IS NULL THEN raise_error({{ spark_merge.spark_merge__literal('MERGE_NOT_NULL_VIOLATION: a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ loop.index0 }}
 {%- endif %}
 {%- endfor %}
 {% if has_source -%}
 FROM {{ spark_merge.spark_merge__target_scan(table, ctx.get('scan_filter') or spec.partition_filter) }} AS {{ t }}
-RIGHT JOIN (SELECT *, monotonically_increasing_id() AS __sm_srow FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_src) AS {{ s }}
+RIGHT JOIN {{ ctx.source }} AS {{ s }}
   ON ({{ spec.on }})
 {%- else -%}
 FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
@@ -136,40 +168,55 @@ CACHE TABLE {{ ctx.changes }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
 {%- set lone_delete = matched | length == 1 and matched[0].action == 'delete' and not matched[0].condition -%}
 {%- set keys = [] -%}
 {%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do keys.append(k) -%}{%- endfor -%}
+{#- a parquet row id is unique per target row and __sm_srow per source row, so each pair is one
+    joined row and count(*) counts source rows; an ORC row id is shared by identical rows -#}
+{%- set n = 'count(*)' if table.provider in ['parquet', 'jdbc'] else 'count(DISTINCT __sm_srow)' -%}
 {%- if spec.source_kind != 'none' and not (spec.duplicate_rule == 'strict' and lone_delete) -%}
 SELECT {% for k in keys %}CAST(first(__sm_key{{ loop.index0 }}) AS STRING) AS {{ spark_merge.spark_merge__quote(k) }}, {% endfor -%}
 {% if keys | length == 0 %}first(__sm_file) AS file, first(__sm_row) AS row, {% endif -%}
-count(DISTINCT __sm_srow) AS source_rows
+{{ n }} AS source_rows
 FROM {{ ctx.changes }}
 WHERE __sm_matched{% if spec.duplicate_rule == 'postgres' %} AND __sm_op IN (2, 3){% endif %}
 GROUP BY __sm_file, __sm_row{% if spec.duplicate_rule == 'trino' %}, __sm_case{% endif %}
-HAVING count(DISTINCT __sm_srow) > 1
+HAVING {{ n }} > 1
 LIMIT {{ limit }}
 {%- endif -%}
 {%- endmacro %}
 
-{% macro spark_merge__change_counts_sql(ctx) -%}
-SELECT
-  count(DISTINCT __sm_srow) AS numSourceRows,
-  count_if(__sm_op = 1) AS numTargetRowsInserted,
-  count_if(__sm_op = 3) AS numTargetRowsUpdated,
-  count_if(__sm_op = 2) AS numTargetRowsDeleted
-FROM {{ ctx.changes }}
-{%- endmacro %}
-
-{#- Partitions to rewrite, as strings: where a changed row was, and where an output row goes. -#}
-{% macro spark_merge__touched_partitions_sql(table, ctx) -%}
+{#- Changed rows grouped by operation, old partition and new partition (strings): small, one job. -#}
+{% macro spark_merge__change_summary_sql(table, ctx) -%}
 {%- set idx = [] -%}
 {%- for p in table.partition_columns -%}
   {%- for c in table.columns -%}{%- if (c.name | lower) == (p | lower) -%}{%- do idx.append(loop.index0) -%}{%- endif -%}{%- endfor -%}
 {%- endfor -%}
-SELECT DISTINCT {% for p in table.partition_columns -%}
-CAST(__sm_p{{ loop.index0 }} AS STRING) AS {{ spark_merge.spark_merge__quote(p) }}{{ ", " if not loop.last }}
-{%- endfor %} FROM (
-  SELECT {% for p in table.partition_columns %}__sm_old{{ loop.index0 }} AS __sm_p{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)
-  UNION ALL
-  SELECT {% for i in idx %}__sm_c{{ i }} AS __sm_p{{ loop.index0 }}{{ ", " if not loop.last }}{% endfor %} FROM {{ ctx.changes }} WHERE __sm_op IN (1, 3)
-)
+SELECT __sm_op AS op, {% for p in table.partition_columns -%}
+CAST(__sm_old{{ loop.index0 }} AS STRING) AS __sm_old{{ loop.index0 }}, CAST(__sm_c{{ idx[loop.index0] }} AS STRING) AS __sm_new{{ loop.index0 }}, {% endfor -%}
+count(*) AS n
+FROM {{ ctx.changes }} WHERE __sm_op IN (1, 2, 3)
+GROUP BY __sm_op{% for p in table.partition_columns %}, __sm_old{{ loop.index0 }}, __sm_new{{ loop.index0 }}{% endfor %}
+{%- endmacro %}
+
+{#-
+  From change_summary_sql's rows: out.metrics (rows inserted, updated, deleted)
+  and out.partitions, the touched partitions ({column: string}), sorted by
+  their values as text: where a deleted or updated row was, and where an inserted or updated
+  row goes (an UPDATE that changes a partition column touches both).
+-#}
+{% macro spark_merge__summarize_changes(table, rows, out) -%}
+{%- set m = {'numTargetRowsInserted': 0, 'numTargetRowsDeleted': 0, 'numTargetRowsUpdated': 0} -%}
+{%- set names = {1: 'numTargetRowsInserted', 2: 'numTargetRowsDeleted', 3: 'numTargetRowsUpdated'} -%}
+{%- set seen, partitions = {}, [] -%}
+{%- for r in rows -%}
+  {%- do m.update({names[r.op | int]: m[names[r.op | int]] + r.n | int}) -%}
+  {%- for side in ['old', 'new'] if table.partition_columns and (r.op | int) in ({'old': [2, 3], 'new': [1, 3]}[side]) -%}
+    {%- set part = {} -%}
+    {%- for p in table.partition_columns -%}{%- do part.update({p: r['__sm_' ~ side ~ loop.index0]}) -%}{%- endfor -%}
+    {%- do seen.update({spark_merge.spark_merge__partition_key(table.partition_columns, part): part}) -%}
+  {%- endfor -%}
+{%- endfor -%}
+{%- for k in seen.keys() | sort -%}{%- do partitions.append(seen[k]) -%}{%- endfor -%}
+{%- if not table.partition_columns and rows -%}{%- do partitions.append({}) -%}{%- endif -%}
+{%- do out.update({'metrics': m, 'partitions': partitions}) -%}
 {%- endmacro %}
 
 {#- New content of the touched partitions (or of the whole unpartitioned table). -#}
@@ -179,12 +226,23 @@ CAST(__sm_p{{ loop.index0 }} AS STRING) AS {{ spark_merge.spark_merge__quote(p) 
 SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns) }}) */{% else %}/*+ REBALANCE */{% endif %} * FROM (
   SELECT {{ spark_merge.spark_merge__column_list(names, '__sm_t.') }}
   FROM {{ spark_merge.spark_merge__target_scan(table, where) }} AS __sm_t
-  LEFT ANTI JOIN (SELECT __sm_file, __sm_row FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)) AS __sm_d
+  LEFT ANTI JOIN (SELECT {% if ctx.get('broadcast_changed') %}/*+ BROADCAST */ {% endif %}__sm_file, __sm_row FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)) AS __sm_d
     ON __sm_t.__sm_file = __sm_d.__sm_file AND __sm_t.__sm_row = __sm_d.__sm_row
   UNION ALL
   SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
   FROM {{ ctx.changes }} WHERE __sm_op IN (1, 3)
 ) AS __sm_new
+{%- endmacro %}
+
+{#- CHANGE_ONLY_UPDATED_COLUMNS: the changed rows for the database's staging table (merge_core/postgres.py). -#}
+{% macro spark_merge__jdbc_stage_select(table, ctx) -%}
+SELECT __sm_op, __sm_case{% for k in table.primary_key %}, __sm_pk{{ loop.index0 }}{% endfor -%}
+{% for c in table.columns %}, __sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{% endfor %}
+FROM {{ ctx.changes }} WHERE __sm_op IN (1, 2, 3)
+{%- endmacro %}
+
+{% macro spark_merge__jdbc_case_counts_sql(ctx) -%}
+SELECT __sm_case AS `case`, count(*) AS n FROM {{ ctx.changes }} WHERE __sm_op IN (1, 2, 3) GROUP BY __sm_case
 {%- endmacro %}
 
 {% macro spark_merge__stage_sql(table, ctx, partitions) -%}
@@ -233,7 +291,11 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
 {% macro spark_merge__cleanup_statements(ctx, out) -%}
 {%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx.changes) -%}
 {%- do out.append('DROP VIEW IF EXISTS ' ~ ctx.changes) -%}
-{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}
+{%- if ctx.get('source') -%}
+{%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx.source) -%}
+{%- do out.append('DROP VIEW IF EXISTS ' ~ ctx.source) -%}
+{%- endif -%}
+{%- if ctx.get('stage') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- endif -%}
 {%- endmacro %}
 
 {#-

@@ -137,7 +137,7 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
         {%- endif -%}
       {%- endfor -%}
     {%- endif -%}
-    {%- for c in table.columns if not c.nullable and (c.name | lower) not in outputs -%}
+    {%- for c in table.columns if not c.nullable and not c.get('has_default') and (c.name | lower) not in outputs -%}
       {%- do errors.append(label ~ ': INSERT gives no value for NOT NULL column ' ~ c.name) -%}
     {%- endfor -%}
   {%- endif -%}

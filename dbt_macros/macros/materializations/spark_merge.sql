@@ -194,9 +194,11 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set ctx = {} -%}
 {%- do spark_merge.spark_merge__context(spec, table, merge_id, ctx) -%}
 {%- do log("spark_merge: BEGIN " ~ merge_id ~ " into " ~ table.name, info=true) -%}
-{#- plan: matched partitions (key-only join), changes (cached), duplicate check, counts, partitions -#}
+{#- plan: source (cached once), matched partitions (key-only join), changes (cached), duplicate check, summary -#}
+{%- do run_query(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
+{%- set source_rows = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__source_count_sql(ctx))[0].numSourceRows | int -%}
 {%- if table.partition_columns -%}
-  {%- set matched = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__matched_partitions_sql(spec, table)) -%}
+  {%- set matched = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx, source_rows)) -%}
   {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
 {%- endif -%}
 {%- do run_query(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
@@ -209,23 +211,18 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
     {{ spark_merge.spark_merge__dbt_abort(ctx, "MERGE_TARGET_ROW_MULTIPLE_MATCHES: One MERGE target table row matched more than one source row (duplicate_rule=" ~ spec.duplicate_rule ~ "). Offending target rows: " ~ shown | join('; ')) }}
   {%- endif -%}
 {%- endif -%}
-{%- set counts = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__change_counts_sql(ctx))[0] -%}
-{%- set m = {} -%}
-{%- for k, v in counts.items() -%}{%- do m.update({k: v | int}) -%}{%- endfor -%}
+{%- set summary = {} -%}
+{%- do spark_merge.spark_merge__summarize_changes(table, spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__change_summary_sql(table, ctx)), summary) -%}
+{%- set m = {'numSourceRows': source_rows} -%}
+{%- do m.update(summary.metrics) -%}
 {%- for k in ['numTargetRowsCopied', 'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved', 'numTargetPartitionsRewritten'] -%}{%- do m.update({k: 0}) -%}{%- endfor -%}
 {%- set changed = m.numTargetRowsInserted + m.numTargetRowsUpdated + m.numTargetRowsDeleted -%}
 {%- set insert_only = spec.clauses | selectattr('matched') | list | length == 0 -%}
-{%- set partitions = [] -%}
-{%- if changed and table.partition_columns -%}
-  {%- for p in spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__touched_partitions_sql(table, ctx)) -%}
-    {%- if not insert_only and (p.values() | select('none') | list) -%}
-      {{ spark_merge.spark_merge__dbt_abort(ctx, "the merge touches a partition with a NULL value (" ~ p ~ "); NULL partition values are not supported") }}
-    {%- endif -%}
-    {%- do partitions.append(p) -%}
-  {%- endfor -%}
-{%- elif changed -%}
-  {%- do partitions.append({}) -%}
-{%- endif -%}
+{%- set partitions = summary.partitions -%}
+{%- for p in partitions if not insert_only and (p.values() | select('none') | list) -%}
+  {{ spark_merge.spark_merge__dbt_abort(ctx, "the merge touches a partition with a NULL value (" ~ p ~ "); NULL partition values are not supported") }}
+{%- endfor -%}
+{%- do ctx.update({'broadcast_changed': m.numTargetRowsUpdated + m.numTargetRowsDeleted <= spark_merge.spark_merge__broadcast_rows() | int}) -%}
 {#- execute + commit -#}
 {%- set repoints = [] -%}
 {%- if changed and insert_only -%}
