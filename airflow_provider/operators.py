@@ -89,13 +89,13 @@ class SparkMergeOperator(BaseOperator):
         """
         outcome: dict = {}
 
-        def target():
+        def work_and_record():
             try:
                 outcome["result"] = work()
             except BaseException as e:  # handed to the main thread
                 outcome["error"] = e
 
-        worker = threading.Thread(target=contextvars.copy_context().run, args=(target,), daemon=True,
+        worker = threading.Thread(target=contextvars.copy_context().run, args=(work_and_record,), daemon=True,
                                   name=f"spark-merge-{self.task_id}")
         worker.start()
         try:

@@ -192,7 +192,7 @@ class MergeRun:
             raise
 
     def _prunes_by_matches(self) -> bool:
-        """A partitioned target merged with a source: find the matched partitions first (step 0)."""
+        """A partitioned target merged with a source: find the matched partitions first (step 1)."""
         return bool(self.table["partition_columns"]) and self.spec_data["source_kind"] != "none"
 
     def plan(self) -> dict:
@@ -288,10 +288,11 @@ class MergeRun:
 
     def _abort_staged(self) -> None:
         if self.journaled:
-            # The journal may point at the staged data: keep it. The next begin (or
-            # `recover`) rolls the commit forward, so the table ends at the new version.
-            log.error("[%s] commit interrupted after its journal was written; the next merge on %s "
-                      "finishes it", self.merge_id, self.table["name"])
+            # Past the commit point: a file table's journal may point at the staged data, so it
+            # stays and the next begin (or `recover`) rolls the commit forward; a database
+            # transaction commits or rolls back on its own.
+            log.error("[%s] abort after the commit began: the commit is left to complete (an interrupted "
+                      "file-table commit is finished by the next merge on %s)", self.merge_id, self.table["name"])
         elif self.staged:
             log.warning("[%s] ABORT in state %s: removing staged data", self.merge_id, self.state)
             self.paradigm.discard_staged(self)

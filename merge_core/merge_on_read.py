@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -119,6 +120,10 @@ class _Compaction:
         self.partitions: list[dict] = []
         self.repoints: list[dict] = []
         self.staged = self.journaled = False
+        self.commit_guard = threading.Lock()  # nothing aborts a compaction from another thread
+
+    def check_not_stopped(self) -> None:
+        """A compaction is never stopped from outside (see MergeRun.check_not_stopped)."""
 
     def _sql(self, text: str):
         return self.spark.sql(text)

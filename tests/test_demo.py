@@ -22,4 +22,4 @@ def test_demo_job(spark, capsys):
         "Eve Adams 70.00 Oakland west",
     ]
     assert "inserted 1, updated 4, deleted 1, copied 1; partitions rewritten 3" in out
-    assert "-- 1. changes" in out and '"numTargetPartitionsRewritten": 3' in out
+    assert "-- 2. changes: join, first matching WHEN clause" in out and '"numTargetPartitionsRewritten": 3' in out
