@@ -39,7 +39,9 @@ def describe(spark: Any, table: str) -> dict:
 
 def postgres_table(target: Any, parts: list[str]) -> dict:
     """A PostgreSQL target, named as OpenLineage names PostgreSQL tables (database.schema.table)."""
-    schema, table = (["public"] + parts)[-2:]
+    from merge_core.postgres import split_name
+
+    schema, table = split_name(parts)
     return {"table": f"{schema}.{table}", "location": None,
             "namespace": f"postgres://{target.host}:{target.port}", "name": f"{target.database}.{schema}.{table}"}
 

@@ -125,7 +125,7 @@ class MergeRun:
             if self.target is not None:
                 from . import postgres
 
-                self.table = postgres.describe(self.spark, self.target, self.spec.target, f"__sm_pg_{self.merge_id}")
+                self.table = postgres.describe(self.spark, self.target, self.spec.target, self.merge_id)
             else:
                 self.table = describe_table(self.spark, self.spec.target)
                 if paradigms.recover(self.spark, self.table):

@@ -85,7 +85,8 @@ def _lock_key(merge_id: str) -> str:
     return f"spark_merge:{merge_id}"
 
 
-def _split(parts: list[str]) -> tuple[str, str]:
+def split_name(parts: list[str]) -> tuple[str, str]:
+    """(schema, table) of a target name; a bare table is in `public`."""
     if len(parts) == 1:
         return "public", parts[0]
     if len(parts) == 2:
@@ -93,14 +94,13 @@ def _split(parts: list[str]) -> tuple[str, str]:
     raise SpecError(f"a PostgreSQL target is schema.table (the database is in jdbc_url), got {'.'.join(parts)}")
 
 
-def describe(spark, target: PostgresTarget, parts: list[str], view: str) -> dict:
-    """The `table` dict every macro takes, for a PostgreSQL table read by Spark through `view`."""
-    from psycopg import sql
-
-    schema, name = _split(parts)
+def describe(spark, target: PostgresTarget, parts: list[str], merge_id: str) -> dict:
+    """The `table` dict every macro takes, for a PostgreSQL table that Spark reads through a temporary
+    view of this merge (its `relation`; ChangeOnlyUpdatedColumns.release drops it)."""
+    schema, name = split_name(parts)
+    view = f"__sm_pg_{merge_id}"
     with target.connect() as conn:
-        oid = conn.execute("SELECT to_regclass(%s)::oid", (sql.SQL("{}.{}").format(
-            sql.Identifier(schema), sql.Identifier(name)).as_string(conn),)).fetchone()[0]
+        oid = conn.execute("SELECT to_regclass(%s)::oid", (sql_identifier(schema, name),)).fetchone()[0]
         if oid is None:
             raise TargetError(f"target table {schema}.{name} not found in PostgreSQL database {target.database}")
         columns = conn.execute(
@@ -157,7 +157,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
                 self.session.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
     def release(self, run: "MergeRun") -> None:
-        run.spark.sql(f"DROP VIEW IF EXISTS `__sm_pg_{run.merge_id}`")
+        run.spark.sql(f"DROP VIEW IF EXISTS {run.table['relation']}")
         if self.session is not None:
             self.session.close()  # releases the advisory lock
             self.session = None
@@ -255,7 +255,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
 
 
 def history(target: PostgresTarget, table: str, limit: int = 20) -> list[dict]:
-    schema, _ = _split(table.split("."))
+    schema, _ = split_name(table.split("."))
     with target.connect() as conn:
         if conn.execute("SELECT to_regclass(%s)", (sql_identifier(schema, HISTORY_TABLE),)).fetchone()[0] is None:
             return []

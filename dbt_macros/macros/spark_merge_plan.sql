@@ -94,7 +94,7 @@ WHERE ({{ spec.partition_filter }})
 {%- endif %}
 {%- endmacro %}
 
-{#- What step 1 scans of the target: the user's partition_filter, and the matched partitions once known. -#}
+{#- What step 2 (changes) scans of the target: the user's partition_filter, and the matched partitions once known. -#}
 {% macro spark_merge__scan_filter(spec, table, matched=none) -%}
 {%- set parts = [] -%}
 {%- if spec.partition_filter -%}{%- do parts.append('(' ~ spec.partition_filter ~ ')') -%}{%- endif -%}
