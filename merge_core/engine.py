@@ -25,6 +25,7 @@ from .catalog import SPARK_ERRORS, describe_table, spark_message
 from .errors import (
     ConflictError, DuplicateMatchError, EngineRejected, MergeError, NotNullViolation, RetryableConflict, UnsupportedError, ValidationError,
 )
+from .parse import on_equalities
 from .spec import MergeSpec
 from .validate import validate
 
@@ -137,6 +138,9 @@ class MergeRun:
                 self.spec_data = {k: v for k, v in compiled.items() if k != "errors"}
             self.resolved = validate(self.spark, self.spec_data, self.table)
             self.ctx = macros.fill("context", self.spec_data, self.table, self.merge_id)
+            if self.spec_data["source_kind"] != "none":
+                self.ctx["on_keys"] = on_equalities(self.spec_data["on"], self.spec_data["target_alias"],
+                                                    self.spec_data["source_alias"])
             self.paradigm = paradigms.choose(self.table, self.target)
             self.paradigm.begin(self)
             self.plan_hash = hashlib.sha256(self.explain(placeholder_id=True).encode()).hexdigest()[:16]
@@ -162,11 +166,15 @@ class MergeRun:
             f"duplicate_rule={spec['duplicate_rule']}",
         ]
         if spec["source_kind"] != "none":
-            parts += ["-- 0. the source, read once (cached; its count is numSourceRows)",
-                      macros.render("cache_source_sql", spec, ctx), macros.render("source_count_sql", ctx)]
+            keys = ", ".join(f"{k['target']} = {k['source']}" for k in ctx["on_keys"]) or "none"
+            parts += [f"-- 0. the source, read once (cached; its count is numSourceRows); for the ON equalities "
+                      f"({keys}) its values' range (a partition column's list), which every target scan below "
+                      f"is narrowed to",
+                      macros.render("cache_source_sql", spec, ctx), macros.render("source_stats_sql", table, ctx)]
         if self._prunes_by_matches():
             parts += ["-- 1. partitions holding matched target rows (a join reading only the ON and partition "
-                      "columns; the source is broadcast when small); step 2 scans only these",
+                      "columns; the source is broadcast when small); step 2 scans only these. Skipped when step 0 "
+                      "listed every partition column; no join, only the range, for a dense integer key",
                       macros.render("matched_partitions_sql", spec, table, ctx)]
         parts += [
             "-- 2. changes: join, first matching WHEN clause, new values (cached; every later step reads it)",
@@ -178,10 +186,10 @@ class MergeRun:
         parts += self.paradigm.explain(self, ctx)
         return ";\n\n".join(parts) + ";\n"
 
-    def _plan_sql(self, text: str) -> None:
+    def _plan_sql(self, text: str) -> list[dict]:
         """A planning statement whose failure may be a check raised in SQL (NOT NULL, a merge engine)."""
         try:
-            self._sql(text)
+            return self._rows(text)
         except Exception as e:
             raised = _RAISED.search(str(e))
             if raised:
@@ -198,14 +206,20 @@ class MergeRun:
     def plan(self) -> dict:
         """Build the changes, run the duplicate check, count, find partitions. No writes."""
         spec, table, ctx = self.spec_data, self.table, self.ctx
-        source_rows = None
+        source_rows, narrowed = None, {}
         if spec["source_kind"] != "none":
             with self._step("plan: read the source once"):
                 self._plan_sql(macros.render("cache_source_sql", spec, ctx))
-                source_rows = self._rows(macros.render("source_count_sql", ctx))[0]["numSourceRows"]
-        if self._prunes_by_matches():
-            with self._step("plan: find partitions with matched rows (key-only join)"):
-                matched = self._rows(macros.render("matched_partitions_sql", spec, table, ctx, source_rows))
+                stats = self._plan_sql(macros.render("source_stats_sql", table, ctx))[0]
+            source_rows = stats["numSourceRows"]
+            narrowed = macros.fill("match_filter", table, ctx, stats)
+            ctx["match_filter"] = narrowed["filter"]
+            if narrowed["filter"]:
+                log.info("[%s] target scans narrowed to %s", self.merge_id, narrowed["filter"][:300])
+        how = narrowed.get("matched_by", "join")
+        if self._prunes_by_matches() and how != "filter":
+            with self._step(f"plan: find partitions with matched rows ({'key range' if how == 'range' else 'key-only join'})"):
+                matched = self._rows(macros.render("matched_partitions_sql", spec, table, ctx, source_rows, how == "range"))
             ctx["scan_filter"] = macros.render("scan_filter", spec, table, matched)
             log.info("[%s] %d partition(s) hold matched rows", self.merge_id, len(matched))
         with self._step("plan: join target and source"):

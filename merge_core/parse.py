@@ -240,3 +240,36 @@ def source_tables(spec: MergeSpec) -> list[str]:
                 found.append(name)
     target = spec.target_name.lower()
     return [n for n in found if n.lower() != target]
+
+
+def on_equalities(on: str, target_alias: str, source_alias: str) -> list[dict]:
+    """Conjuncts of ON of the form ``target.col = source.col`` (or ``<=>``).
+
+    Any target row a source row matches satisfies each of them, so the plan may narrow the
+    target scans by the source's values of those columns (their range, or for a partition
+    column their list) without changing a result. Anything else in ON is ignored here.
+    """
+    try:
+        tree = sqlglot.parse_one(on, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return []
+    conjuncts, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, exp.Paren):
+            todo.append(node.this)
+        elif isinstance(node, exp.And):
+            todo += [node.right, node.left]
+        else:
+            conjuncts.append(node)
+    t, s = target_alias.lower(), source_alias.lower()
+    found: list[dict] = []
+    for node in conjuncts:
+        if not isinstance(node, (exp.EQ, exp.NullSafeEQ)):
+            continue
+        sides = {(side.table or "").lower(): side.name for side in (node.left, node.right) if isinstance(side, exp.Column)}
+        if len(sides) == 2 and t in sides and s in sides:
+            pair = {"target": sides[t], "source": sides[s], "null_safe": isinstance(node, exp.NullSafeEQ)}
+            if pair not in found:
+                found.append(pair)
+    return found

@@ -171,7 +171,7 @@ CASES = [
     ("literal", ["it's"]),
     ("partition_filter", ["TABLE", [{"dt": "2026-01-01"}, {"dt": "2026-01-02"}]]),
     ("cache_source_sql", ["SPEC", "CTX"]),
-    ("source_count_sql", ["CTX"]),
+    ("source_stats_sql", ["TABLE", "CTX"]),
     ("matched_partitions_sql", ["SPEC", "TABLE", "CTX", 10]),
     ("scan_filter", ["SPEC", "TABLE", [{"dt": "2026-01-01"}]]),
     ("cache_changes_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
@@ -199,6 +199,8 @@ def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(project):
                  "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *").to_dict()
     resolved = macros.fill("resolve", spec, table)
     ctx = macros.fill("context", spec, table, "m1")
+    ctx["on_keys"] = [{"target": "id", "source": "id", "null_safe": False}, {"target": "dt", "source": "dt", "null_safe": True}]
+    ctx["match_filter"] = "(`id` BETWEEN CAST('1' AS bigint) AND CAST('9' AS bigint))"
     data = {"SPEC": spec, "TABLE": table, "RESOLVED": resolved, "CTX": ctx, "PARTS": resolved["parts"][:2]}
     calls = [(name, [data.get(a, a) if isinstance(a, str) else a for a in args]) for name, args in CASES]
     lines = ["{% macro render_cases() %}"]

@@ -55,3 +55,49 @@ def test_rendering_is_deterministic(table):
     first = macros.render("changes_sql", spec, table, resolved, ctx)
     assert first == macros.render("changes_sql", spec, table, resolved, ctx)
     assert "RIGHT JOIN" in first and "CAST((s.v) AS string)" in first
+
+
+def _narrow(table, keys, stats):
+    import json
+
+    ctx = {"on_keys": [{"target": t, "source": t, "null_safe": ns} for t, ns in keys]}
+    stats = dict(stats, **{k: json.dumps(v) for k, v in stats.items() if k.startswith("__sm_key")})
+    return macros.fill("match_filter", table, ctx, stats)
+
+
+def test_match_filter_lists_partition_values_and_ranges_keys(table):
+    out = _narrow(table, [("id", False), ("dt", False)], {
+        "numSourceRows": 3,
+        "__sm_key0": {"type": "int", "lo": "5", "hi": "40"},
+        "__sm_key1": {"type": "date", "lo": "2026-01-01", "hi": "2026-01-09", "values": ["2026-01-09", "2026-01-01"]}})
+    assert out["filter"] == ("(`id` BETWEEN CAST('5' AS int) AND CAST('40' AS int)) AND "
+                             "(`dt` IN (CAST('2026-01-01' AS date), CAST('2026-01-09' AS date)))")
+    assert out["matched_by"] == "filter"  # every partition column listed: no join needed
+
+
+@pytest.mark.parametrize("key, rows, matched_by", [
+    ({"type": "int", "lo": "5", "hi": "16"}, 3, "range"),      # 12 values for 3 rows: dense
+    ({"type": "int", "lo": "5", "hi": "17"}, 3, "join"),       # 13 > 4 x 3: sparse
+])
+def test_a_dense_integer_key_finds_partitions_by_range(table, key, rows, matched_by):
+    assert _narrow(table, [("id", False)], {"numSourceRows": rows, "__sm_key0": key})["matched_by"] == matched_by
+
+
+def test_match_filter_skips_what_it_cannot_order_the_same_way(table):
+    # a source column of another type (ON would coerce both sides), e.g. strings '10' < '9'
+    assert _narrow(table, [("id", False)], {"numSourceRows": 2, "__sm_key0": {"type": "string", "lo": "10", "hi": "9"}}) \
+        == {"filter": "", "matched_by": "join"}
+    # too many partition values for a list: their range
+    many = [f"2026-01-{d:02d}" for d in range(1, 29)] * 40
+    out = _narrow(table, [("dt", False)], {"numSourceRows": 9, "__sm_key0": {
+        "type": "date", "lo": "2026-01-01", "hi": "2026-01-28", "values": [f"{v}-{i}" for i, v in enumerate(many)]}})
+    assert out["filter"].startswith("(`dt` BETWEEN") and out["matched_by"] == "join"
+
+
+def test_match_filter_of_an_empty_source_and_of_null_safe_keys(table):
+    assert _narrow(table, [("id", False)], {"numSourceRows": 0, "__sm_key0": {"type": "int"}}) == \
+        {"filter": "false", "matched_by": "filter"}
+    out = _narrow(table, [("id", True)], {"numSourceRows": 1, "__sm_key0": {"type": "int"}})
+    assert out["filter"] == "(false OR `id` IS NULL)"  # <=> matches a NULL key to a NULL key
+    out = _narrow(table, [("id", True)], {"numSourceRows": 50, "__sm_key0": {"type": "int", "lo": "1", "hi": "2"}})
+    assert out["filter"] == "(`id` BETWEEN CAST('1' AS int) AND CAST('2' AS int) OR `id` IS NULL)"

@@ -85,3 +85,19 @@ def test_dict_spec_and_options():
         to_spec({"target": "a", "on": "true", "clauses": [{"when": "matched", "action": "delete", "oops": 1}]})
     with pytest.raises(SpecError, match="at least one WHEN clause"):
         to_spec({"target": "a", "on": "true", "clauses": []})
+
+
+@pytest.mark.parametrize("on, expected", [
+    ("t.id = s.id AND t.dt = s.dt", [("id", "id", False), ("dt", "dt", False)]),
+    ("(s.k = t.id) AND (t.x > 3 AND t.dt = s.day)", [("id", "k", False), ("dt", "day", False)]),
+    ("`t`.k <=> `s`.k AND t.a = t.b", [("k", "k", True)]),
+    ("t.id = s.id OR t.dt = s.dt", []),          # not a conjunct: a match need not satisfy it
+    ("t.id = s.id + 1", []),                      # an expression, not a column
+    ("t.id = u.id AND t.id > s.id", []),          # another alias; not an equality
+    ("t.id = s.id AND NOT (t.dt = s.dt)", [("id", "id", False)]),
+])
+def test_on_equalities_are_the_conjuncts_equating_a_target_and_a_source_column(on, expected):
+    from merge_core.parse import on_equalities
+
+    found = [(e["target"], e["source"], e["null_safe"]) for e in on_equalities(on, "t", "s")]
+    assert found == expected

@@ -38,6 +38,7 @@
   'stage_location': root ~ '/_merge_' ~ merge_id,
   'history_location': root ~ '/_spark_merge/history/' ~ merge_id,
   'history_glob': root ~ '/_spark_merge/history/*',
+  'on_keys': [],
 }) -%}
 {%- endmacro %}
 
@@ -69,29 +70,91 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 {%- endif -%}
 {%- endmacro %}
 
-{#- The source, read once: every later step reads this cache. -#}
+{#- The source, read once: every later step reads this cache (LAZY: source_stats_sql fills it). -#}
 {% macro spark_merge__cache_source_sql(spec, ctx) -%}
-CACHE TABLE {{ ctx.source }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
+CACHE LAZY TABLE {{ ctx.source }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
 SELECT *, monotonically_increasing_id() AS __sm_srow FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_src
 {%- endmacro %}
 
-{% macro spark_merge__source_count_sql(ctx) -%}
-SELECT count(*) AS numSourceRows FROM {{ ctx.source }}
+{#- numSourceRows, and for each ON equality target.col = source.col (ctx.on_keys) a JSON object
+    (text survives dbt's agate type guessing): the source column's type, min and max as strings,
+    and for a partition column its distinct values. match_filter turns them into a filter. -#}
+{% macro spark_merge__source_stats_sql(table, ctx) -%}
+SELECT count(*) AS numSourceRows
+{%- for k in ctx.on_keys %}{% set c = spark_merge.spark_merge__quote(k.source) %},
+  to_json(named_struct('type', typeof(min({{ c }})), 'lo', CAST(min({{ c }}) AS STRING), 'hi', CAST(max({{ c }}) AS STRING)
+  {%- if (k.target | lower) in table.partition_columns | map('lower') | list %}, 'values', collect_set(CAST({{ c }} AS STRING)){% endif %})) AS __sm_key{{ loop.index0 }}
+{%- endfor %}
+FROM {{ ctx.source }}
+{%- endmacro %}
+
+{#-
+  A predicate on the target's columns that every target row ON can match
+  satisfies, from source_stats_sql's row `stats`: per ON equality, the source's
+  values (a partition column with at most 1000 of them) or their range. Only
+  where the source column has the target column's type, and the type orders
+  the same as text casts it back (integers, decimals, dates, timestamps,
+  strings). Fills out.filter (empty: no narrowing) and out.matched_by, how
+  step 1 finds the partitions holding matched rows:
+    'filter': every partition column has its list (or nothing can match):
+              the filter names them, step 1 is skipped;
+    'range':  an integer key's source values span at most 4 x the source's
+              rows, so (for a key unique in the target) at most that many target
+              rows are in range: the partitions holding any of them, from a
+              scan of the key and partition columns with the filter, no join;
+    'join':   otherwise, the key-only join with the source (filtered too).
+-#}
+{% macro spark_merge__match_filter(table, ctx, stats, out) -%}
+{%- set parts, listed, dense = [], [], [] -%}
+{%- set pcols = table.partition_columns | map('lower') | list -%}
+{%- for k in ctx.on_keys -%}
+  {%- set key = fromjson(stats['__sm_key' ~ loop.index0]) -%}
+  {%- set col = table.columns_by_name.get(k.target | lower) -%}
+  {%- set type = (col.type | lower) if col else '' -%}
+  {%- set orderable = type in ['tinyint', 'smallint', 'int', 'bigint', 'date', 'timestamp', 'timestamp_ntz', 'string'] or type.startswith('decimal(') -%}
+  {%- if col and orderable and (key.type | lower) == type -%}
+    {%- set name = spark_merge.spark_merge__quote(col.name) -%}
+    {%- if key.get('lo') is none -%}
+      {%- set p = 'false' -%}
+    {%- elif key.get('values') is not none and key['values'] | length <= 1000 -%}
+      {%- set lits = [] -%}
+      {%- for v in key['values'] | sort -%}{%- do lits.append(spark_merge.spark_merge__typed_literal(v, col.type)) -%}{%- endfor -%}
+      {%- set p = name ~ ' IN (' ~ lits | join(', ') ~ ')' -%}
+      {%- do listed.append(col.name | lower) -%}
+    {%- else -%}
+      {%- if type in ['tinyint', 'smallint', 'int', 'bigint'] and (key.hi | int) - (key.lo | int) < 4 * (stats.numSourceRows | int) -%}{%- do dense.append(col.name) -%}{%- endif -%}
+      {%- set p = name ~ ' BETWEEN ' ~ spark_merge.spark_merge__typed_literal(key.lo, col.type) ~ ' AND ' ~ spark_merge.spark_merge__typed_literal(key.hi, col.type) -%}
+    {%- endif -%}
+    {%- do parts.append(p if p == 'false' and not k.null_safe else '(' ~ p ~ (' OR ' ~ name ~ ' IS NULL' if k.null_safe else '') ~ ')') -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- set all_listed = pcols | length > 0 and pcols | reject('in', listed) | list | length == 0 -%}
+{%- do out.update({'filter': parts | join(' AND '),
+                   'matched_by': 'filter' if all_listed or 'false' in parts else ('range' if dense else 'join')}) -%}
 {%- endmacro %}
 
 {#- Partitions (as strings) holding a target row that ON matches: a key-only join, no row ids.
-    `source_rows`: the source's size; a small source is broadcast. -#}
-{% macro spark_merge__matched_partitions_sql(spec, table, ctx, source_rows=none) -%}
+    `source_rows`: the source's size; a small source is broadcast. With `by_range`, no join: the
+    partitions holding a row that ctx.match_filter keeps (a superset). -#}
+{% macro spark_merge__matched_partitions_sql(spec, table, ctx, source_rows=none, by_range=false) -%}
 {%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
-SELECT {% if source_rows is not none and source_rows | int <= spark_merge.spark_merge__broadcast_rows() | int %}/*+ BROADCAST({{ s }}) */ {% endif %}DISTINCT {% for p in table.partition_columns -%}
+{%- set where = spark_merge.spark_merge__target_filter(spec, ctx) -%}
+SELECT {% if not by_range and source_rows is not none and source_rows | int <= spark_merge.spark_merge__broadcast_rows() | int %}/*+ BROADCAST({{ s }}) */ {% endif %}DISTINCT {% for p in table.partition_columns -%}
 CAST({{ spark_merge.spark_merge__quote(spec.target_alias) }}.{{ spark_merge.spark_merge__quote(p) }} AS STRING) AS {{ spark_merge.spark_merge__quote(p) }}{{ ", " if not loop.last }}
 {%- endfor %}
-FROM {{ table.relation }} AS {{ spark_merge.spark_merge__quote(spec.target_alias) }}
+FROM {% if where %}(SELECT * FROM {{ table.relation }} WHERE {{ where }}){% else %}{{ table.relation }}{% endif %} AS {{ spark_merge.spark_merge__quote(spec.target_alias) }}
+{%- if not by_range %}
 LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
   ON ({{ spec.on }})
-{%- if spec.partition_filter %}
-WHERE ({{ spec.partition_filter }})
 {%- endif %}
+{%- endmacro %}
+
+{#- The target rows the joins with the source read: the user's partition_filter (or the matched
+    partitions, once known), and ctx.match_filter. Empty text: all. -#}
+{% macro spark_merge__target_filter(spec, ctx) -%}
+{%- set parts = [] -%}
+{%- for f in [ctx.get('scan_filter') or spec.partition_filter, ctx.get('match_filter')] if f -%}{%- do parts.append('(' ~ f ~ ')') -%}{%- endfor -%}
+{{ parts | join(' AND ') }}
 {%- endmacro %}
 
 {#- What step 2 (changes) scans of the target: the user's partition_filter, and the matched partitions once known. -#}
@@ -142,7 +205,7 @@ SELECT
 {%- endif %}
 {%- endfor %}
 {% if has_source -%}
-FROM {{ spark_merge.spark_merge__target_scan(table, ctx.get('scan_filter') or spec.partition_filter) }} AS {{ t }}
+FROM {{ spark_merge.spark_merge__target_scan(table, spark_merge.spark_merge__target_filter(spec, ctx)) }} AS {{ t }}
 RIGHT JOIN {{ ctx.source }} AS {{ s }}
   ON ({{ spec.on }})
 {%- else -%}

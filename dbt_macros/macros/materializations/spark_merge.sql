@@ -193,12 +193,20 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- if errors -%}{{ spark_merge.spark_merge__dbt_fail('MERGE_VALIDATION_ERROR: ' ~ errors | join('; ')) }}{%- endif -%}
 {%- set ctx = {} -%}
 {%- do spark_merge.spark_merge__context(spec, table, merge_id, ctx) -%}
+{#- ON equates each unique_key column of target and source (`<=>` in an upsert): plan step 0 narrows by them -#}
+{%- if not cfg.merge_on -%}
+  {%- for k in cfg.unique_key -%}{%- do ctx.on_keys.append({'target': k, 'source': k, 'null_safe': spec.on.find('<=>') >= 0}) -%}{%- endfor -%}
+{%- endif -%}
 {%- do log("spark_merge: BEGIN " ~ merge_id ~ " into " ~ table.name, info=true) -%}
 {#- plan: source (cached once), matched partitions (key-only join), changes (cached), duplicate check, summary -#}
 {%- do run_query(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
-{%- set source_rows = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__source_count_sql(ctx))[0].numSourceRows | int -%}
-{%- if table.partition_columns -%}
-  {%- set matched = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx, source_rows)) -%}
+{%- set stats = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
+{%- set source_rows = stats.numSourceRows | int -%}
+{%- set narrowed = {} -%}
+{%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
+{%- do ctx.update({'match_filter': narrowed.filter}) -%}
+{%- if table.partition_columns and narrowed.matched_by != 'filter' -%}
+  {%- set matched = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx, source_rows, narrowed.matched_by == 'range')) -%}
   {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
 {%- endif -%}
 {%- do run_query(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
