@@ -87,6 +87,10 @@ def test_match_filter_skips_what_it_cannot_order_the_same_way(table):
     # a source column of another type (ON would coerce both sides), e.g. strings '10' < '9'
     assert _narrow(table, [("id", False)], {"numSourceRows": 2, "__sm_key0": {"type": "string", "lo": "10", "hi": "9"}}) \
         == {"filter": "", "matched_by": "join"}
+    # a TIMESTAMP's text is local time: in a daylight-saving fall-back hour it names two instants
+    stamped = macros.fill("table_info", DESC, [["id", "timestamp"], ["v", "string"], ["dt", "date"]])
+    assert _narrow(stamped, [("id", False)], {"numSourceRows": 2, "__sm_key0": {
+        "type": "timestamp", "lo": "2026-11-01 01:30:00", "hi": "2026-11-01 01:40:00"}})["filter"] == ""
     # too many partition values for a list: their range
     many = [f"2026-01-{d:02d}" for d in range(1, 29)] * 40
     out = _narrow(table, [("dt", False)], {"numSourceRows": 9, "__sm_key0": {

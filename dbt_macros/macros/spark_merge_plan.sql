@@ -92,9 +92,10 @@ FROM {{ ctx.source }}
   A predicate on the target's columns that every target row ON can match
   satisfies, from source_stats_sql's row `stats`: per ON equality, the source's
   values (a partition column with at most 1000 of them) or their range. Only
-  where the source column has the target column's type, and the type orders
-  the same as text casts it back (integers, decimals, dates, timestamps,
-  strings). Fills out.filter (empty: no narrowing) and out.matched_by, how
+  where the source column has the target column's type, and text casts the
+  values back exactly (integers, decimals, dates, timestamp_ntz, strings
+  without a collation; not a TIMESTAMP, whose text in a time zone with
+  daylight saving can name two instants). Fills out.filter (empty: no narrowing) and out.matched_by, how
   step 1 finds the partitions holding matched rows:
     'filter': every partition column has its list (or nothing can match):
               the filter names them, step 1 is skipped;
@@ -111,7 +112,7 @@ FROM {{ ctx.source }}
   {%- set key = fromjson(stats['__sm_key' ~ loop.index0]) -%}
   {%- set col = table.columns_by_name.get(k.target | lower) -%}
   {%- set type = (col.type | lower) if col else '' -%}
-  {%- set orderable = type in ['tinyint', 'smallint', 'int', 'bigint', 'date', 'timestamp', 'timestamp_ntz', 'string'] or type.startswith('decimal(') -%}
+  {%- set orderable = type in ['tinyint', 'smallint', 'int', 'bigint', 'date', 'timestamp_ntz', 'string'] or type.startswith('decimal(') -%}
   {%- if col and orderable and (key.type | lower) == type -%}
     {%- set name = spark_merge.spark_merge__quote(col.name) -%}
     {%- if key.get('lo') is none -%}
