@@ -2,10 +2,13 @@
   The merge plan (DELETE_ROW_AND_INSERT_ROW, copy-on-write).
 
   0. source:    the source is read once and cached with a row number
-                (__sm_srow), so every later step sees the same rows; its count
-                is numSourceRows.
+                (__sm_srow), so every later step sees the same rows; the job
+                that fills the cache also returns numSourceRows and the range
+                (or list) of the source's values of each ON equality, which
+                narrows every target scan below (match_filter).
   1. matched:   (partitioned targets, with a source) the partitions holding a
-                target row that ON matches, from a join that reads only the
+                target row that ON matches: named by step 0's lists, or from a
+                scan of a dense key range, or from a join that reads only the
                 columns ON names and the partition columns; step 2 scans only
                 those partitions, so the full-width read follows the change.
   2. changes:   target (with a row id) RIGHT JOIN source ON ...; a searched CASE
@@ -326,7 +329,7 @@ AS {{ select }}
 
 {% macro spark_merge__append_sql(table, ctx) -%}
 INSERT INTO {{ table.relation }}
-SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns | map('lower') | list) }}) */{% else %}/*+ REBALANCE */{% endif %} {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
 FROM {{ ctx.changes }} WHERE __sm_op = 1
 {%- endmacro %}
 
