@@ -94,10 +94,9 @@ def test_journal_whose_staged_data_is_gone_is_discarded(spark, fifty):
     assert props["spark_merge.journal.parts"] == "0"
 
 
-def test_untouched_partitions_are_read_only_for_the_key_join(spark, fifty, tmp_path):
-    """Cost follows the change: the data columns of partitions without a matched row are never read.
-    Partition 11's file is replaced by one whose `name` column is an INT: any read of `name` there
-    fails, reading `id` works. The merge touches partitions 3 and 7 only, so it must succeed."""
+def plant_unreadable_name_column(spark, fifty, tmp_path):
+    """Replace partition 11's file by one whose `name` column is an INT: reading `name` there fails,
+    reading `id` works."""
     part = next(iter(files_by_partition(spark, fifty)[11])).removeprefix("file:")
     spark.sql("SELECT id, 42 AS name, 1.0D AS amount FROM range(11, 2000, 50)").coalesce(1).write.parquet(str(tmp_path / "bad"))
     [bad] = (tmp_path / "bad").glob("*.parquet")
@@ -105,6 +104,13 @@ def test_untouched_partitions_are_read_only_for_the_key_join(spark, fifty, tmp_p
         f.unlink()
     shutil.copy(bad, Path(part).parent / bad.name)
     spark.sql(f"REFRESH TABLE {fifty}")
+
+
+def test_untouched_partitions_are_read_only_for_the_key_join(spark, fifty, tmp_path):
+    """Cost follows the change: the data columns of partitions without a matched row are never read.
+    Partition 11's file is replaced by one whose `name` column is an INT: any read of `name` there
+    fails, reading `id` works. The merge touches partitions 3 and 7 only, so it must succeed."""
+    plant_unreadable_name_column(spark, fifty, tmp_path)
     with pytest.raises(Exception):  # the trap works: a full-width read of partition 11 fails
         spark.sql(f"SELECT max(name) FROM {fifty} WHERE dt = 11").collect()
     r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT 3 AS id, 'changed' AS name UNION ALL SELECT 5007, 'new') s
@@ -125,13 +131,7 @@ def test_no_matched_partition_scans_no_target_rows_and_inserts(spark, fifty):
 def test_a_dense_key_range_reads_only_partitions_holding_keys_in_range(spark, fifty, tmp_path, caplog):
     """A bigint source key spanning few values: the partitions come from a scan of the key range (no
     join), and partition 11 (its data columns unreadable, as above) holds no key in range."""
-    part = next(iter(files_by_partition(spark, fifty)[11])).removeprefix("file:")
-    spark.sql("SELECT id, 42 AS name, 1.0D AS amount FROM range(11, 2000, 50)").coalesce(1).write.parquet(str(tmp_path / "bad"))
-    [bad] = (tmp_path / "bad").glob("*.parquet")
-    for f in Path(part).parent.glob("*.parquet"):
-        f.unlink()
-    shutil.copy(bad, Path(part).parent / bad.name)
-    spark.sql(f"REFRESH TABLE {fifty}")
+    plant_unreadable_name_column(spark, fifty, tmp_path)
     caplog.set_level("INFO", logger="spark_merge")
     r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT id, 'changed' AS name FROM range(1000, 1004)) s
         ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name""")
