@@ -198,7 +198,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
   {%- for k in cfg.unique_key -%}{%- do ctx.on_keys.append({'target': k, 'source': k, 'null_safe': spec.on.find('<=>') >= 0}) -%}{%- endfor -%}
 {%- endif -%}
 {%- do log("spark_merge: BEGIN " ~ merge_id ~ " into " ~ table.name, info=true) -%}
-{#- plan: source (cached once), matched partitions (key-only join), changes (cached), duplicate check, summary -#}
+{#- plan: source (cached once, with its ON-key values), matched partitions (step 1, as match_filter says), changes (cached), duplicate check, summary -#}
 {%- do run_query(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
 {%- set stats = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
 {%- set source_rows = stats.numSourceRows | int -%}
