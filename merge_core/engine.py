@@ -177,7 +177,8 @@ class MergeRun:
                       "listed every partition column; no join, only the range, for a dense integer key",
                       macros.render("matched_partitions_sql", spec, table, ctx)]
         parts += [
-            "-- 2. changes: join, first matching WHEN clause, new values (cached; every later step reads it)",
+            "-- 2. changes: join, first matching WHEN clause, new values (cached; the first step reading it fills "
+            "it, every later step reads it)",
             macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
         ]
         dup = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
@@ -222,16 +223,17 @@ class MergeRun:
                 matched = self._rows(macros.render("matched_partitions_sql", spec, table, ctx, source_rows, how == "range"))
             ctx["scan_filter"] = macros.render("scan_filter", spec, table, matched)
             log.info("[%s] %d partition(s) hold matched rows", self.merge_id, len(matched))
-        with self._step("plan: join target and source"):
-            self._plan_sql(macros.render("cache_changes_sql", spec, table, self.resolved, ctx))
+        # the cache is lazy: the first statement reading it (the duplicate check, else the summary)
+        # runs the join and fills it, so the join costs no job of its own
+        self._plan_sql(macros.render("cache_changes_sql", spec, table, self.resolved, ctx))
         dup_sql = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
         if dup_sql:
-            with self._step(f"plan: duplicate check ({spec['duplicate_rule']} rule)"):
-                dups = self._rows(dup_sql)
+            with self._step(f"plan: join target and source, duplicate check ({spec['duplicate_rule']} rule)"):
+                dups = self._plan_sql(dup_sql)
             if dups:
                 raise DuplicateMatchError(spec["duplicate_rule"], dups)
-        with self._step("plan: count changes and find the partitions they touch"):
-            summary = macros.fill("summarize_changes", table, self._rows(macros.render("change_summary_sql", table, ctx)))
+        with self._step(f"plan: {'' if dup_sql else 'join target and source, '}count changes and find the partitions they touch"):
+            summary = macros.fill("summarize_changes", table, self._plan_sql(macros.render("change_summary_sql", table, ctx)))
         self.metrics["numSourceRows"] = source_rows or 0
         self.metrics.update(summary["metrics"])
         changed = sum(summary["metrics"].values())

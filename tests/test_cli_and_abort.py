@@ -30,7 +30,7 @@ def test_partition_values_with_special_characters(spark, people):
 def test_cli_run_explain_history(spark, people, capsys):
     sql = f"UPDATE {people} SET name = 'zed' WHERE id = 2"
     assert main(["explain", "--sql", sql, "-q"]) == 0
-    assert "CACHE TABLE" in capsys.readouterr().out
+    assert "CACHE LAZY TABLE" in capsys.readouterr().out
     assert main(["run", "--sql", sql, "--json", "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metrics"]["numTargetRowsUpdated"] == 1 and out["partitions"] == [{"city": "plain"}]

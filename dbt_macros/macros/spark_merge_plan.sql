@@ -14,8 +14,9 @@
   2. changes:   target (with a row id) RIGHT JOIN source ON ...; a searched CASE
                 picks the first WHEN clause that holds (case number, -1 = none)
                 and its operation (INSERT=1, DELETE=2, UPDATE=3); the new values
-                are computed per target column as __sm_c<i>. Cached: every later
-                step reads it, so the join runs once.
+                are computed per target column as __sm_c<i>. Cached (lazily: the
+                first step reading it fills it): every later step reads it, so
+                the join runs once.
   3. checks:    duplicate matches per the duplicate rule; NOT NULL violations
                 raise while the cache is built. Both before any write.
   4. summary:   one aggregation gives the counts per operation and the
@@ -218,8 +219,9 @@ WHERE ({{ spec.on }})
 {%- endif %}
 {%- endmacro %}
 
+{#- LAZY: the first step that reads it (the duplicate check, else the summary) fills it, in its own job. -#}
 {% macro spark_merge__cache_changes_sql(spec, table, resolved, ctx) -%}
-CACHE TABLE {{ ctx.changes }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
+CACHE LAZY TABLE {{ ctx.changes }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
 {{ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) }}
 {%- endmacro %}
 
