@@ -220,8 +220,8 @@ def compare(spark, where: Path, repeat: int, with_references: bool) -> list[dict
             table = fresh_target(spark, where)
             passes_s.append(data_passes(spark, table, sql, result.partitions))
         row = {"scenario": kind, "spark-merge": statistics.median(merged), "naive": statistics.median(naive_s),
-               "floor": statistics.median(floor_s), "passes": statistics.median(passes_s), "partitions": len(days), "agree": len(sums) == 1,
-               "metrics": result.metrics}
+               "floor": statistics.median(floor_s), "passes": statistics.median(passes_s), "partitions": len(days),
+               "agree": len(sums) == 1, "metrics": result.metrics}
         if with_references:
             row["duckdb"] = statistics.median(filter(None, [run_duckdb(where, kind, sql, os.cpu_count() or 2)
                                                             for _ in range(repeat)]) or [float("nan")])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -17,6 +18,15 @@ def jdbc_driver_jars() -> str | None:
     if jars:
         return jars
     return POSTGRES_JDBC_JAR if Path(POSTGRES_JDBC_JAR).exists() else None
+
+
+def local_cores(master: str) -> int | None:
+    """The task threads of a local master (`local`, `local[4]`, `local[*]`, `local[4,2]`), else None."""
+    found = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master.strip())
+    if not found:
+        return None
+    threads = found.group(1) or "1"
+    return (os.cpu_count() or 1) if threads == "*" else int(threads)
 
 
 def get_session(
@@ -55,12 +65,13 @@ def get_session(
         .config("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
         .enableHiveSupport()
     )
-    if master_url.startswith("local"):
+    cores = local_cores(master_url)
+    if cores:
         # Listing more than 32 partition directories runs a Spark job with one task per directory
         # (up to 10000): on one machine those tasks share its few cores, and their scheduling, not
         # the listing, dominates (0.5-1 s for 100 partitions on 2 cores). One task per core lists
         # the same directories on the same threads.
-        builder = builder.config("spark.sql.sources.parallelPartitionDiscovery.parallelism", str(os.cpu_count() or 2))
+        builder = builder.config("spark.sql.sources.parallelPartitionDiscovery.parallelism", str(cores))
     jars = jdbc_driver_jars()
     if jars and "spark.jars" not in (conf or {}):
         builder = builder.config("spark.jars", jars)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from merge_core import merge
 from merge_core import macros, paradigms
+from merge_core.session import local_cores
 
 from .conftest import rows, tree
 
@@ -168,3 +170,16 @@ def test_a_source_key_of_another_type_matches_as_on_says(spark, fifty):
         ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = 'hit'""")
     assert r.metrics["numTargetRowsUpdated"] == 2
     assert rows(spark, f"(SELECT id FROM {fifty} WHERE name = 'hit')") == [(99,), (100,)]
+
+
+@pytest.mark.parametrize("master, cores", [
+    ("local", 1), ("local[3]", 3), ("local[3,2]", 3), ("local[*]", os.cpu_count()),
+    ("local-cluster[2,1,1024]", None), ("spark://h:7077", None), ("yarn", None),
+])
+def test_local_cores_of_a_master(master, cores):
+    assert local_cores(master) == cores
+
+
+def test_the_local_session_lists_partitions_with_one_task_per_core(spark):
+    """conftest's session is local[2]: partition listing jobs get 2 tasks, not one per directory."""
+    assert spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.parallelism") == "2"

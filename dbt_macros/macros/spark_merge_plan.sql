@@ -219,7 +219,7 @@ WHERE ({{ spec.on }})
 {%- endif %}
 {%- endmacro %}
 
-{#- LAZY: the first step that reads it (the duplicate check, else the summary) fills it, in its own job. -#}
+{#- LAZY: the first step that reads it (the duplicate check, else the summary) runs the join and fills it. -#}
 {% macro spark_merge__cache_changes_sql(spec, table, resolved, ctx) -%}
 CACHE LAZY TABLE {{ ctx.changes }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
 {{ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) }}
