@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from merge_core import macros, merge
-from merge_core.engine import MergeRun
+from merge_core.engine import MergeRun, broadcasts_changed
 from merge_core.parse import parse
 from merge_core.session import get_session
 
@@ -124,12 +124,14 @@ def floor(spark, table: str, days: list[str]) -> None:
               f"WHERE dt IN ({', '.join(repr(d) for d in days)})")
 
 
-def data_passes(spark, table: str, sql: str, partitions: list[dict]) -> float:
-    """The plan's data passes alone, timed (begin, which reads metadata only, is not)."""
+def data_passes(spark, table: str, sql: str, done) -> float:
+    """The plan's data passes alone, timed (begin, which reads metadata only, is not), with the
+    touched partitions and the broadcast choice of the finished merge `done` (a MergeResult)."""
     run = MergeRun(spark, parse(sql))
     run.begin()
-    spec, ctx = run.spec_data, run.ctx
+    spec, ctx, partitions = run.spec_data, run.ctx, done.partitions
     ctx["scan_filter"] = macros.render("scan_filter", spec, run.table, partitions)
+    ctx["broadcast_changed"] = broadcasts_changed(done.metrics)
     last = (macros.render("append_sql", run.table, ctx) if run.spec.insert_only
             else macros.render("stage_sql", run.table, ctx, partitions))
     t0 = time.monotonic()
@@ -218,7 +220,7 @@ def compare(spark, where: Path, repeat: int, with_references: bool) -> list[dict
             table = fresh_target(spark, where)
             floor_s.append(timed(lambda: floor(spark, table, days)))
             table = fresh_target(spark, where)
-            passes_s.append(data_passes(spark, table, sql, result.partitions))
+            passes_s.append(data_passes(spark, table, sql, result))
         row = {"scenario": kind, "spark-merge": statistics.median(merged), "naive": statistics.median(naive_s),
                "floor": statistics.median(floor_s), "passes": statistics.median(passes_s), "partitions": len(days),
                "agree": len(sums) == 1, "metrics": result.metrics}
@@ -267,8 +269,9 @@ def main() -> None:
         compare(spark, data, args.repeat, not args.no_references)
         if args.scaling != "none":
             print(f"\nScaling: M={args.changes:,}, scenario 'cdc, ON id AND dt' and 'cdc, ON id' (medians of {args.repeat})\n")
-            print("| N | touched bytes (MB) | spark-merge ON id AND dt | spark-merge ON id | naive | naive / spark-merge |")
-            print("|---|---|---|---|---|---|")
+            print("| N | touched bytes (MB) | spark-merge ON id AND dt | spark-merge ON id | passes ON id | naive | "
+                  "naive / spark-merge | naive / passes |")
+            print("|---|---|---|---|---|---|---|---|")
             for n in [int(x) for x in args.scaling.split(",")]:
                 data = home / f"n{n}"
                 if not data.exists():
@@ -280,7 +283,7 @@ def main() -> None:
 
 
 def scaled(spark, where: Path, n: int, repeat: int) -> None:
-    by_dt, by_id, naive_s, touched = [], [], [], 0
+    by_dt, by_id, passes_s, naive_s, touched = [], [], [], [], 0
     sql = scenarios("bench.t")
     for _ in range(repeat):
         fresh_target(spark, where)
@@ -290,9 +293,12 @@ def scaled(spark, where: Path, n: int, repeat: int) -> None:
         by_id.append(timed(lambda: result.append(merge(spark, sql["cdc, ON id"]))))
         touched = result[0].metrics["numTargetBytesRemoved"]
         table = fresh_target(spark, where)
+        passes_s.append(data_passes(spark, table, sql["cdc, ON id"], result[0]))
+        table = fresh_target(spark, where)
         naive_s.append(timed(lambda: naive(spark, table, "cdc, ON id")))
-    a, b, c = statistics.median(by_dt), statistics.median(by_id), statistics.median(naive_s)
-    print(f"| {n:,} | {touched / 1e6:.1f} | {a:.2f} | {b:.2f} | {c:.2f} | **{c / b:.1f}x** |", flush=True)
+    a, b, p, c = (statistics.median(x) for x in (by_dt, by_id, passes_s, naive_s))
+    print(f"| {n:,} | {touched / 1e6:.1f} | {a:.2f} | {b:.2f} | {p:.2f} | {c:.2f} | **{c / b:.1f}x** | {c / p:.1f}x |",
+          flush=True)
 
 
 if __name__ == "__main__":

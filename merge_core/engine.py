@@ -56,6 +56,12 @@ class MergeResult:
         )
 
 
+def broadcasts_changed(metrics: dict) -> bool:
+    """Whether the rewrite broadcasts the row ids of updated and deleted rows to its anti-join."""
+    removed = metrics["numTargetRowsUpdated"] + metrics["numTargetRowsDeleted"]
+    return removed <= int(macros.render("broadcast_rows"))
+
+
 def new_merge_id() -> str:
     """Sortable by time, unique, and a valid SQL identifier fragment."""
     return f"{datetime.now(timezone.utc):%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
@@ -244,8 +250,7 @@ class MergeRun:
                 raise UnsupportedError(
                     f"the merge touches a partition with a NULL value ({p}); NULL partition values are not supported"
                 )
-        removed = summary["metrics"]["numTargetRowsUpdated"] + summary["metrics"]["numTargetRowsDeleted"]
-        ctx["broadcast_changed"] = removed <= int(macros.render("broadcast_rows"))
+        ctx["broadcast_changed"] = broadcasts_changed(summary["metrics"])
         self.state = "planned"
         info = {"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}
         log.info("PLAN %s", json.dumps(info))
