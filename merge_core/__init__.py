@@ -15,10 +15,12 @@ from pyspark.sql import SparkSession
 from .engine import MergeResult, MergeRun, run
 from .errors import (
     ConflictError,
+    CorruptJournal,
     DuplicateMatchError,
     EngineRejected,
     MergeError,
     NotNullViolation,
+    PlanViolation,
     ParseError,
     SpecError,
     TargetError,
@@ -31,7 +33,7 @@ from .spec import LIST_OPTIONS, UPSERT_OPTIONS, MergeSpec, WhenClause
 __all__ = [
     "merge", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
     "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
-    "DuplicateMatchError", "NotNullViolation", "EngineRejected", "ConflictError", "recover", "vacuum", "rollback", "compact",
+    "DuplicateMatchError", "NotNullViolation", "PlanViolation", "EngineRejected", "ConflictError", "CorruptJournal", "recover", "repair_journal", "vacuum", "rollback", "compact",
 ]
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())
@@ -97,6 +99,30 @@ def recover(spark: SparkSession, table: str, break_lock: bool = False) -> bool:
     if break_lock and lock.holder(spark, info) is not None:
         lock.break_lock(spark, info)
     return paradigms.recover(spark, info)
+
+
+def repair_journal(spark: SparkSession, table: str) -> str | None:
+    """Clear an unreadable commit journal from ``table``'s properties, changing nothing else.
+
+    Returns the journal's text as it was (None when there was nothing to repair). A readable
+    journal is never cleared: ``recover`` completes its commit instead. The partitions stay where
+    the metastore points them now; ``SHOW PARTITIONS`` and ``history`` tell which commit they show.
+    """
+    from . import macros
+    from .catalog import describe_table
+
+    info = describe_table(spark, [p.strip("`") for p in table.split(".")])
+    journal = macros.fill("pending_journal", info)
+    if not journal.get("corrupt"):
+        if journal:
+            raise SpecError(f"the commit journal of {info['name']} (merge {journal['merge_id']}) is readable: "
+                            f"`spark-merge recover {info['name']}` completes its commit")
+        return None
+    spark.sql(macros.render("journal_reset_sql", info))
+    clear = macros.render("journal_clear_sql", describe_table(spark, [info["database"], info["table_name"]]))
+    if clear:
+        spark.sql(clear)
+    return journal["text"]
 
 
 def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, jdbc_url: str | None = None,

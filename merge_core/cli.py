@@ -1,4 +1,4 @@
-"""spark-merge command line: run, explain, history, recover, vacuum, rollback.
+"""spark-merge command line: run, explain, history, recover, repair-journal, vacuum, rollback.
 
     spark-merge run --sql "MERGE INTO ..."            # embedded local Spark under ./var
     spark-merge explain --file merge.sql --remote sc://spark:15002
@@ -19,7 +19,7 @@ import logging
 import sys
 from pathlib import Path
 
-from . import MergeError, SpecError, compact, explain, history, merge, recover, rollback, vacuum
+from . import MergeError, SpecError, compact, explain, history, merge, recover, repair_journal, rollback, vacuum
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("table")
     sp.add_argument("--break-lock", action="store_true", help="remove the commit lock of a process known to be dead")
     spark_options(sp)
+    sp = sub.add_parser("repair-journal", help="clear an unreadable commit journal from the table's properties "
+                                               "(prints it; changes nothing else)")
+    sp.add_argument("table")
+    spark_options(sp)
     sp = sub.add_parser("vacuum", help="remove directories no version inside the retention period uses")
     sp.add_argument("table")
     sp.add_argument("--retain", type=float, metavar="HOURS",
@@ -139,6 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "recover":
             done = recover(spark, args.table, break_lock=args.break_lock)
             print(f"{args.table}: {'interrupted commit finished' if done else 'nothing to recover'}")
+            return 0
+        if args.command == "repair-journal":
+            text = repair_journal(spark, args.table)
+            if text is None:
+                print(f"{args.table}: no journal to repair")
+            else:
+                print(f"{args.table}: cleared the unreadable commit journal (nothing else changed); it was:\n{text}")
             return 0
         if args.command == "vacuum":
             result = vacuum(spark, args.table, retain_hours=args.retain, dry_run=args.dry_run)

@@ -15,15 +15,18 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from . import faults, macros, paradigms
+from . import faults, files, lock, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
+from .history_store import write_history
 from .errors import (
-    ConflictError, DuplicateMatchError, EngineRejected, MergeError, NotNullViolation, RetryableConflict, UnsupportedError, ValidationError,
+    ConflictError, DuplicateMatchError, EngineRejected, MergeError, NotNullViolation, RetryableConflict, TargetError,
+    ValidationError,
 )
 from .parse import on_equalities
 from .spec import MergeSpec
@@ -62,6 +65,85 @@ def broadcasts_changed(metrics: dict) -> bool:
     return removed <= int(macros.render("broadcast_rows"))
 
 
+# Merges alive in this process: begin() removes the session's leftovers of every other merge.
+_LIVE: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+_LEFTOVER = re.compile(r"^__sm_(?:source|changes)_(\d{14}_[0-9a-f]{8})$")
+
+
+def drop_dead_leftovers(spark: SparkSession) -> list[str]:
+    """Uncache and drop this session's temporary views of merges no longer alive in this process.
+
+    A merge killed without its clean-up (a thread stopped hard, a task killed in a long-lived
+    worker) leaves its cached views in the session. Their plans carry their merge id, so no
+    other merge can read them; this returns their memory. A session shared by several
+    processes (one Spark Connect session id used by two clients) is not supported.
+    """
+    dropped = []
+    try:
+        views = spark.sql("SHOW VIEWS LIKE '__sm_*'").collect()
+    except SPARK_ERRORS as e:  # a catalog without views: nothing to drop
+        log.debug("listing views: %s", e)
+        return dropped
+    with _LIVE_LOCK:
+        live = set(_LIVE)
+    for v in views:
+        found = _LEFTOVER.match(v["viewName"])
+        if not v["isTemporary"] or not found or found.group(1) in live:
+            continue
+        name = macros.render("quote", v["viewName"])
+        for stmt in (f"UNCACHE TABLE IF EXISTS {name}", f"DROP VIEW IF EXISTS {name}"):
+            spark.sql(stmt)
+        dropped.append(v["viewName"])
+    if dropped:
+        log.warning("dropped %d cached view(s) of merges that are no longer running: %s", len(dropped), ", ".join(dropped))
+    return dropped
+
+
+ORPHAN_MIN_AGE_HOURS = 1.0  # a merge's tables older than this belong to a dead merge (as its staging, retention.py)
+_MERGE_TABLE = re.compile(r"^__sm_(?:stage|src|chg)_((\d{14})_[0-9a-f]{8})$")
+
+
+def refuse_foreign_format(table: dict) -> None:
+    """A directory of another table format registered as parquet/ORC is not spark-merge's to rewrite."""
+    for location in dict.fromkeys([table["root"], table["location"]]):
+        found = files.foreign_format(location)
+        if found:
+            raise TargetError(f"{table['name']} is registered as a {table['provider']} table, but its location "
+                              f"{location} holds {found} metadata: rewriting it as plain {table['provider']} would leave "
+                              f"that metadata describing files that are gone. Merge through that format's own MERGE, "
+                              f"or register the table with its real format")
+
+
+def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: float = ORPHAN_MIN_AGE_HOURS) -> list[str]:
+    """Drop the catalog tables (__sm_stage_/__sm_src_/__sm_chg_<id>) of merges killed before their
+    clean-up, in the target's database: those not alive in this process and older than
+    ``min_age_hours`` (a merge of another process may still be writing a younger one). Staging
+    tables are external: dropping them leaves their files to vacuum."""
+    try:
+        found = spark.sql(f"SHOW TABLES IN {macros.render('quote', table['database'])} LIKE '__sm_*'").collect()
+    except SPARK_ERRORS as e:
+        log.debug("listing tables: %s", e)
+        return []
+    cutoff = datetime.now(timezone.utc) - timedelta(hours=min_age_hours)
+    with _LIVE_LOCK:
+        live = set(_LIVE)
+    dropped = []
+    for r in found:
+        name = r["tableName"]
+        matched = _MERGE_TABLE.match(name)
+        if not matched or r["isTemporary"] or matched.group(1) in live:
+            continue
+        started = datetime.strptime(matched.group(2), "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+        if started > cutoff:
+            continue
+        spark.sql(f"DROP TABLE IF EXISTS {macros.render('quote', table['database'])}.{macros.render('quote', name)}")
+        dropped.append(name)
+    if dropped:
+        log.warning("dropped %d table(s) left by merges that died: %s", len(dropped), ", ".join(dropped))
+    return dropped
+
+
 def new_merge_id() -> str:
     """Sortable by time, unique, and a valid SQL identifier fragment."""
     return f"{datetime.now(timezone.utc):%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
@@ -90,6 +172,8 @@ class MergeRun:
         self.target = target  # a postgres.PostgresTarget, or None for a Spark catalog table
         self.spec_data = spec.to_dict()
         self.merge_id = new_merge_id()
+        with _LIVE_LOCK:
+            _LIVE.add(self.merge_id)
         self.state = "new"
         self.metrics: dict[str, Any] = {}
         self.partitions: list[dict] = []
@@ -128,6 +212,7 @@ class MergeRun:
     def begin(self) -> dict:
         """Read the target, finish any interrupted commit, validate. Touches no data."""
         self._tag(True)
+        drop_dead_leftovers(self.spark)
         with self._step("begin: describe and validate"):
             if self.target is not None:
                 from . import postgres
@@ -135,6 +220,11 @@ class MergeRun:
                 self.table = postgres.describe(self.spark, self.target, self.spec.target, self.merge_id)
             else:
                 self.table = describe_table(self.spark, self.spec.target)
+                refuse_foreign_format(self.table)
+                drop_dead_stage_tables(self.spark, self.table)
+                # a commit in progress changes what we would plan against: let it finish first
+                # (a dead holder's lock is broken here, before any planning work)
+                lock.wait_until_free(self.spark, self.table)
                 if paradigms.recover(self.spark, self.table):
                     self.table = describe_table(self.spark, self.spec.target)
             if self.spec.upsert:  # generate the guarded MERGE now that the column types are known
@@ -173,7 +263,9 @@ class MergeRun:
         ]
         if spec["source_kind"] != "none":
             keys = ", ".join(f"{k['target']} = {k['source']}" for k in ctx["on_keys"]) or "none"
-            parts += [f"-- 0. the source, read once (cached; its count is numSourceRows); for the ON equalities "
+            parts += [f"-- 0. the source, read once (cached with this merge's id in its plan; written once to "
+                      f"{ctx['source_table']} instead when Spark will not serve the cache, as for rand()); its count is "
+                      f"numSourceRows; for the ON equalities "
                       f"({keys}) its values' range (a partition column's list), which every target scan below "
                       f"is narrowed to",
                       macros.render("cache_source_sql", spec, ctx), macros.render("source_stats_sql", table, ctx)]
@@ -184,12 +276,13 @@ class MergeRun:
                       macros.render("matched_partitions_sql", spec, table, ctx)]
         parts += [
             "-- 2. changes: join, first matching WHEN clause, new values (cached; the first step reading it fills "
-            "it, every later step reads it)",
+            f"it, every later step reads it; written once to {ctx['changes_table']} when Spark will not serve the cache)",
             macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
         ]
         dup = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
-        parts += ["-- 3. duplicate check (fails the merge if it returns rows)", dup or "-- (not needed)"]
-        parts += ["-- 4. counts per operation and the partitions touched", macros.render("change_summary_sql", table, ctx)]
+        parts += ["-- 3. duplicate check (fails the merge if it returns rows): no target row may receive two "
+                  "modifying actions, under every rule", dup or "-- (not needed)"]
+        parts += ["-- 4. counts per operation and the partitions touched", macros.render("change_summary_sql", spec, table, self.resolved, ctx)]
         parts += self.paradigm.explain(self, ctx)
         return ";\n\n".join(parts) + ";\n"
 
@@ -202,9 +295,26 @@ class MergeRun:
             if raised:
                 error = NotNullViolation if raised.group(1) == "MERGE_NOT_NULL_VIOLATION" else EngineRejected
                 raise error(raised.group(2)) from None
-            if isinstance(e, SPARK_ERRORS):
-                raise MergeError(f"the merge plan failed in Spark: {spark_message(e)}") from None
+            if isinstance(e, SPARK_ERRORS) or (isinstance(e, PySparkException) and not self._stopped):
+                # an analysis error, or one a row raised at run time (a decimal or integer overflow
+                # under ANSI mode, a failed cast): name it, no JVM stack
+                raise MergeError(f"the merge plan failed in Spark, nothing was written: {spark_message(e)}") from None
             raise
+
+    def _read_once(self, kind: str, select: str) -> None:
+        """Make sure every later step reads the same rows of the ``kind`` ('source' or 'changes').
+
+        Spark serves a cache only to a plan equal to the cached one; a seedless
+        non-deterministic function (rand(), uuid()) is seeded anew each time its
+        view is read, so its cache is never used. Then the rows are written once
+        to a managed table of this merge and read from there.
+        """
+        plan_text = self._rows(macros.render("read_once_probe_sql", self.ctx, kind))[0]["plan"]
+        if macros.fill("read_once_served", plan_text)["served"]:
+            return
+        with self._step(f"plan: the {kind} is non-deterministic; writing it once to {self.ctx[kind + '_table']}"):
+            for stmt in macros.fill_list("materialize_statements", self.ctx, kind, select):
+                self._plan_sql(stmt)
 
     def _prunes_by_matches(self) -> bool:
         """A partitioned target merged with a source: find the matched partitions first (step 1)."""
@@ -217,6 +327,7 @@ class MergeRun:
         if spec["source_kind"] != "none":
             with self._step("plan: read the source once"):
                 self._plan_sql(macros.render("cache_source_sql", spec, ctx))
+                self._read_once("source", macros.render("source_select", spec, ctx))
                 stats = self._plan_sql(macros.render("source_stats_sql", table, ctx))[0]
             source_rows = stats["numSourceRows"]
             narrowed = macros.fill("match_filter", table, ctx, stats)
@@ -226,12 +337,14 @@ class MergeRun:
         how = narrowed.get("matched_by", "join")
         if self._prunes_by_matches() and how != "filter":
             with self._step(f"plan: find partitions with matched rows ({'key range' if how == 'range' else 'key-only join'})"):
-                matched = self._rows(macros.render("matched_partitions_sql", spec, table, ctx, source_rows, how == "range"))
+                matched = macros.fill_list("decode_partitions", table, self._rows(
+                    macros.render("matched_partitions_sql", spec, table, ctx, source_rows, how == "range")))
             ctx["scan_filter"] = macros.render("scan_filter", spec, table, matched)
             log.info("[%s] %d partition(s) hold matched rows", self.merge_id, len(matched))
         # the cache is lazy: the first statement reading it (the duplicate check, else the summary)
         # runs the join and fills it, so the join costs no job of its own
         self._plan_sql(macros.render("cache_changes_sql", spec, table, self.resolved, ctx))
+        self._read_once("changes", macros.render("changes_sql", spec, table, self.resolved, ctx))
         dup_sql = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
         if dup_sql:
             with self._step(f"plan: join target and source, duplicate check ({spec['duplicate_rule']} rule)"):
@@ -239,17 +352,14 @@ class MergeRun:
             if dups:
                 raise DuplicateMatchError(spec["duplicate_rule"], dups)
         with self._step(f"plan: {'' if dup_sql else 'join target and source, '}count changes and find the partitions they touch"):
-            summary = macros.fill("summarize_changes", table, self._plan_sql(macros.render("change_summary_sql", table, ctx)))
+            summary = macros.fill("summarize_changes", table, self._plan_sql(
+                macros.render("change_summary_sql", spec, table, self.resolved, ctx)))
         self.metrics["numSourceRows"] = source_rows or 0
         self.metrics.update(summary["metrics"])
         changed = sum(summary["metrics"].values())
         # for an append these are the partitions it adds files to (rollback needs to know)
         self.partitions = summary["partitions"]
-        for p in self.partitions:
-            if not self.spec.insert_only and any(v is None for v in p.values()):
-                raise UnsupportedError(
-                    f"the merge touches a partition with a NULL value ({p}); NULL partition values are not supported"
-                )
+        self.deltas = summary["deltas"]  # rows each partition gains or loses: the write must match
         ctx["broadcast_changed"] = broadcasts_changed(summary["metrics"])
         self.state = "planned"
         info = {"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}
@@ -266,22 +376,27 @@ class MergeRun:
             self.paradigm.write(self)
         self.state = "committed"
 
+    def history_entry(self, version_after: int) -> dict:
+        """This merge's history entry (history_store.py), as of now. A journaled commit carries it
+        in its journal, so whoever completes the commit (this run, or a recovery) writes it."""
+        self.metrics["executionTimeMs"] = int((time.monotonic() - self._t0) * 1000)
+        return {
+            "merge_id": self.merge_id, "target": self.table["name"], "kind": self.spec.kind,
+            "paradigm": self.paradigm.name, "plan_hash": self.plan_hash, "status": "committed",
+            "statement": self.spec.sql, "metrics": dict(self.metrics), "partitions": self.partitions,
+            "repoints": self.repoints, "version_before": self.table["version"], "version_after": version_after,
+        }
+
     def finish(self) -> MergeResult:
-        """Record FINISH with metrics (history entry) and clean up."""
+        """Record FINISH with metrics (history entry, unless the commit wrote it) and clean up."""
+        if not self.journaled or self.target is not None:  # not written by a file-table commit: an
+            # append, a merge that changed nothing, a database target (its transaction has its own row)
+            committed = self.metrics.get("numTargetRowsInserted") and self.spec.insert_only and self.target is None
+            entry = self.history_entry(self.table["version"] + (1 if committed else 0))
+            write_history(self.spark, self.table, entry)
         self.metrics["executionTimeMs"] = int((time.monotonic() - self._t0) * 1000)
         result = MergeResult(self.merge_id, self.table["name"], self.paradigm.name, self.plan_hash,
                              dict(self.metrics), list(self.partitions))
-        entry = {
-            "merge_id": self.merge_id, "target": self.table["name"], "kind": self.spec.kind,
-            "paradigm": self.paradigm.name, "plan_hash": self.plan_hash, "status": "committed",
-            "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-            "statement": self.spec.sql, "metrics": result.metrics, "partitions": self.partitions,
-            "repoints": self.repoints, "version_before": self.table["version"],
-        }
-        try:
-            self._sql(macros.render("history_write_sql", self.ctx, entry))
-        except SPARK_ERRORS as e:  # the data is committed; a missing history line must not fail the merge
-            log.warning("[%s] could not write history entry: %s", self.merge_id, spark_message(e))
         self._cleanup()
         self._tag(False)
         self.state = "finished"
@@ -339,6 +454,8 @@ class MergeRun:
                     log.warning("[%s] clean-up: %s", self.merge_id, spark_message(e))
         if hasattr(self, "paradigm"):  # after the caches that read what it releases
             self.paradigm.release(self)
+        with _LIVE_LOCK:
+            _LIVE.discard(self.merge_id)
 
 
 def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=None, on_start=None,

@@ -68,6 +68,19 @@ class EngineRejected(MergeError):
     code = "MERGE_ENGINE_REJECTED"
 
 
+class PlanViolation(MergeError):
+    """The staged rewrite does not match the plan (rows outside the planned partitions, or other
+    row counts): found after staging, before the journal, so nothing was committed."""
+
+    code = "MERGE_PLAN_VIOLATION"
+
+
+class CorruptJournal(MergeError):
+    """The commit journal in the target's table properties cannot be read. Nothing was touched."""
+
+    code = "MERGE_CORRUPT_JOURNAL"
+
+
 class ConflictError(MergeError):
     """Another writer changed what this merge read, in the partitions it rewrites. Nothing was written."""
 

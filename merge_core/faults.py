@@ -1,7 +1,9 @@
 """Failpoints for crash tests: with SPARK_MERGE_FAULT=<name>, the process stops dead at <name>.
 
 It writes the name to $SPARK_MERGE_FAULT_FLAG and sleeps, so a test can SIGKILL it at
-exactly that step boundary. Unset (always, outside tests) it costs one dict lookup.
+exactly that step boundary. With SPARK_MERGE_FAULT_MARK=<name> it only writes the flag and goes
+on, so a test can kill it at a random moment after that boundary (the kill soak,
+tests/test_soak.py). Unset (always, outside tests) it costs one dict lookup.
 """
 from __future__ import annotations
 
@@ -15,7 +17,14 @@ POINTS = ("after_validation", "after_staging", "after_journal", "between_repoint
           "after_last_repoint", "before_refresh")
 
 
+# where the kill soak starts its random delay: the commit's boundaries, and the start of an
+# insert-only merge's append (Spark's own INSERT INTO)
+SOAK_POINTS = ("after_validation", "after_staging", "after_journal", "after_last_repoint", "before_append")
+
+
 def reached(name: str) -> None:
     if os.environ.get("SPARK_MERGE_FAULT") == name:
         Path(os.environ["SPARK_MERGE_FAULT_FLAG"]).write_text(name)
         time.sleep(3600)
+    if os.environ.get("SPARK_MERGE_FAULT_MARK") == name:
+        Path(os.environ["SPARK_MERGE_FAULT_FLAG"]).write_text(name)

@@ -79,3 +79,17 @@ def exists(uri: str) -> bool | None:
     except (OSError, ValueError, NotImplementedError) as e:
         log.warning("cannot check %s: %s", uri, e)
         return None
+
+
+def foreign_format(location: str) -> str | None:
+    """The other table format whose metadata ``location`` holds (Delta Lake's ``_delta_log/``,
+    Iceberg's ``metadata/*.metadata.json``, Hudi's ``.hoodie/``), or None. Rewriting such a
+    directory as plain parquet would leave that format's metadata describing files that are gone."""
+    base = location.rstrip("/")
+    if exists(f"{base}/_delta_log"):
+        return "Delta Lake (_delta_log/)"
+    if exists(f"{base}/.hoodie"):
+        return "Apache Hudi (.hoodie/)"
+    if any(name.endswith(".metadata.json") for name, is_dir in listing(f"{base}/metadata") if not is_dir):
+        return "Apache Iceberg (metadata/*.metadata.json)"
+    return None

@@ -22,9 +22,17 @@ from dbt_macros import MACRO_DIR
 def _module() -> Any:
     source = "\n".join(p.read_text() for p in sorted(MACRO_DIR.glob("*.sql")))
     env = jinja2.Environment(extensions=["jinja2.ext.do"], undefined=jinja2.StrictUndefined)
-    env.globals["fromjson"] = json.loads  # as in dbt's context
+    env.globals["fromjson"] = _fromjson
     env.globals["spark_merge"] = _Package()
     return env.from_string(source).module
+
+
+def _fromjson(text: str, default: Any = None) -> Any:
+    """dbt's fromjson: the parsed value, or ``default`` when the text is not JSON."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return default
 
 
 class _Package:

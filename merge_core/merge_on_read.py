@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from . import lock, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, relation, spark_message
+from .history_store import write_history
 from .engine import MergeResult, _Step, new_merge_id
 from .errors import TargetError, ValidationError
 from .spec import MergeSpec
@@ -63,17 +64,12 @@ def _plan(table: dict, upsert: dict) -> dict:
     return plan
 
 
-def _history(spark: SparkSession, table: dict, merge_id: str, kind: str, statement: str, metrics: dict,
-             repoints: list[dict]) -> None:
-    ctx = macros.fill("context", {}, table, merge_id)
-    entry = {"merge_id": merge_id, "target": table["name"], "kind": kind, "paradigm": "MERGE_ON_READ",
-             "status": "committed", "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-             "statement": statement, "metrics": metrics, "partitions": [r["partition"] or {} for r in repoints],
-             "repoints": repoints, "version_before": table["version"]}
-    try:
-        spark.sql(macros.render("history_write_sql", ctx, entry))
-    except SPARK_ERRORS as e:
-        log.warning("[%s] could not write history entry: %s", merge_id, spark_message(e))
+def _entry(table: dict, merge_id: str, kind: str, statement: str, metrics: dict, repoints: list[dict]) -> dict:
+    """The history entry of a merge-on-read upsert or compaction (each moves the version by one)."""
+    return {"merge_id": merge_id, "target": table["name"], "kind": kind, "paradigm": "MERGE_ON_READ",
+            "status": "committed", "statement": statement, "metrics": metrics,
+            "partitions": [r["partition"] or {} for r in repoints], "repoints": repoints,
+            "version_before": table["version"], "version_after": table["version"] + 1}
 
 
 def upsert(spark: SparkSession, spec: MergeSpec) -> MergeResult:
@@ -104,7 +100,8 @@ def upsert(spark: SparkSession, spec: MergeSpec) -> MergeResult:
                "numTargetFilesAdded": 0, "numTargetFilesRemoved": 0, "numTargetBytesAdded": 0,
                "numTargetBytesRemoved": 0, "numTargetPartitionsRewritten": 0,
                "executionTimeMs": int((time.monotonic() - t0) * 1000)}
-    _history(spark, table, merge_id, "upsert", f"MERGE-ON-READ UPSERT INTO {'.'.join(spec.target)}", metrics, [])
+    write_history(spark, fresh, _entry(fresh, merge_id, "upsert", f"MERGE-ON-READ UPSERT INTO {'.'.join(spec.target)}",
+                                       metrics, []))
     result = MergeResult(merge_id, table["name"], "MERGE_ON_READ", "", metrics, [])
     log.info(result.summary())
     return result
@@ -121,6 +118,13 @@ class _Compaction:
         self.repoints: list[dict] = []
         self.staged = self.journaled = False
         self.commit_guard = threading.Lock()  # nothing aborts a compaction from another thread
+
+    def history_entry(self, version_after: int) -> dict:
+        """The compaction's entry, carried by its journal (see MergeRun.history_entry)."""
+        metrics = dict(self.metrics, numTargetRowsDeleted=self.rows_before - self.metrics["numOutputRows"],
+                       executionTimeMs=int((time.monotonic() - self.t0) * 1000))
+        return dict(_entry(self.table, self.merge_id, "compact", self.statement, metrics, self.repoints),
+                    version_after=version_after)
 
     def check_not_stopped(self) -> None:
         """A compaction is never stopped from outside (see MergeRun.check_not_stopped)."""
@@ -159,10 +163,10 @@ def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | N
         moment = datetime.now(timezone.utc) - timedelta(hours=tombstone_retention_hours)
         cutoff = f"CAST(TIMESTAMP'{moment:%Y-%m-%d %H:%M:%S}+00:00' AS {first['type']})"
     job = _Compaction(spark, table)
-    t0 = time.monotonic()
-    before = spark.sql(f"SELECT count(*) FROM {table['relation']}").collect()[0][0]
-    job.partitions = ([{c: r[c] for c in table["partition_columns"]}
-                       for r in job._rows(macros.render("file_stats_sql", table, table["relation"]))]
+    t0 = job.t0 = time.monotonic()
+    job.statement = f"COMPACT {name}"
+    before = job.rows_before = spark.sql(f"SELECT count(*) FROM {table['relation']}").collect()[0][0]
+    job.partitions = ([r["partition"] for r in paradigms.file_stats(job, table["relation"])]
                       if table["partition_columns"] else [{}])
     if not job.partitions:
         return {"merge_id": None, "rows_before": 0, "rows_after": 0}
@@ -178,8 +182,7 @@ def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | N
             files.remove(job.ctx["stage_location"])
         raise
     metrics = dict(job.metrics, numTargetRowsDeleted=before - job.metrics["numOutputRows"],
-                   executionTimeMs=int((time.monotonic() - t0) * 1000))
-    _history(spark, table, job.merge_id, "compact", f"COMPACT {name}", metrics, job.repoints)
+                   executionTimeMs=int((time.monotonic() - t0) * 1000))  # its history entry: see history_entry
     log.info("compacted %s: %d log rows -> %d", name, before, metrics["numOutputRows"])
     return {"merge_id": job.merge_id, "rows_before": before, "rows_after": metrics["numOutputRows"], "metrics": metrics}
 

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
-from . import faults, files, lock, macros
+from . import faults, files, lock, macros, metastore
 from .catalog import describe_table
-from .errors import ConflictError, RetryableConflict, TargetError
+from .errors import ConflictError, CorruptJournal, PlanViolation, RetryableConflict, TargetError
+from .history_store import write_history
 
 if TYPE_CHECKING:
     from .engine import MergeRun
@@ -63,22 +64,38 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
         with run._step("execute: append inserted rows (under the commit lock)"):
             with lock.table_lock(run.spark, run.table, run.merge_id):
                 fresh = _unchanged_since_begin(run)
+                faults.reached("before_append")
                 run._sql(macros.render("append_sql", run.table, run.ctx))
                 run._sql(macros.render("version_sql", fresh))
         run.metrics["numOutputRows"] = run.metrics["numTargetRowsInserted"]
 
     @staticmethod
     def _rewrite(run: "MergeRun", stage_statement: str | None = None) -> None:
-        """Stage the new content of ``run.partitions`` (the merge's by default), then commit it."""
+        """Stage the new content of ``run.partitions`` (the merge's by default), then commit it.
+
+        A merge's rewrite is checked against its plan: the changed rows' files are the files
+        the commit replaces, and each partition gains exactly the rows the plan says
+        (``run.deltas``). Another statement (a compaction) is checked only to stay inside
+        ``run.partitions``.
+        """
+        merging = stage_statement is None
         table, ctx, m = run.table, run.ctx, run.metrics
         stage_statement = stage_statement or macros.render("stage_sql", table, ctx, run.partitions)
         where = macros.render("partition_filter", table, run.partitions) if table["partition_columns"] else None
         with run._step("execute: measure partitions to replace"):
-            old = run._rows(macros.render("file_stats_sql", table, table["relation"], where))
+            old = file_stats(run, table["relation"], where)
+            if merging:  # its changed rows must come from the files this commit replaces
+                stale = run._rows(macros.render("stale_files_sql", table, ctx, where))
+                if stale:
+                    _unchanged_since_begin(run)  # another merge committed meanwhile: plan again
+                    raise ConflictError(
+                        f"this merge read rows of {table['name']} from file(s) the table no longer holds "
+                        f"({stale[0]['file']}): the data changed while it planned; nothing was written, run it again"
+                    )
         with run._step(f"execute: write {len(run.partitions)} partition(s) to staging"):
             run.staged = True
             run._sql(stage_statement)
-            new = run._rows(macros.render("file_stats_sql", table, ctx["stage"]))
+            new = file_stats(run, ctx["stage"])
             run._sql(f"DROP TABLE IF EXISTS {ctx['stage']}")
         faults.reached("after_staging")
         planned = macros.fill("repoints", table, ctx, run.partitions, old, new)
@@ -89,7 +106,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
         run.repoints = repoints = planned["repoints"]
         with run._step("commit: lock, check for conflicts, journal, repoint"):
             with lock.table_lock(run.spark, table, run.merge_id):
-                current = run._rows(macros.render("file_stats_sql", table, table["relation"], where))
+                current = file_stats(run, table["relation"], where)
                 changed = macros.fill_list("changed_partitions", table, old, current)
                 if changed:
                     raise ConflictError(
@@ -97,18 +114,24 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
                         f"{table['name']} changed since this merge read them; nothing was written, run it again"
                     )
                 fresh = _unchanged_since_begin(run)
+                # nothing moved under us (checked above): the staged rows must be exactly the plan's
+                violations = macros.fill_list("output_errors", table, run.partitions,
+                                              run.deltas if merging else None, old, new)
+                if violations:
+                    raise PlanViolation("; ".join(violations[:5]) + "; nothing was committed")
                 gone = [r["location"] for r in repoints if files.exists(r["location"]) is False]
                 if gone:
                     raise ConflictError(
                         f"the staged data of this merge ({gone[0]}) was removed, most likely by a vacuum with a "
                         f"retention shorter than the merge took; nothing was written, run it again"
                     )
+                entry = run.history_entry(fresh["version"] + 1)
                 with run.commit_guard:
                     run.check_not_stopped()
-                    write_journal(run.spark, fresh, run.merge_id, repoints)
+                    write_journal(run.spark, fresh, run.merge_id, repoints, entry)
                     run.journaled = True
                 faults.reached("after_journal")
-                apply_journal(run.spark, fresh, run.merge_id, repoints)
+                apply_journal(run.spark, fresh, run.merge_id, repoints, entry)
 
     def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
         table = run.table
@@ -119,14 +142,27 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
         repoint = {"partition": sample, "location": ctx["stage_location"] + "/...", "old_location": "...",
                    "exists": True}
         return [
-            "-- 5. stage the new version of the touched partitions",
+            "-- 5. stage the new version of the touched partitions; before it, the changed rows' files must still "
+            "be the table's (no rows below: else MERGE_CONFLICT)",
+            macros.render("stale_files_sql", table, ctx, macros.render("partition_filter", table, [sample]) if sample else None),
             macros.render("stage_sql", table, ctx, [sample] if sample else []),
-            "-- 6. commit: journal, then repoint each partition, then mark done and refresh",
+            "-- 6. commit, under the lock: the partitions unchanged since read, the staged rows exactly the plan's "
+            "(only planned partitions, each with its rows before plus the plan's change; else MERGE_PLAN_VIOLATION), "
+            "then the journal (with the history entry), then repoint: "
+            + ("all moved partitions in one metastore call (ExternalCatalog.alterPartitions) and created ones in one "
+               "ADD, as below" if metastore.batch_available(run.spark) and pcols
+               else "one statement per partition, as below")
+            + "; then the history entry, mark done, refresh",
             macros.render("journal_sql", table, ctx["merge_id"], [repoint]),
             *macros.fill_list("repoint_statements", table, [repoint]),
             macros.render("journal_done_sql", table, ctx["merge_id"]),
             macros.render("refresh_sql", table),
         ]
+
+
+def file_stats(run, relation: str, where: str | None = None) -> list[dict]:
+    """Files, bytes, rows and directory per partition of ``relation`` ('partition': {column: value})."""
+    return macros.fill_list("decode_partitions", run.table, run._rows(macros.render("file_stats_sql", run.table, relation, where)))
 
 
 def _unchanged_since_begin(run: "MergeRun") -> dict:
@@ -149,19 +185,22 @@ def choose(table: dict, target=None) -> RowChangeParadigm:
     raise TargetError(f"no row-change paradigm for {table['name']} ({table['provider']})")
 
 
-def write_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict]) -> None:
-    """One atomic metastore write: from here on the commit is rolled forward, never back."""
-    spark.sql(macros.render("journal_sql", table, merge_id, repoints))
+def write_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict], entry: dict | None = None) -> None:
+    """One atomic metastore write: from here on the commit is rolled forward, never back. The
+    journal holds the commit's history ``entry`` too, so whoever completes the commit writes it."""
+    spark.sql(macros.render("journal_sql", table, merge_id, repoints, entry))
 
 
-def apply_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict]) -> None:
-    """Repoint, mark done, refresh. Every statement is idempotent, so replaying is harmless."""
-    statements = macros.fill_list("repoint_statements", table, repoints)
-    for n, stmt in enumerate(statements, start=1):
-        spark.sql(stmt)
-        if n < len(statements):
-            faults.reached("between_repoints")
+def apply_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict], entry: dict | None = None,
+                  recovered: bool = False) -> None:
+    """Repoint (metastore.py: one call for all moved partitions where the session allows), write
+    the history entry, mark done, refresh. Every step is idempotent (the entry overwrites its own
+    file), so replaying is harmless."""
+    window = metastore.repoint(spark, table, repoints)
+    log.info("[%s] %d partition location(s) changed within %.3f s", merge_id, len(repoints), window)
     faults.reached("after_last_repoint")
+    if entry:
+        write_history(spark, table, dict(entry, recovered=True) if recovered else entry)
     spark.sql(macros.render("journal_done_sql", table, merge_id))
     # re-read the properties so the clean-up removes exactly the journal keys present now
     clear = macros.render("journal_clear_sql", describe_table(spark, [table["database"], table["table_name"]]))
@@ -180,9 +219,12 @@ def recover(spark: SparkSession, table: dict) -> bool:
 
     A commit lock held by the merge whose journal was just replayed, or by the
     merge the table records as its last finished commit, guards no work any more
-    (its holder died inside the commit): it is released.
+    (its holder died inside the commit): it is released; so is a lock whose
+    holder's lease lapsed (lock.py).
     """
     journal = macros.fill("pending_journal", table)
+    if journal.get("corrupt"):
+        raise CorruptJournal(macros.render("corrupt_journal_message", table, journal))
     finished = table["properties"].get("spark_merge.last_merge_id")
     if journal:
         repoints = journal["repoints"]
@@ -194,10 +236,13 @@ def recover(spark: SparkSession, table: dict) -> bool:
         else:
             log.warning("recovering interrupted merge %s on %s: replaying %d repoint(s)",
                         journal["merge_id"], table["name"], len(repoints))
-        apply_journal(spark, table, journal["merge_id"], [dict(r, exists=False) for r in repoints])
+        apply_journal(spark, table, journal["merge_id"], [dict(r, exists=False) for r in repoints],
+                      journal.get("entry") if repoints else None, recovered=True)
         finished = journal["merge_id"]
     owner = lock.holder(spark, table)
     if owner is not None and owner["merge_id"] == finished:
         log.warning("releasing the commit lock of merge %s on %s: its commit is complete", finished, table["name"])
         lock.break_lock(spark, table)
+    elif owner is not None:
+        lock.break_if_dead(spark, table, owner)
     return bool(journal)

@@ -31,7 +31,7 @@ from pyspark.sql import SparkSession
 
 from . import files, lock, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
-from .engine import new_merge_id
+from .engine import drop_dead_stage_tables, new_merge_id, refuse_foreign_format
 from .errors import ConflictError, SpecError, UnsupportedError
 from .history_store import read_history
 
@@ -41,6 +41,7 @@ DEFAULT_RETENTION_HOURS = 168.0   # 7 days, as Delta Lake; table property spark_
 ORPHAN_MIN_AGE_HOURS = 1.0        # staging of an uncommitted merge may belong to a merge still running
 _STAGING = re.compile(r"^_merge_(\d{14})_[0-9a-f]{8}$")
 _EMPTY = re.compile(r"/empty-\d+$")
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # how the catalog spells a NULL partition value
 
 
 @dataclass
@@ -60,16 +61,34 @@ class VacuumResult:
                 f"director{'y' if self.kept_for_retention == 1 else 'ies'} still inside retention")
 
 
+def retention_hours(table: dict) -> float:
+    """The table's retention (property spark_merge.retention_hours), default 7 days."""
+    text = table["properties"].get("spark_merge.retention_hours")
+    if text is None:
+        return DEFAULT_RETENTION_HOURS
+    try:
+        hours = float(text)
+    except ValueError:
+        hours = -1.0
+    if not hours >= 0 or hours == float("inf"):
+        raise SpecError(f"table property spark_merge.retention_hours of {table['name']} is {text!r}, not a number of "
+                        f"hours >= 0; fix it with ALTER TABLE {table['name']} SET TBLPROPERTIES "
+                        f"('spark_merge.retention_hours' = '168')")
+    return hours
+
+
 def _table(spark: SparkSession, name: str) -> dict:
     parts = [p.strip("`") for p in name.split(".")]
     table = describe_table(spark, parts)
+    refuse_foreign_format(table)
     if paradigms.recover(spark, table):
         table = describe_table(spark, parts)
     return table
 
 
 def _partition_key(partition: dict | None) -> tuple:
-    return tuple(sorted((k.lower(), v) for k, v in (partition or {}).items()))
+    """Sortable and NULL apart from every string (a NULL partition value sorts first)."""
+    return tuple(sorted((k.lower(), v is not None, v or "") for k, v in (partition or {}).items()))
 
 
 def _finished(entry: dict) -> datetime:
@@ -108,7 +127,8 @@ def live_locations(spark: SparkSession, table: dict) -> set[str]:
     for (spec,) in spark.sql(f"SHOW PARTITIONS {rel}").collect():
         if spec in by_name:
             continue
-        values = {by_lower[unquote(k).lower()]: unquote(v) for k, v in (kv.split("=", 1) for kv in spec.split("/"))}
+        values = {by_lower[unquote(k).lower()]: None if v == NULL_PARTITION else unquote(v)
+                  for k, v in (kv.split("=", 1) for kv in spec.split("/"))}
         location = partition_location(spark, table, values)
         if location:
             live.add(files.key(location))
@@ -120,7 +140,9 @@ def vacuum(spark: SparkSession, table_name: str, retain_hours: float | None = No
     """Remove the directories no version inside the retention period uses."""
     table = _table(spark, table_name)
     if retain_hours is None:
-        retain_hours = float(table["properties"].get("spark_merge.retention_hours", DEFAULT_RETENTION_HOURS))
+        retain_hours = retention_hours(table)
+    if not dry_run:  # the catalog entries of dead merges' staging and read-once tables
+        drop_dead_stage_tables(spark, table, ORPHAN_MIN_AGE_HOURS)
     if retain_hours < 0:
         raise SpecError(f"retention must be zero or more hours, got {retain_hours:g}")
     result = VacuumResult(table["name"], retain_hours, dry_run)
@@ -217,6 +239,7 @@ def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
     if to_merge_id not in ids:
         raise SpecError(f"{table['name']} has no merge {to_merge_id} in its history "
                         f"(`spark-merge history {table['name']}` lists them)")
+    _check_history_complete(table, entries[ids.index(to_merge_id):], to_merge_id)
     restore: dict[tuple, dict] = {}   # partition -> {'partition', 'location' before the range}
     current: dict[tuple, str] = {}    # partition -> its directory after the range, per history
     for entry in entries[ids.index(to_merge_id):]:
@@ -261,23 +284,57 @@ def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
                 )
             repoints.append({"partition": target["partition"], "location": location,
                              "old_location": now_at, "exists": True})
-        paradigms.write_journal(spark, table, rollback_id, repoints)
-        paradigms.apply_journal(spark, table, rollback_id, repoints)
-    entry = {
-        "merge_id": rollback_id, "target": table["name"], "kind": "rollback", "paradigm": "ROLLBACK",
-        "status": "committed", "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-        "statement": f"ROLLBACK {table['name']} TO BEFORE {to_merge_id}",
-        "metrics": {"numTargetPartitionsRewritten": len(repoints), "executionTimeMs": int((time.monotonic() - t0) * 1000)},
-        "partitions": [r["partition"] or {} for r in repoints], "repoints": repoints,
-        "version_before": table["version"], "rolled_back": ids[ids.index(to_merge_id):],
-    }
-    try:
-        spark.sql(macros.render("history_write_sql", ctx, entry))
-    except SPARK_ERRORS as e:
-        log.warning("[%s] could not write history entry: %s", rollback_id, spark_message(e))
+        entry = {
+            "merge_id": rollback_id, "target": table["name"], "kind": "rollback", "paradigm": "ROLLBACK",
+            "status": "committed", "statement": f"ROLLBACK {table['name']} TO BEFORE {to_merge_id}",
+            "metrics": {"numTargetPartitionsRewritten": len(repoints), "executionTimeMs": int((time.monotonic() - t0) * 1000)},
+            "partitions": [r["partition"] or {} for r in repoints], "repoints": repoints,
+            "version_before": table["version"], "version_after": table["version"] + 1,
+            "rolled_back": ids[ids.index(to_merge_id):],
+        }
+        paradigms.write_journal(spark, table, rollback_id, repoints, entry)
+        paradigms.apply_journal(spark, table, rollback_id, repoints, entry)
     log.info("rolled %s back to before %s: %d partition(s) repointed (rollback %s)",
              table["name"], to_merge_id, len(repoints), rollback_id)
     return entry
+
+
+def _version_after(entry: dict) -> int | None:
+    """The table version an entry's commit left (older entries: inferred from what it changed)."""
+    if "version_after" in entry:
+        return entry["version_after"]
+    if entry.get("version_before") is None:
+        return None
+    changed = entry.get("repoints") or (entry.get("metrics") or {}).get("numTargetRowsInserted")
+    return entry["version_before"] + (1 if changed else 0)
+
+
+def _check_history_complete(table: dict, entries: list[dict], to_merge_id: str) -> None:
+    """Refuse, changing nothing, unless every commit from ``to_merge_id`` to now has its entry.
+
+    Every commit moves the table's version by one, so the entries from that merge on must chain
+    its version to the table's current one without a gap: a gap is a commit whose entry is
+    missing (its process died before writing it), and rolling back past it would keep its
+    changes while undoing earlier ones, a state that never existed.
+    """
+    expected = entries[0].get("version_before")
+    for entry in entries:
+        after = _version_after(entry)
+        if entry.get("version_before") is None or after is None or expected is None:
+            raise UnsupportedError(
+                f"cannot roll back {table['name']} to before {to_merge_id}: history entry {entry['merge_id']} does not "
+                f"record the table version it changed; nothing was rolled back")
+        if after == entry["version_before"]:
+            continue  # changed nothing
+        if entry["version_before"] != expected:
+            break
+        expected = after
+    if expected != table["version"]:
+        raise UnsupportedError(
+            f"cannot roll back {table['name']} to before {to_merge_id}: its history has no entry for the commit that "
+            f"moved it from version {expected} (the table is at version {table['version']}); a commit whose "
+            f"entry is missing would be kept while earlier ones are undone, a state that never existed. "
+            f"Nothing was rolled back")
 
 
 def _where(partition: dict | None, table: dict) -> str:

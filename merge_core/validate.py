@@ -44,4 +44,17 @@ def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
     macros.render("check_types", [parts[i] for i in typed], [types[i] for i in typed], errors)
     if errors:
         raise ValidationError(errors)
+    for scope in ("both", "source", "target"):
+        conditions = macros.fill_list("conditions", parts, scope)
+        if conditions and not _deterministic(spark, spec, table, conditions):
+            for part in conditions:  # name the culprits, one analysis each
+                if not _deterministic(spark, spec, table, [part]):
+                    errors.append(macros.render("nondeterministic_error", part))
+    if errors:
+        raise ValidationError(errors)
     return resolved
+
+
+def _deterministic(spark: SparkSession, spec: dict, table: dict, conditions: list[dict]) -> bool:
+    plan_text = spark.sql(macros.render("determinism_probe_sql", spec, table, conditions)).collect()[0][0]
+    return macros.fill("probe_deterministic", plan_text)["deterministic"]

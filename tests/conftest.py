@@ -4,6 +4,9 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +54,45 @@ def db(spark):
     spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A real Spark Connect server from pyspark's own sbin scripts, on a free loopback port."""
+    import pyspark
+
+    home = tmp_path_factory.mktemp("connect")
+    spark_home = Path(pyspark.__file__).parent
+    port = free_port()
+    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOG_DIR": str(home / "logs"),
+           "SPARK_PID_DIR": str(home), "SPARK_IDENT_STRING": f"sm{port}"}
+    confs = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
+             "spark.sql.catalogImplementation": "hive", "spark.sql.warehouse.dir": str(home / "warehouse"),
+             "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+             "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}", "spark.ui.enabled": "false",
+             "spark.sql.shuffle.partitions": "2"}
+    args = [str(spark_home / "sbin" / "start-connect-server.sh"), "--master", "local[2]"]
+    for k, v in confs.items():
+        args += ["--conf", f"{k}={v}"]
+    started = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert started.returncode == 0, started.stdout + started.stderr
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(1)
+    else:
+        logs = "\n".join(p.read_text()[-3000:] for p in (home / "logs").glob("*"))
+        pytest.fail(f"Spark Connect server did not listen on {port}: {logs}")
+    yield f"sc://127.0.0.1:{port}"
+    subprocess.run([str(spark_home / "sbin" / "stop-connect-server.sh")], env=env, capture_output=True)
+
+
 def rows(spark, table: str, order: str = "1") -> list[tuple]:
     return [tuple(r) for r in spark.sql(f"SELECT * FROM {table} ORDER BY {order}").collect()]
 
@@ -77,11 +119,25 @@ def tree(path: str) -> set[str]:
 def pytest_terminal_summary(terminalreporter):
     """Say how many random MERGE statements were compared with DuckDB, and the seed to replay them."""
     from tests.test_differential import REPORT
+    from tests.test_soak import REPORT as SOAK
+
+    if SOAK:
+        c = SOAK["counts"]
+        terminalreporter.write_line(
+            f"kill soak: {SOAK['iterations']} operations SIGKILLed at random moments, recovered: old {c['old']}, "
+            f"new {c['new']}, corrupt {c['corrupt']}, recovery-failed {c['recovery-failed']}; "
+            f"replay with SPARK_MERGE_SOAK_SEED={SOAK['seed']}")
+        for line in SOAK["details"]:
+            terminalreporter.write_line(f"  {line}")
 
     if REPORT:
         o = REPORT["outcomes"]
+        total = sum(sum(v.values()) for v in o.values())
         terminalreporter.write_line(
-            f"differential test vs DuckDB: {sum(o.values())} of {REPORT['cases']} cases compared "
-            f"(same rows: {o['rows']}, both refused a duplicate match: {o['duplicate']}, "
-            f"both rejected the statement: {o['invalid']}); replay with SPARK_MERGE_DIFF_SEED={REPORT['seed']}"
-        )
+            f"differential test: {total} of {REPORT['cases']} random MERGE statements checked against each duplicate "
+            f"rule's definition (DuckDB computes the clause choices and the rows); replay with "
+            f"SPARK_MERGE_DIFF_SEED={REPORT['seed']}")
+        for (rule, shape), n in sorted(o.items()):
+            terminalreporter.write_line(
+                f"  {rule:8} {shape:13}: same rows {n['rows']}, both refused a duplicate match {n['duplicate']}, "
+                f"both rejected the statement {n['invalid']}")

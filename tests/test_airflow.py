@@ -248,45 +248,6 @@ def test_dbt_dag_runs_the_example_project(airflow_home, tmp_path, monkeypatch):
         "accounts_log": "success", "account_activity": "success"}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def connect_server(tmp_path_factory):
-    """A real Spark Connect server from pyspark's own sbin scripts, on a free loopback port."""
-    import pyspark
-
-    home = tmp_path_factory.mktemp("connect")
-    spark_home = Path(pyspark.__file__).parent
-    port = free_port()
-    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOG_DIR": str(home / "logs"),
-           "SPARK_PID_DIR": str(home), "SPARK_IDENT_STRING": f"sm{port}"}
-    confs = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
-             "spark.sql.catalogImplementation": "hive", "spark.sql.warehouse.dir": str(home / "warehouse"),
-             "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
-             "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}", "spark.ui.enabled": "false",
-             "spark.sql.shuffle.partitions": "2"}
-    args = [str(spark_home / "sbin" / "start-connect-server.sh"), "--master", "local[2]"]
-    for k, v in confs.items():
-        args += ["--conf", f"{k}={v}"]
-    started = subprocess.run(args, env=env, capture_output=True, text=True)
-    assert started.returncode == 0, started.stdout + started.stderr
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(1)
-    else:
-        logs = "\n".join(p.read_text()[-3000:] for p in (home / "logs").glob("*"))
-        pytest.fail(f"Spark Connect server did not listen on {port}: {logs}")
-    yield f"sc://127.0.0.1:{port}"
-    subprocess.run([str(spark_home / "sbin" / "stop-connect-server.sh")], env=env, capture_output=True)
-
-
 def test_operator_over_spark_connect(airflow_home, connect_server):
     """The same operator, given a connection to a Spark Connect server: the merge runs on the server."""
     env = {**os.environ, "AIRFLOW_CONN_SM_LIVE": json.dumps({"conn_type": "spark_merge", "host": connect_server})}

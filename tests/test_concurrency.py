@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from merge_core import ConflictError, macros, merge, recover
+from merge_core import ConflictError, macros, merge, recover, to_spec, vacuum
 from merge_core import lock, paradigms
 from merge_core.catalog import describe_table
 from merge_core.cli import main
@@ -88,27 +89,76 @@ def test_concurrent_threads_never_lose_an_update(spark, acct):
     assert (amount(spark, acct, 1), amount(spark, acct, 3)) == (100 + committed, 300 + committed)
 
 
-def test_live_lock_makes_a_merge_wait_then_give_up(spark, acct, monkeypatch):
+def _lock(spark, table, merge_id, expires_in_s: float):
+    now = datetime.now(timezone.utc)
+    spark.sql(macros.render("lock_sql", table, merge_id, now.isoformat(),
+                            (now + timedelta(seconds=expires_in_s)).isoformat(), "host-a pid 1"))
+
+
+def test_live_lock_makes_a_merge_wait_then_give_up_before_planning(spark, acct, monkeypatch):
+    """A live holder (its lease runs): the waiting merge fails in begin, before any planning work,
+    naming the holder, since when, its lease and what to do."""
     table = describe_table(spark, acct.split("."))
-    spark.sql(macros.render("lock_sql", table, "other", datetime.now(timezone.utc).isoformat()))
+    _lock(spark, table, "other", 60)
     monkeypatch.setattr(lock, "LOCK_WAIT_S", 1)
     before = snapshot(spark, acct)
-    with pytest.raises(ConflictError, match="being committed by merge other"):
-        merge(spark, f"UPDATE {acct} SET amount = 0 WHERE id = 1")
+    run = MergeRun(spark, to_spec(f"UPDATE {acct} SET amount = 0 WHERE id = 1"))
+    with pytest.raises(ConflictError) as e:
+        run.begin()
+    run.abort()
+    assert run.state == "aborted" and not hasattr(run, "resolved")  # failed before validation and planning
+    message = str(e.value)
+    for part in ("being committed by merge other on host-a pid 1", "since ", "lease until", "which is alive",
+                 "Run again once it finishes"):
+        assert part in message, message
     assert snapshot(spark, acct) == before
     lock.break_lock(spark, table)
 
 
-def test_stale_lock_of_a_dead_process_is_broken(spark, acct):
+def test_a_dead_holders_lock_is_broken_in_seconds(spark, acct):
+    """A holder killed inside its commit stops renewing: once its lease lapses (plus the grace for
+    clock skew) the next merge breaks the lock at once, with no wait."""
     table = describe_table(spark, acct.split("."))
-    old = (datetime.now(timezone.utc) - timedelta(hours=2)).isoformat()
-    spark.sql(macros.render("lock_sql", table, "dead", old))
+    _lock(spark, table, "dead", -(lock.GRACE_S + 1))
+    t0 = time.monotonic()
     merge(spark, f"UPDATE {acct} SET amount = 7 WHERE id = 1")
+    assert time.monotonic() - t0 < lock.LOCK_WAIT_S  # never waited for a live holder's commit
     assert amount(spark, acct, 1) == 7 and lock.holder(spark, table) is None
 
 
+def test_recover_and_vacuum_break_a_dead_holders_lock(spark, acct):
+    table = describe_table(spark, acct.split("."))
+    _lock(spark, table, "dead", -(lock.GRACE_S + 1))
+    assert recover(spark, acct) is False and lock.holder(spark, table) is None
+    _lock(spark, table, "dead2", -(lock.GRACE_S + 1))
+    vacuum(spark, acct)
+    assert lock.holder(spark, table) is None
+
+
+def test_a_lock_within_its_lease_is_not_broken_and_a_held_lease_is_renewed(spark, acct, monkeypatch):
+    table = describe_table(spark, acct.split("."))
+    _lock(spark, table, "alive", 2)
+    assert lock.break_if_dead(spark, table) is False and lock.holder(spark, table)["merge_id"] == "alive"
+    lock.break_lock(spark, table)
+    monkeypatch.setattr(lock, "LEASE_S", 0.6)  # renewed every 0.2 s
+    with lock.table_lock(spark, table, "holder"):
+        first = lock.holder(spark, table)["expires"]
+        time.sleep(1.5)
+        assert lock.holder(spark, table)["expires"] > first
+    assert lock.holder(spark, table) is None
+
+
+def test_lock_without_a_lease_from_an_older_version_is_dead_after_15_minutes(spark, acct):
+    table = describe_table(spark, acct.split("."))
+    old = (datetime.now(timezone.utc) - timedelta(hours=2)).isoformat()
+    spark.sql(f"CREATE TABLE {macros.render('lock_relation', table)} (merge_id STRING) USING parquet "
+              f"TBLPROPERTIES ('spark_merge.lock.merge_id' = 'old', 'spark_merge.lock.since' = '{old}')")
+    merge(spark, f"UPDATE {acct} SET amount = 8 WHERE id = 1")
+    assert amount(spark, acct, 1) == 8 and lock.holder(spark, table) is None
+
+
 def test_recover_command_finishes_an_interrupted_commit(spark, acct, monkeypatch, capsys):
-    def crash(spark_, table, merge_id, repoints):
+    def crash(*args, **kwargs):
         raise KeyboardInterrupt("crash after the journal")
 
     monkeypatch.setattr(paradigms, "apply_journal", crash)

@@ -60,7 +60,7 @@ def test_merge_touching_two_of_fifty_partitions_rewrites_exactly_two(spark, fift
 
 def test_interrupted_commit_rolls_forward_at_next_begin(spark, fifty, monkeypatch):
     """A crash after the journal and the first repoint: the next merge finishes the commit first."""
-    def crash_after_first_repoint(spark_, table, merge_id, repoints):
+    def crash_after_first_repoint(spark_, table, merge_id, repoints, *args, **kwargs):
         spark_.sql(macros.fill_list("repoint_statements", table, repoints)[0])
         raise KeyboardInterrupt("simulated crash")
 

@@ -54,3 +54,40 @@ def test_sigkill_then_recover(tmp_path, point):
     following = [[i, v + "+" if i == 2 else v, p] for i, v, p in EXPECTED[point]]
     assert result["after_next_merge"] == following
     assert result["recovered"] == (EXPECTED[point] is NEW and point != "before_refresh")
+
+
+ROLLBACK_DRIVER = Path(__file__).resolve().parent / "rollback_driver.py"
+
+
+@pytest.mark.parametrize("gap", [False, True])
+def test_rollback_across_a_merge_that_recovery_rolled_forward(tmp_path, gap):
+    """A updates partition 1; X updates partition 2 and is SIGKILLed after its journal; a new
+    process recovers X. X's history entry came with its journal, so rolling back to before A undoes
+    both; with X's entry gone the history has a gap, and rollback refuses, changing nothing."""
+    prep = subprocess.run([sys.executable, str(ROLLBACK_DRIVER), str(tmp_path), "prep"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=240)
+    assert prep.returncode == 0, prep.stderr[-3000:]
+    flag = tmp_path / "fault.flag"
+    proc = subprocess.Popen([sys.executable, str(ROLLBACK_DRIVER), str(tmp_path), "x"], cwd=tmp_path,
+                            env={**os.environ, "SPARK_MERGE_FAULT": "after_journal", "SPARK_MERGE_FAULT_FLAG": str(flag)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not flag.exists():
+        assert proc.poll() is None, f"merge X ended before its journal: {proc.stderr.read()[-3000:]}"
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    verify = subprocess.run([sys.executable, str(ROLLBACK_DRIVER), str(tmp_path), "verify_gap" if gap else "verify"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert verify.returncode == 0, verify.stderr[-3000:]
+    result = json.loads(verify.stdout.strip().splitlines()[-1])
+    assert result["recovered"] is True and result["at_x"] == [[1, "A", 1], [2, "X", 2], [3, "orig", 3]]
+    assert [s[-5:] for s in result["statements"]] == ["p = 2", "p = 1"]  # X is in the history, newest first
+    assert len(result["recovered_entries"]) == 1
+    if gap:
+        assert "has no entry for the commit" in result["outcome"] and "Nothing was rolled back" in result["outcome"]
+        assert result["rows"] == result["at_x"]
+    else:
+        assert result["outcome"] == "rolled back"
+        assert result["rows"] == [[1, "orig", 1], [2, "orig", 2], [3, "orig", 3]]

@@ -173,17 +173,21 @@ CASES = [
     ("cache_source_sql", ["SPEC", "CTX"]),
     ("source_stats_sql", ["TABLE", "CTX"]),
     ("matched_partitions_sql", ["SPEC", "TABLE", "CTX", 10]),
-    ("scan_filter", ["SPEC", "TABLE", [{"dt": "2026-01-01"}]]),
+    ("scan_filter", ["SPEC", "TABLE", [{"partition": {"dt": "2026-01-01"}}, {"partition": {"dt": None}}]]),
     ("cache_changes_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
     ("duplicates_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
-    ("change_summary_sql", ["TABLE", "CTX"]),
+    ("change_summary_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
+    ("stale_files_sql", ["TABLE", "CTX", "dt = '2026-01-01'"]),
+    ("read_once_probe_sql", ["CTX", "source"]),
+    ("determinism_probe_sql", ["SPEC", "TABLE", "PARTS"]),
     ("stage_sql", ["TABLE", "CTX", [{"dt": "2026-01-01"}]]),
     ("append_sql", ["TABLE", "CTX"]),
     ("file_stats_sql", ["TABLE", "`db`.`acc`", "dt = '2026-01-01'"]),
     ("journal_sql", ["TABLE", "m1", [{"partition": {"dt": "2026-01-01"}, "location": "file:/w/n", "old_location": "file:/w/o", "exists": True}]]),
     ("journal_done_sql", ["TABLE", "m1"]),
     ("describe_parts_sql", ["SPEC", "TABLE", "PARTS"]),
-    ("lock_sql", ["TABLE", "m1", "2026-11-22T00:00:00+00:00"]),
+    ("lock_sql", ["TABLE", "m1", "2026-11-22T00:00:00+00:00", "2026-11-22T00:00:30+00:00", "host pid 1"]),
+    ("renew_lock_sql", ["TABLE", "2026-11-22T00:00:40+00:00"]),
     ("history_read_sql", ["CTX"]),
 ]
 
@@ -228,7 +232,7 @@ def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, pro
     t = project.table("accounts")
     project.dbt("run", "-s", "accounts", "--full-refresh", vars={"batch": 1})
 
-    def crash_after_first_repoint(spark_, table, merge_id, repoints):
+    def crash_after_first_repoint(spark_, table, merge_id, repoints, *args, **kwargs):
         spark_.sql(macros.fill_list("repoint_statements", table, repoints)[0])
         raise KeyboardInterrupt("simulated crash")
 

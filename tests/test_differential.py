@@ -1,10 +1,20 @@
-"""Differential test: random MERGE statements run here and in DuckDB's MERGE INTO.
+"""Differential test: random MERGE statements run here and in DuckDB.
 
 Each case makes a small random target and source (NULL keys, duplicate keys,
-NULL values), a MERGE with 1-4 clauses (conditions on both sides, extra ON
-predicates, subquery sources, partition-moving updates), runs it under the
-`postgres` duplicate rule (DuckDB's), and requires the same final rows, or an
-error on both sides. The seed is printed so a failure can be replayed with
+NULL values; about half the targets partitioned by a column holding NULLs), a
+MERGE with 1-4 clauses (conditions on both sides, extra ON predicates, subquery
+sources, partition-moving updates into and out of NULL; about a fifth of the
+cases built so that two source rows of one key choose different UPDATE/DELETE
+clauses), and runs it under a duplicate rule drawn per case.
+
+What each rule must do is derived from its definition, not from another engine's
+behaviour: DuckDB computes, for every matched (target row, source row) pair, the
+WHEN clause it chooses; from those choices the rule says whether the merge must
+fail with MERGE_TARGET_ROW_MULTIPLE_MATCHES. When it must not, the final rows
+must equal DuckDB's MERGE result (every target row received at most one
+modifying action, so the result is defined), or, for a lone unconditional
+DELETE matched twice under `strict`, the rows that deleting each matched row once
+gives. The seed is printed so a failure can be replayed with
 SPARK_MERGE_DIFF_SEED; SPARK_MERGE_DIFF_CASES sets the count (default 200).
 """
 from __future__ import annotations
@@ -13,8 +23,9 @@ import os
 import random
 from dataclasses import dataclass
 
+from collections import Counter
+
 import duckdb
-import pytest
 
 from merge_core import DuplicateMatchError, SpecError, ValidationError, merge
 
@@ -25,18 +36,37 @@ COLUMNS = ["id", "k", "v", "s", "p"]
 TYPES = {"id": "INT", "k": "INT", "v": "INT", "s": "STRING", "p": "INT"}
 
 
+RULES = ["trino", "postgres", "strict"]
+
+
+@dataclass
+class Clause:
+    matched: bool
+    action: str      # update | delete | insert
+    condition: str   # "" when none
+    text: str        # the WHEN clause as written
+
+
 @dataclass
 class Case:
     number: int
     partitioned: bool
+    rule: str
     target_rows: list[tuple]
     source_rows: list[tuple]
-    statement: str  # {target} and {source} are filled per engine
+    on: str
+    source_rel: str  # "{source}" or a subquery over it
+    clauses: list[Clause]
+
+    @property
+    def statement(self) -> str:  # {target} and {source} are filled per engine
+        return (f"MERGE INTO {{target}} AS t USING {self.source_rel} AS s ON {self.on} "
+                + " ".join(c.text for c in self.clauses))
 
 
 def _value(rng: random.Random, column: str, partitioned: bool):
     if column == "p":
-        return rng.randrange(3) if partitioned or rng.random() < 0.8 else None
+        return rng.randrange(3) if rng.random() < 0.8 else None
     if column == "s":
         return rng.choice(["a", "b", "c", None])
     if column == "id":
@@ -66,8 +96,8 @@ def _update(rng, partitioned: bool) -> str:
         "v": ["s.v", "t.v + s.v", "t.v + 1", "coalesce(s.v, t.v)", "CASE WHEN s.v > t.v THEN s.v ELSE t.v END", "NULL"],
         "s": ["s.s", "t.s || s.s", "'u'", "coalesce(t.s, 'z')"],
         "k": ["s.k", "t.k + 1"],
-        # partition values stay non-NULL (source p is never NULL in partitioned cases)
-        "p": ["s.p", "2", "t.p + 1"] if partitioned else ["s.p", "t.p + 1", "NULL"],
+        # moves rows between partitions, the NULL partition included
+        "p": ["s.p", "2", "t.p + 1", "NULL"],
     }
     cols = rng.sample(list(choices), rng.randrange(1, 4))
     return ", ".join(f"{c} = {rng.choice(choices[c])}" for c in cols)
@@ -75,21 +105,22 @@ def _update(rng, partitioned: bool) -> str:
 
 def _insert(rng, partitioned: bool) -> str:
     if rng.random() < 0.2:
-        return "INSERT VALUES (s.id, s.k, s.v, s.s, " + ("coalesce(s.p, 1)" if partitioned else "s.p") + ")"
+        return "INSERT VALUES (s.id, s.k, s.v, s.s, s.p)"
     cols = ["id"] + rng.sample(["k", "v", "s"], rng.randrange(0, 4)) + ["p"]
     values = {"id": "s.id", "k": rng.choice(["s.k", "5"]), "v": rng.choice(["s.v", "s.v * 2", "-1"]),
-              "s": rng.choice(["s.s", "'new'"]), "p": "coalesce(s.p, 1)" if partitioned else rng.choice(["s.p", "NULL"])}
+              "s": rng.choice(["s.s", "'new'"]), "p": rng.choice(["s.p", "coalesce(s.p, 1)", "NULL"])}
     return f"INSERT ({', '.join(cols)}) VALUES ({', '.join(values[c] for c in cols)})"
 
 
 def make_case(rng: random.Random, number: int) -> Case:
     partitioned = rng.random() < 0.5
+    rule = rng.choice(RULES)
+    if rng.random() < 0.2:
+        return _collision_case(rng, number, partitioned, rule)
     target = _target_rows(rng, partitioned)
     source = [_row(rng, partitioned) for _ in range(rng.randrange(0, 7))]
     if source and rng.random() < 0.35:  # a repeated key: a duplicate match when it hits a target row
         source.append((rng.choice(source)[0],) + _row(rng, partitioned)[1:])
-    if partitioned:
-        source = [r[:4] + (r[4] if r[4] is not None else 0,) for r in source]
     on = rng.choice(["t.id = s.id", "t.id = s.id", "t.id = s.id AND t.k = s.k", "t.id = s.id AND s.v > 0",
                      "t.id = s.id AND t.p = s.p", "t.id = s.id + 1"])
     kinds = [rng.choice(["update", "update", "delete", "insert", "insert"]) for _ in range(rng.randrange(1, 5))]
@@ -102,19 +133,34 @@ def make_case(rng: random.Random, number: int) -> Case:
     for i, kind in enumerate(kinds):
         matched = kind != "insert"
         optional = careless or i == last[matched]
-        cond = f" AND {_condition(rng, matched)}" if not optional or rng.random() < 0.5 else ""
-        if kind == "update":
-            clauses.append(f"WHEN MATCHED{cond} THEN UPDATE SET {_update(rng, partitioned)}")
-        elif kind == "delete":
-            clauses.append(f"WHEN MATCHED{cond} THEN DELETE")
-        else:
-            clauses.append(f"WHEN NOT MATCHED{cond} THEN {_insert(rng, partitioned)}")
+        cond = _condition(rng, matched) if not optional or rng.random() < 0.5 else ""
+        clauses.append(_clause(rng, kind, cond, partitioned))
+    source_rel = "(SELECT id, k, v, s, p FROM {source} WHERE v IS NULL OR v <> 7)" if rng.random() < 0.3 else "{source}"
+    return Case(number, partitioned, rule, target, source, on, source_rel, clauses)
+
+
+def _clause(rng, kind: str, cond: str, partitioned: bool) -> Clause:
+    when = ("WHEN MATCHED" if kind != "insert" else "WHEN NOT MATCHED") + (f" AND {cond}" if cond else "")
+    action = {"update": lambda: f"UPDATE SET {_update(rng, partitioned)}", "delete": lambda: "DELETE",
+              "insert": lambda: _insert(rng, partitioned)}[kind]()
+    return Clause(kind != "insert", kind, cond, f"{when} THEN {action}")
+
+
+def _collision_case(rng, number: int, partitioned: bool, rule: str) -> Case:
+    """Two source rows of one key choose different modifying clauses (UPDATE + UPDATE, or UPDATE +
+    DELETE) for the same target row; sometimes a third source row chooses no clause."""
+    key = rng.randrange(3)
+    target = [(key,) + _row(rng, partitioned)[1:]] + _target_rows(rng, partitioned)
+    source = [(key, rng.choice([0, 1]), 5, "a", rng.choice([0, 1, None])),
+              (key, rng.choice([0, 1]), -5, "b", rng.choice([0, 1, None]))]
     if rng.random() < 0.3:
-        source_sql = "(SELECT id, k, v, s, p FROM {source} WHERE v IS NULL OR v <> 7) AS s"
-    else:
-        source_sql = "{source} AS s"
-    statement = f"MERGE INTO {{target}} AS t USING {source_sql} ON {on} " + " ".join(clauses)
-    return Case(number, partitioned, target, source, statement)
+        source.append((key, 0, None, "c", 0))
+    source += [_row(rng, partitioned) for _ in range(rng.randrange(0, 3))]
+    second = rng.choice(["update", "delete"])
+    clauses = [_clause(rng, "update", "s.v > 0", partitioned), _clause(rng, second, "s.v < 0", partitioned)]
+    if rng.random() < 0.5:
+        clauses.append(_clause(rng, "insert", "", partitioned))
+    return Case(number, partitioned, rule, target, source, "t.id = s.id", "{source}", clauses)
 
 
 def _literal(v, column):
@@ -131,7 +177,7 @@ def _norm(rows):
     return sorted((tuple(r) for r in rows), key=lambda r: tuple((v is None, v if v is not None else 0) for v in r))
 
 
-def run_duckdb(case: Case):
+def _duckdb(case: Case):
     con = duckdb.connect()
     ddl = ", ".join(f"{c} {'VARCHAR' if TYPES[c] == 'STRING' else TYPES[c]}" for c in COLUMNS)
     con.execute(f"CREATE TABLE tgt ({ddl})")
@@ -140,11 +186,58 @@ def run_duckdb(case: Case):
         con.execute(f"INSERT INTO tgt VALUES {_values(case.target_rows).replace('STRING', 'VARCHAR')}")
     if case.source_rows:
         con.execute(f"INSERT INTO src VALUES {_values(case.source_rows).replace('STRING', 'VARCHAR')}")
+    return con
+
+
+def expected_error(case: Case, con) -> bool:
+    """Whether the case's rule must refuse it, from the clause each matched pair chooses (DuckDB)."""
+    matched = [(i, c) for i, c in enumerate(case.clauses) if c.matched]
+    choose = " ".join(f"WHEN {c.condition or 'true'} THEN {i}" for i, c in matched)
+    pairs = con.execute(
+        f"SELECT t.__tid, {f'CASE {choose} ELSE -1 END' if matched else '-1'} "
+        f"FROM (SELECT row_number() OVER () AS __tid, * FROM tgt) AS t "
+        f"JOIN (SELECT * FROM {case.source_rel.format(source='src')}) AS s ON {case.on}").fetchall()
+    per_row = Counter(tid for tid, _ in pairs)
+    per_clause = Counter(pairs)
+    mods = Counter(tid for tid, c in pairs if c >= 0)  # matched clauses all UPDATE or DELETE
+    lone_delete = len(matched) == 1 and matched[0][1].action == "delete" and not matched[0][1].condition
+    twice_modified = any(n > 1 for n in mods.values())
+    if case.rule == "trino":
+        return twice_modified or any(n > 1 for n in per_clause.values())
+    if case.rule == "postgres":
+        return twice_modified
+    return not lone_delete and (twice_modified or (bool(matched) and any(n > 1 for n in per_row.values())))
+
+
+def run_duckdb(case: Case):
+    con = _duckdb(case)
     try:
-        con.execute(case.statement.format(target="tgt", source="src"))
+        must_fail = expected_error(case, con)
+    except duckdb.Error as e:
+        return ("invalid", str(e).splitlines()[0])
+    statement = case.statement.format(target="tgt", source="src")
+    try:
+        con.execute(statement)
     except duckdb.Error as e:
         message = str(e).splitlines()[0]
-        return ("duplicate" if "more than once" in message else "invalid", message)
+        if "more than once" not in message:
+            return ("invalid", message)
+        if must_fail:
+            return ("duplicate", message)
+        # the one rule-accepted case DuckDB (PostgreSQL's rule) refuses: strict's lone unconditional
+        # DELETE matched twice. Its result: every matched target row deleted once, and the NOT
+        # MATCHED clauses applied to the source rows no target row matches.
+        con = _duckdb(case)
+        source = case.source_rel.format(source="src")
+        con.execute(f"CREATE TABLE unmatched AS SELECT * FROM {source} AS s WHERE NOT EXISTS "
+                    f"(SELECT 1 FROM tgt AS t WHERE {case.on})")
+        con.execute(f"DELETE FROM tgt AS t WHERE EXISTS (SELECT 1 FROM {source} AS s WHERE {case.on})")
+        inserts = [c.text for c in case.clauses if not c.matched]
+        if inserts:
+            con.execute(f"MERGE INTO tgt AS t USING unmatched AS s ON false " + " ".join(inserts))
+    else:
+        if must_fail:
+            return ("duplicate", f"the {case.rule} rule refuses it")
     return ("rows", _norm(con.execute("SELECT id, k, v, s, p FROM tgt").fetchall()))
 
 
@@ -159,7 +252,7 @@ def run_spark(spark, db: str, case: Case):
     swhere = "" if case.source_rows else "WHERE false"
     spark.sql(f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT {cols} FROM VALUES {_values(srows)} AS x({', '.join(COLUMNS)}) {swhere}")
     try:
-        merge(spark, case.statement.format(target=target, source=source), duplicate_rule="postgres")
+        merge(spark, case.statement.format(target=target, source=source), duplicate_rule=case.rule)
     except DuplicateMatchError as e:
         return ("duplicate", str(e))
     except (ValidationError, SpecError) as e:
@@ -169,20 +262,24 @@ def run_spark(spark, db: str, case: Case):
     return ("rows", _norm(spark.sql(f"SELECT id, k, v, s, p FROM {target}").collect()))
 
 
-def test_random_merges_agree_with_duckdb(spark, db):
+def test_random_merges_follow_each_rules_definition(spark, db):
     rng = random.Random(SEED)
-    kinds = {"rows": 0, "duplicate": 0, "invalid": 0}
+    kinds = {(rule, shape): {"rows": 0, "duplicate": 0, "invalid": 0}
+             for rule in RULES for shape in ("partitioned", "unpartitioned")}
     REPORT.update(seed=SEED, cases=CASES, outcomes=kinds)
     for number in range(CASES):
         case = make_case(rng, number)
         expected = run_duckdb(case)
         got = run_spark(spark, db, case)
-        detail = (f"case {number} (seed {SEED}, partitioned={case.partitioned})\n{case.statement}\n"
-                  f"target={case.target_rows}\nsource={case.source_rows}\nduckdb={expected}\nspark-merge={got}")
+        detail = (f"case {number} (seed {SEED}, partitioned={case.partitioned}, rule={case.rule})\n{case.statement}\n"
+                  f"target={case.target_rows}\nsource={case.source_rows}\nexpected={expected}\nspark-merge={got}")
         if expected[0] == "rows":
             assert got == expected, detail
         else:  # the same kind of refusal: a duplicate match, or a statement both reject
             assert got[0] == expected[0], detail
-        kinds[expected[0]] += 1
-    # the generator must exercise both outcomes, or the test proves little
-    assert kinds["rows"] > CASES // 2 and kinds["duplicate"] > 0, kinds
+        kinds[(case.rule, "partitioned" if case.partitioned else "unpartitioned")][expected[0]] += 1
+    # the generator must exercise every rule with both outcomes, or the test proves little
+    for rule in RULES:
+        rows_ = sum(kinds[(rule, shape)]["rows"] for shape in ("partitioned", "unpartitioned"))
+        dups = sum(kinds[(rule, shape)]["duplicate"] for shape in ("partitioned", "unpartitioned"))
+        assert rows_ > 0 and dups > 0, (rule, kinds)

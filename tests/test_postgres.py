@@ -175,13 +175,13 @@ def test_killed_merge_leaves_no_trace(spark, db, pg, tmp_path, point):
 
 
 def pk_case(case: diff.Case) -> diff.Case:
-    """The case with a target a primary key allows: unique, non-NULL ids."""
+    """The case with a target a primary key allows (unique, non-NULL ids), under PostgreSQL's rule."""
     seen, target = set(), []
     for r in case.target_rows:
         if r[0] is not None and r[0] not in seen:
             seen.add(r[0])
             target.append(r)
-    return dataclasses.replace(case, target_rows=target)
+    return dataclasses.replace(case, target_rows=target, rule="postgres")
 
 
 def run_postgres(spark, target: PostgresTarget, conn, schema: str, case: diff.Case):

@@ -4,15 +4,19 @@
   `repoints`: [{'partition': {col: string value} or none, 'location': new dir,
                 'old_location': previous dir or none, 'exists': bool}]
 
-  The journal goes into table properties in one ALTER (atomic in the
-  metastore) before the first repoint. Every repoint statement is idempotent
+  The journal (merge id, repoints, and the commit's history entry) goes into
+  table properties in one ALTER (atomic in the metastore) before the first
+  repoint; the history entry is written after the last repoint and before the
+  journal is marked done, so a commit finished by recovery has its entry too. Every repoint statement is idempotent
   (ADD IF NOT EXISTS, SET LOCATION), so a begin that finds a journal simply
   replays it: the commit rolls forward. Old directories stay for readers in
   flight and rollback until vacuum removes them.
 -#}
 
-{% macro spark_merge__journal_properties(table, merge_id, repoints, chunk=3000) -%}
-{%- set text = {'merge_id': merge_id, 'repoints': repoints} | tojson -%}
+{% macro spark_merge__journal_properties(table, merge_id, repoints, entry=none, chunk=3000) -%}
+{%- set journal = {'merge_id': merge_id, 'repoints': repoints} -%}
+{%- if entry -%}{%- do journal.update({'entry': entry}) -%}{%- endif -%}
+{%- set text = journal | tojson -%}
 {%- set n = ((text | length) / chunk) | round(0, 'ceil') | int -%}
 ('spark_merge.root' = {{ spark_merge.spark_merge__literal(table.root) }},
  'spark_merge.version' = '{{ table.version + 1 }}',
@@ -23,8 +27,9 @@
 {%- endfor %})
 {%- endmacro %}
 
-{% macro spark_merge__journal_sql(table, merge_id, repoints) -%}
-ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge.spark_merge__journal_properties(table, merge_id, repoints) }}
+{#- `entry`: the commit's history entry (without finished_at), written by whoever completes the commit. -#}
+{% macro spark_merge__journal_sql(table, merge_id, repoints, entry=none) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge.spark_merge__journal_properties(table, merge_id, repoints, entry) }}
 {%- endmacro %}
 
 {#- A commit that writes no journal (an append) still moves the version on. -#}
@@ -44,6 +49,11 @@ ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.version' = '{{ 
     {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ' ~ spark_merge.spark_merge__partition_spec(table, r.partition) ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(r.location)) -%}
   {%- endif -%}
 {%- endfor -%}
+{%- endmacro %}
+
+{#- Partitions a commit creates, in one statement (one metastore call), after the batch of moves. -#}
+{% macro spark_merge__add_partitions_sql(table, repoints) -%}
+ALTER TABLE {{ table.relation }} ADD IF NOT EXISTS{% for r in repoints %} {{ spark_merge.spark_merge__partition_spec(table, r.partition) }} LOCATION {{ spark_merge.spark_merge__literal(r.location) }}{% endfor %}
 {%- endmacro %}
 
 {% macro spark_merge__journal_done_sql(table, merge_id) -%}
@@ -75,12 +85,29 @@ SELECT {{ spark_merge.spark_merge__literal(entry.merge_id) }} AS merge_id, {{ sp
 SELECT merge_id, finished_at, entry FROM json.`{{ ctx.history_glob | replace('`', '``') }}` ORDER BY finished_at DESC
 {%- endmacro %}
 
-{#- The journal of a commit that did not finish ({merge_id, repoints}), or nothing. -#}
+{#- The journal of a commit that did not finish ({merge_id, repoints, entry}), or nothing; when its
+    text cannot be read back (edited or truncated properties), {'corrupt': why, 'text': its text}:
+    the hosts refuse to guess and point at `spark-merge repair-journal`. -#}
 {% macro spark_merge__pending_journal(table, out) -%}
-{%- set parts = (table.properties.get('spark_merge.journal.parts') or '0') | int -%}
-{%- if parts > 0 -%}
+{%- set raw = table.properties.get('spark_merge.journal.parts') or '0' -%}
+{%- set parts = raw | int(-1) -%}
+{%- if parts != 0 -%}
   {%- set text = [] -%}
-  {%- for i in range(parts) -%}{%- do text.append(table.properties['spark_merge.journal.' ~ i]) -%}{%- endfor -%}
-  {%- do out.update(fromjson(text | join(''))) -%}
+  {%- for i in range(parts if parts > 0 else 0) -%}{%- do text.append(table.properties.get('spark_merge.journal.' ~ i) or '') -%}{%- endfor -%}
+  {%- set parsed = fromjson(text | join(''), none) if parts > 0 else none -%}
+  {%- if parsed is mapping and parsed.get('merge_id') and parsed.get('repoints') is not none -%}
+    {%- do out.update(parsed) -%}
+  {%- else -%}
+    {%- do out.update({'corrupt': ('spark_merge.journal.parts is ' ~ raw) if parts < 0 else 'its ' ~ parts ~ ' part(s) are not the JSON a commit wrote', 'text': text | join('')}) -%}
+  {%- endif -%}
 {%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__corrupt_journal_message(table, journal) -%}
+the commit journal in the table properties of {{ table.name }} cannot be read ({{ journal.corrupt }}); nothing was touched. `spark-merge repair-journal {{ table.name }}` shows it and clears it, changing nothing else; then check the partitions with `spark-merge history {{ table.name }}`
+{%- endmacro %}
+
+{#- The statement that clears a journal (repair-journal): the parts count and the journal keys. -#}
+{% macro spark_merge__journal_reset_sql(table) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' = '0')
 {%- endmacro %}

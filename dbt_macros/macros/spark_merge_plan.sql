@@ -32,12 +32,18 @@
 
 {% macro spark_merge__broadcast_rows() -%}1000000{%- endmacro %}
 
+{#- Names of the merge's relations. The read-once fallbacks (changes_table, source_table) are managed
+    tables of the merge in the target's database (for a database target, Spark's current one). -#}
 {% macro spark_merge__context(spec, table, merge_id, out) -%}
 {%- set root = table.root.rstrip('/') -%}
 {%- do out.update({
   'merge_id': merge_id,
   'changes': '`__sm_changes_' ~ merge_id ~ '`',
   'source': '`__sm_source_' ~ merge_id ~ '`',
+  'changes_view': '`__sm_changes_' ~ merge_id ~ '`',
+  'source_view': '`__sm_source_' ~ merge_id ~ '`',
+  'changes_table': ('' if table.provider == 'jdbc' else spark_merge.spark_merge__quote(table.database) ~ '.') ~ spark_merge.spark_merge__quote('__sm_chg_' ~ merge_id),
+  'source_table': ('' if table.provider == 'jdbc' else spark_merge.spark_merge__quote(table.database) ~ '.') ~ spark_merge.spark_merge__quote('__sm_src_' ~ merge_id),
   'stage': none if table.provider == 'jdbc' else spark_merge.spark_merge__quote(table.database) ~ '.' ~ spark_merge.spark_merge__quote('__sm_stage_' ~ merge_id),
   'stage_location': root ~ '/_merge_' ~ merge_id,
   'history_location': root ~ '/_spark_merge/history/' ~ merge_id,
@@ -74,10 +80,43 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 {%- endif -%}
 {%- endmacro %}
 
-{#- The source, read once: every later step reads this cache (LAZY: source_stats_sql fills it). -#}
+{#- The source, read once: every later step reads this cache (LAZY: source_stats_sql fills it).
+    The merge id is part of the cached plan: Spark's cache manager matches cached data by plan,
+    not by name, so without it a merge could read another (dead) merge's cache of the same query. -#}
+{% macro spark_merge__source_select(spec, ctx) -%}
+SELECT *, monotonically_increasing_id() AS __sm_srow, {{ spark_merge.spark_merge__literal(ctx.merge_id) }} AS __sm_merge FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_src
+{%- endmacro %}
+
 {% macro spark_merge__cache_source_sql(spec, ctx) -%}
-CACHE LAZY TABLE {{ ctx.source }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
-SELECT *, monotonically_increasing_id() AS __sm_srow FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_src
+CACHE LAZY TABLE {{ ctx.source_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
+{{ spark_merge.spark_merge__source_select(spec, ctx) }}
+{%- endmacro %}
+
+{#-
+  Read once, really. Spark serves a cached query only to plans equal to the one
+  it cached, and a query with a seedless non-deterministic function (rand(),
+  uuid(), shuffle(), ...) gets a new seed each time its view is read: such a
+  cache is never used and every step would evaluate the query anew (other rows,
+  other values). The host asks Spark how it plans a read of the cache
+  (read_once_probe_sql); when the plan does not read the cache, the query is
+  written once to a managed table of the merge (materialize_sql) and every step
+  reads that instead. `kind`: 'source' or 'changes'.
+-#}
+{% macro spark_merge__read_once_probe_sql(ctx, kind) -%}
+EXPLAIN SELECT * FROM {{ ctx[kind ~ '_view'] }}
+{%- endmacro %}
+
+{#- From the probe's plan text: out.served (the cache serves reads). -#}
+{% macro spark_merge__read_once_served(plan_text, out) -%}
+{%- do out.update({'served': 'InMemoryRelation' in plan_text or 'InMemoryTableScan' in plan_text}) -%}
+{%- endmacro %}
+
+{#- The fallback: drop the unusable cache, write the query once, read the table from now on. -#}
+{% macro spark_merge__materialize_statements(ctx, kind, select, out) -%}
+{%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
+{%- do out.append('DROP VIEW IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
+{%- do out.append('CREATE TABLE ' ~ ctx[kind ~ '_table'] ~ ' USING parquet AS ' ~ select) -%}
+{%- do ctx.update({kind: ctx[kind ~ '_table']}) -%}
 {%- endmacro %}
 
 {#- numSourceRows, and for each ON equality target.col = source.col (ctx.on_keys) a JSON object
@@ -138,15 +177,13 @@ FROM {{ ctx.source }}
                    'matched_by': 'filter' if all_listed or 'false' in parts else ('range' if dense else 'join')}) -%}
 {%- endmacro %}
 
-{#- Partitions (as strings) holding a target row that ON matches: a key-only join, no row ids.
+{#- Partitions (__sm_part, see partition_json) holding a target row that ON matches: a key-only join, no row ids.
     `source_rows`: the source's size; a small source is broadcast. With `by_range`, no join: the
     partitions holding a row that ctx.match_filter keeps (a superset). -#}
 {% macro spark_merge__matched_partitions_sql(spec, table, ctx, source_rows=none, by_range=false) -%}
 {%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
 {%- set where = spark_merge.spark_merge__target_filter(spec, ctx) -%}
-SELECT {% if not by_range and source_rows is not none and source_rows | int <= spark_merge.spark_merge__broadcast_rows() | int %}/*+ BROADCAST({{ s }}) */ {% endif %}DISTINCT {% for p in table.partition_columns -%}
-CAST({{ spark_merge.spark_merge__quote(spec.target_alias) }}.{{ spark_merge.spark_merge__quote(p) }} AS STRING) AS {{ spark_merge.spark_merge__quote(p) }}{{ ", " if not loop.last }}
-{%- endfor %}
+SELECT {% if not by_range and source_rows is not none and source_rows | int <= spark_merge.spark_merge__broadcast_rows() | int %}/*+ BROADCAST({{ s }}) */ {% endif %}DISTINCT {{ spark_merge.spark_merge__partition_json(table, spark_merge.spark_merge__quote(spec.target_alias) ~ '.') }} AS __sm_part
 FROM {% if where %}(SELECT * FROM {{ table.relation }} WHERE {{ where }}){% else %}{{ table.relation }}{% endif %} AS {{ spark_merge.spark_merge__quote(spec.target_alias) }}
 {%- if not by_range %}
 LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
@@ -162,11 +199,12 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
 {{ parts | join(' AND ') }}
 {%- endmacro %}
 
-{#- What step 2 (changes) scans of the target: the user's partition_filter, and the matched partitions once known. -#}
+{#- What step 2 (changes) scans of the target: the user's partition_filter, and the matched partitions once known
+    (rows of matched_partitions_sql, decoded by decode_partitions). -#}
 {% macro spark_merge__scan_filter(spec, table, matched=none) -%}
 {%- set parts = [] -%}
 {%- if spec.partition_filter -%}{%- do parts.append('(' ~ spec.partition_filter ~ ')') -%}{%- endif -%}
-{%- if matched is not none -%}{%- do parts.append('(' ~ spark_merge.spark_merge__partition_filter(table, matched) ~ ')') -%}{%- endif -%}
+{%- if matched is not none -%}{%- do parts.append('(' ~ spark_merge.spark_merge__partition_filter(table, matched | map(attribute='partition') | list) ~ ')') -%}{%- endif -%}
 {{ parts | join(' AND ') }}
 {%- endmacro %}
 
@@ -176,6 +214,7 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
 {%- set has_source = spec.source_kind != 'none' -%}
 {%- set writers = resolved.clauses | rejectattr('action', 'equalto', 'delete') | list -%}
 SELECT
+  {{ spark_merge.spark_merge__literal(ctx.merge_id) }} AS __sm_merge,
   {{ t }}.__sm_file AS __sm_file,
   {{ t }}.__sm_row AS __sm_row,
   {{ t }}.__sm_file IS NOT NULL AS __sm_matched,
@@ -221,71 +260,135 @@ WHERE ({{ spec.on }})
 
 {#- LAZY: the first step that reads it (the duplicate check, else the summary) runs the join and fills it. -#}
 {% macro spark_merge__cache_changes_sql(spec, table, resolved, ctx) -%}
-CACHE LAZY TABLE {{ ctx.changes }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
+CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
 {{ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) }}
 {%- endmacro %}
 
 {#-
-  Which target rows break the duplicate rule; empty text when the rule cannot
-  be broken (no source, or strict with a lone unconditional DELETE).
-    trino:    two source rows pick the same clause for one target row (-1 too)
-    postgres: two source rows UPDATE or DELETE one target row
-    strict:   two source rows match one target row at all
+  Which target rows break the duplicate rule; empty text when nothing can break
+  it. Every rule refuses a target row that receives more than one modifying
+  action (two source rows choosing UPDATE or DELETE for it, through the same
+  clause or different ones): the rewrite would emit two versions of the row, or
+  update a row it also deletes. The rules differ in what else they refuse:
+    trino:    also two source rows choosing the same clause, "no clause" (-1) included
+    postgres: nothing else (PostgreSQL's and DuckDB's rule)
+    strict:   any target row matched by two source rows (Spark, Delta, Iceberg), except
+              when the only MATCHED clause is an unconditional DELETE (deleting a row
+              twice deletes it once), or there is no MATCHED clause (no target row changes)
+  One aggregation per (row id, clause), then per row id: n = source rows per
+  clause, mods = source rows choosing UPDATE or DELETE.
 -#}
 {% macro spark_merge__duplicates_sql(spec, table, resolved, ctx, limit=5) -%}
 {%- set matched = resolved.clauses | selectattr('matched') | list -%}
-{%- set lone_delete = matched | length == 1 and matched[0].action == 'delete' and not matched[0].condition -%}
+{%- set lone_delete = spec.duplicate_rule == 'strict' and matched | length == 1 and matched[0].action == 'delete' and not matched[0].condition -%}
 {%- set keys = [] -%}
 {%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do keys.append(k) -%}{%- endfor -%}
 {#- a parquet row id is unique per target row and __sm_srow per source row, so each pair is one
     joined row and count(*) counts source rows; an ORC row id is shared by identical rows -#}
-{%- set n = 'count(*)' if table.provider in ['parquet', 'jdbc'] else 'count(DISTINCT __sm_srow)' -%}
-{%- if spec.source_kind != 'none' and not (spec.duplicate_rule == 'strict' and lone_delete) -%}
+{%- set parquet = table.provider in ['parquet', 'jdbc'] -%}
+{%- set n = 'count(*)' if parquet else 'count(DISTINCT __sm_srow)' -%}
+{%- set mods = 'count_if(__sm_op IN (2, 3))' if parquet else 'count(DISTINCT CASE WHEN __sm_op IN (2, 3) THEN __sm_srow END)' -%}
+{%- set tests = [] -%}
+{%- if not lone_delete -%}{%- do tests.append('sum(__sm_mods) > 1') -%}{%- endif -%}
+{%- if spec.duplicate_rule == 'trino' -%}{%- do tests.append('max(__sm_n) > 1') -%}
+{%- elif spec.duplicate_rule == 'strict' and matched and not lone_delete -%}{%- do tests.append('sum(__sm_n) > 1') -%}
+{%- endif -%}
+{%- if spec.source_kind != 'none' and tests -%}
 SELECT {% for k in keys %}CAST(first(__sm_key{{ loop.index0 }}) AS STRING) AS {{ spark_merge.spark_merge__quote(k) }}, {% endfor -%}
 {% if keys | length == 0 %}first(__sm_file) AS file, first(__sm_row) AS row, {% endif -%}
-{{ n }} AS source_rows
-FROM {{ ctx.changes }}
-WHERE __sm_matched{% if spec.duplicate_rule == 'postgres' %} AND __sm_op IN (2, 3){% endif %}
-GROUP BY __sm_file, __sm_row{% if spec.duplicate_rule == 'trino' %}, __sm_case{% endif %}
-HAVING {{ n }} > 1
+sum(__sm_n) AS source_rows
+FROM (
+  SELECT __sm_file, __sm_row, {% for k in keys %}first(__sm_key{{ loop.index0 }}) AS __sm_key{{ loop.index0 }}, {% endfor %}{{ n }} AS __sm_n, {{ mods }} AS __sm_mods
+  FROM {{ ctx.changes }}
+  WHERE __sm_matched
+  GROUP BY __sm_file, __sm_row, __sm_case
+)
+GROUP BY __sm_file, __sm_row
+HAVING {{ tests | join(' OR ') }}
 LIMIT {{ limit }}
 {%- endif -%}
 {%- endmacro %}
 
-{#- Changed rows grouped by operation, old partition and new partition (strings): small, one job. -#}
-{% macro spark_merge__change_summary_sql(table, ctx) -%}
+{#- Whether the summary counts a target row deleted by several source rows once: under the strict
+    rule with a lone unconditional DELETE, the one case where several source rows may delete one
+    target row (see duplicates_sql). Renders 'yes' or nothing. -#}
+{% macro spark_merge__dedupes_deletes(spec, resolved) -%}
+{%- set matched = resolved.clauses | selectattr('matched') | list -%}
+{%- if spec.duplicate_rule == 'strict' and matched | length == 1 and matched[0].action == 'delete' and not matched[0].condition -%}yes{%- endif -%}
+{%- endmacro %}
+
+{#- Changed rows grouped by operation, old partition and new partition (__sm_old / __sm_new, as
+    partition_json): small, one job. A target row deleted by k source rows weighs 1/k where
+    dedupes_deletes says so (its row id joined each of them; identical ORC rows share a row id
+    and the same k). -#}
+{% macro spark_merge__change_summary_sql(spec, table, resolved, ctx) -%}
 {%- set idx = [] -%}
 {%- for p in table.partition_columns -%}
   {%- for c in table.columns -%}{%- if (c.name | lower) == (p | lower) -%}{%- do idx.append(loop.index0) -%}{%- endif -%}{%- endfor -%}
 {%- endfor -%}
-SELECT __sm_op AS op, {% for p in table.partition_columns -%}
-CAST(__sm_old{{ loop.index0 }} AS STRING) AS __sm_old{{ loop.index0 }}, CAST(__sm_c{{ idx[loop.index0] }} AS STRING) AS __sm_new{{ loop.index0 }}, {% endfor -%}
-count(*) AS n
-FROM {{ ctx.changes }} WHERE __sm_op IN (1, 2, 3)
-GROUP BY __sm_op{% for p in table.partition_columns %}, __sm_old{{ loop.index0 }}, __sm_new{{ loop.index0 }}{% endfor %}
+{%- set old, new = [], [] -%}
+{%- for p in table.partition_columns -%}{%- do old.append('__sm_old' ~ loop.index0) -%}{%- do new.append('__sm_c' ~ idx[loop.index0]) -%}{%- endfor -%}
+{%- set dedupe = spark_merge.spark_merge__dedupes_deletes(spec, resolved) | trim -%}
+SELECT __sm_op AS op, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new) }} AS __sm_new,
+{% if dedupe %}CAST(round(sum(__sm_w)) AS BIGINT){% else %}count(*){% endif %} AS n
+FROM {% if dedupe %}(SELECT *, CASE WHEN __sm_op = 2 THEN 1.0 / size(collect_set(__sm_srow) OVER (PARTITION BY __sm_file, __sm_row)) ELSE 1.0 END AS __sm_w FROM {{ ctx.changes }} WHERE __sm_op IN (1, 2)){% else %}{{ ctx.changes }}{% endif %}
+WHERE __sm_op IN (1, 2, 3)
+GROUP BY 1, 2, 3
+{%- endmacro %}
+
+{#- A JSON array of the given columns as strings: partition values as text that keeps NULL apart
+    from every string ('None', 'null', '' included), in both hosts (dbt's agate would read the
+    strings 'null' and '' of a plain column as NULL). -#}
+{% macro spark_merge__json_of(columns) -%}
+{%- if columns -%}to_json(array({% for c in columns %}CAST({{ c }} AS STRING){{ ", " if not loop.last }}{% endfor %})){%- else -%}'[]'{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__partition_json(table, qualifier='') -%}
+{%- set cols = [] -%}
+{%- for p in table.partition_columns -%}{%- do cols.append(qualifier ~ spark_merge.spark_merge__quote(p)) -%}{%- endfor -%}
+{{ spark_merge.spark_merge__json_of(cols) }}
+{%- endmacro %}
+
+{#- Rows with a partition_json column (`column`, default __sm_part), each copied into `out` with
+    'partition': {partition column: string value or none}. -#}
+{% macro spark_merge__decode_partitions(table, rows, out, column='__sm_part') -%}
+{%- for r in rows -%}
+  {%- set values = fromjson(r[column]) -%}
+  {%- set part = {} -%}
+  {%- for c in table.partition_columns -%}{%- do part.update({c: values[loop.index0]}) -%}{%- endfor -%}
+  {%- set row = {} -%}
+  {%- do row.update(r) -%}
+  {%- do row.update({'partition': part}) -%}
+  {%- do out.append(row) -%}
+{%- endfor -%}
 {%- endmacro %}
 
 {#-
-  From change_summary_sql's rows: out.metrics (rows inserted, updated, deleted)
-  and out.partitions, the touched partitions ({column: string}), sorted by
-  their values as text: where a deleted or updated row was, and where an inserted or updated
-  row goes (an UPDATE that changes a partition column touches both).
+  From change_summary_sql's rows: out.metrics (rows inserted, updated, deleted),
+  out.partitions, the touched partitions ({column: string or none}), sorted by
+  partition_key: where a deleted or updated row was, and where an inserted or
+  updated row goes (an UPDATE that changes a partition column touches both); and
+  out.deltas, per partition_key, how many rows the rewrite adds to the partition
+  (negative: removes), which the write must match (output_errors).
 -#}
 {% macro spark_merge__summarize_changes(table, rows, out) -%}
 {%- set m = {'numTargetRowsInserted': 0, 'numTargetRowsDeleted': 0, 'numTargetRowsUpdated': 0} -%}
 {%- set names = {1: 'numTargetRowsInserted', 2: 'numTargetRowsDeleted', 3: 'numTargetRowsUpdated'} -%}
-{%- set seen, partitions = {}, [] -%}
+{%- set seen, deltas, partitions = {}, {}, [] -%}
 {%- for r in rows -%}
-  {%- do m.update({names[r.op | int]: m[names[r.op | int]] + r.n | int}) -%}
-  {%- for side in ['old', 'new'] if table.partition_columns and (r.op | int) in ({'old': [2, 3], 'new': [1, 3]}[side]) -%}
+  {%- set n = r.n | int -%}
+  {%- do m.update({names[r.op | int]: m[names[r.op | int]] + n}) -%}
+  {%- for side in ['old', 'new'] if (r.op | int) in ({'old': [2, 3], 'new': [1, 3]}[side]) -%}
+    {%- set values = fromjson(r['__sm_' ~ side]) -%}
     {%- set part = {} -%}
-    {%- for p in table.partition_columns -%}{%- do part.update({p: r['__sm_' ~ side ~ loop.index0]}) -%}{%- endfor -%}
-    {%- do seen.update({spark_merge.spark_merge__partition_key(table.partition_columns, part): part}) -%}
+    {%- for p in table.partition_columns -%}{%- do part.update({p: values[loop.index0]}) -%}{%- endfor -%}
+    {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, part) -%}
+    {%- do seen.update({k: part}) -%}
+    {%- do deltas.update({k: deltas.get(k, 0) + (n if side == 'new' else -n)}) -%}
   {%- endfor -%}
 {%- endfor -%}
 {%- for k in seen.keys() | sort -%}{%- do partitions.append(seen[k]) -%}{%- endfor -%}
-{%- if not table.partition_columns and rows -%}{%- do partitions.append({}) -%}{%- endif -%}
-{%- do out.update({'metrics': m, 'partitions': partitions}) -%}
+{%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas}) -%}
 {%- endmacro %}
 
 {#- New content of the touched partitions (or of the whole unpartitioned table). -#}
@@ -335,19 +438,30 @@ SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge_
 FROM {{ ctx.changes }} WHERE __sm_op = 1
 {%- endmacro %}
 
-{#- Files, bytes, rows and directory per partition of `relation` (metadata columns only). -#}
+{#- Files, bytes, rows and directory per partition (__sm_part, as partition_json) of `relation`
+    (metadata columns only); decode_partitions reads the partitions. -#}
 {% macro spark_merge__file_stats_sql(table, relation, where=none) -%}
 {%- set pcols = table.partition_columns -%}
-SELECT {% for p in pcols %}{{ spark_merge.spark_merge__quote(p) }}, {% endfor -%}
+SELECT __sm_part,
 url_decode(replace(regexp_extract(__sm_f, '^(.*)/[^/]*$', 1), '+', '%2B')) AS dir,
 count(*) AS files, sum(__sm_size) AS bytes, sum(__sm_rows) AS rows
 FROM (
-  SELECT {% for p in pcols %}CAST({{ spark_merge.spark_merge__quote(p) }} AS STRING) AS {{ spark_merge.spark_merge__quote(p) }}, {% endfor -%}
+  SELECT {{ spark_merge.spark_merge__partition_json(table) }} AS __sm_part,
   _metadata.file_path AS __sm_f, max(_metadata.file_size) AS __sm_size, count(*) AS __sm_rows
   FROM {{ relation }}{% if where %} WHERE {{ where }}{% endif %}
-  GROUP BY {% for p in pcols %}{{ spark_merge.spark_merge__quote(p) }}, {% endfor %}_metadata.file_path
+  GROUP BY 1, 2
 )
-GROUP BY {% for p in pcols %}{{ spark_merge.spark_merge__quote(p) }}, {% endfor %}dir
+GROUP BY 1, 2
+{%- endmacro %}
+
+{#- Changed target rows whose file the touched partitions no longer hold: the changes were read
+    from files that are not the ones the commit replaces (another merge's cache, or a write that
+    bypassed spark-merge); up to 3 such files. -#}
+{% macro spark_merge__stale_files_sql(table, ctx, where=none) -%}
+SELECT __sm_file AS file FROM (SELECT DISTINCT __sm_file FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)) AS __sm_c
+LEFT ANTI JOIN (SELECT DISTINCT _metadata.file_path AS __sm_f FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %}) AS __sm_t
+  ON __sm_c.__sm_file = __sm_t.__sm_f
+LIMIT 3
 {%- endmacro %}
 
 {#- An empty directory for a touched partition that ends up with no rows. -#}
@@ -358,26 +472,25 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
 {%- endmacro %}
 
 {% macro spark_merge__cleanup_statements(ctx, out) -%}
-{%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx.changes) -%}
-{%- do out.append('DROP VIEW IF EXISTS ' ~ ctx.changes) -%}
-{%- if ctx.get('source') -%}
-{%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx.source) -%}
-{%- do out.append('DROP VIEW IF EXISTS ' ~ ctx.source) -%}
-{%- endif -%}
+{%- for kind in ['changes', 'source'] if ctx.get(kind ~ '_view') -%}
+{%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
+{%- do out.append('DROP VIEW IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
+{%- if ctx.get(kind ~ '_table') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx[kind ~ '_table']) -%}{%- endif -%}
+{%- endfor -%}
 {%- if ctx.get('stage') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- endif -%}
 {%- endmacro %}
 
 {#-
-  Where each rewritten partition goes, from file stats (rows of file_stats_sql as
-  dicts) of the partitions before (`old`) and of the staging table (`new`).
+  Where each rewritten partition goes, from file stats (rows of file_stats_sql,
+  decoded by decode_partitions) of the partitions before (`old`) and of the staging table (`new`).
   Fills `out`: repoints (see spark_merge_commit.sql), empty (directories to create
   with empty_partition_sql first: partitions left with no rows) and metrics.
 -#}
 {% macro spark_merge__repoints(table, ctx, partitions, old, new, out) -%}
 {%- set pcols = table.partition_columns -%}
 {%- set old_by, new_by = {}, {} -%}
-{%- for r in old -%}{%- do old_by.update({spark_merge.spark_merge__partition_key(pcols, r): r}) -%}{%- endfor -%}
-{%- for r in new -%}{%- do new_by.update({spark_merge.spark_merge__partition_key(pcols, r): r}) -%}{%- endfor -%}
+{%- for r in old -%}{%- do old_by.update({spark_merge.spark_merge__partition_key(pcols, r.partition): r}) -%}{%- endfor -%}
+{%- for r in new -%}{%- do new_by.update({spark_merge.spark_merge__partition_key(pcols, r.partition): r}) -%}{%- endfor -%}
 {%- set repoints, empty = [], [] -%}
 {%- for part in partitions -%}
   {%- set k = spark_merge.spark_merge__partition_key(pcols, part) -%}
@@ -412,16 +525,41 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
 }}) -%}
 {%- endmacro %}
 
+{#- One text per partition, NULL apart from every string (the string 'None' included). -#}
 {% macro spark_merge__partition_key(pcols, row) -%}
-{%- for c in pcols %}{{ row[c] | string | tojson }}/{% endfor -%}
+{%- for c in pcols %}{% if row[c] is none %}null{% else %}{{ row[c] | string | tojson }}{% endif %}/{% endfor -%}
 {%- endmacro %}
 
-{#- Partitions (by key) whose files differ between two file_stats_sql results: another writer's commit. -#}
+{#- Partitions (by key) whose files differ between two decoded file_stats_sql results: another writer's commit. -#}
 {% macro spark_merge__changed_partitions(table, before, now, out) -%}
 {%- set a, b = {}, {} -%}
-{%- for r in before -%}{%- do a.update({spark_merge.spark_merge__partition_key(table.partition_columns, r): [r.dir, r.files | int, r.bytes | int, r.rows | int]}) -%}{%- endfor -%}
-{%- for r in now -%}{%- do b.update({spark_merge.spark_merge__partition_key(table.partition_columns, r): [r.dir, r.files | int, r.bytes | int, r.rows | int]}) -%}{%- endfor -%}
+{%- for r in before -%}{%- do a.update({spark_merge.spark_merge__partition_key(table.partition_columns, r.partition): [r.dir, r.files | int, r.bytes | int, r.rows | int]}) -%}{%- endfor -%}
+{%- for r in now -%}{%- do b.update({spark_merge.spark_merge__partition_key(table.partition_columns, r.partition): [r.dir, r.files | int, r.bytes | int, r.rows | int]}) -%}{%- endfor -%}
 {%- for k in (a.keys() | list) + (b.keys() | list) if a.get(k) != b.get(k) and k not in out -%}
   {%- do out.append(k) -%}
+{%- endfor -%}
+{%- endmacro %}
+
+{#-
+  The write guards the plan: the staged rows (`new`, decoded file stats of the
+  staging table) lie only in the planned partitions, and each planned partition
+  holds exactly its rows before (`old`) plus the plan's delta (summarize_changes'
+  deltas; none: counts unchecked). Appends to `out` one message per violation;
+  any message stops the merge before its journal.
+-#}
+{% macro spark_merge__output_errors(table, partitions, deltas, old, new, out) -%}
+{%- set pcols = table.partition_columns -%}
+{%- set planned, before, after = [], {}, {} -%}
+{%- for p in partitions -%}{%- do planned.append(spark_merge.spark_merge__partition_key(pcols, p)) -%}{%- endfor -%}
+{%- for r in old -%}{%- set k = spark_merge.spark_merge__partition_key(pcols, r.partition) -%}{%- do before.update({k: before.get(k, 0) + r.rows | int}) -%}{%- endfor -%}
+{%- for r in new -%}{%- set k = spark_merge.spark_merge__partition_key(pcols, r.partition) -%}{%- do after.update({k: after.get(k, 0) + r.rows | int}) -%}{%- endfor -%}
+{%- for k in after.keys() | sort if k not in planned -%}
+  {%- do out.append('the rewrite wrote ' ~ after[k] ~ ' row(s) into partition ' ~ (k.rstrip('/') or 'of the table') ~ ', which the plan did not list') -%}
+{%- endfor -%}
+{%- for k in planned if deltas is not none -%}
+  {%- set expected = before.get(k, 0) + deltas.get(k, 0) -%}
+  {%- if after.get(k, 0) != expected -%}
+    {%- do out.append('the rewrite wrote ' ~ after.get(k, 0) ~ ' row(s) into partition ' ~ (k.rstrip('/') or 'of the table') ~ ' where the plan gives ' ~ expected ~ ' (' ~ before.get(k, 0) ~ ' before, ' ~ '%+d' | format(deltas.get(k, 0)) ~ ')') -%}
+  {%- endif -%}
 {%- endfor -%}
 {%- endmacro %}

@@ -173,6 +173,30 @@ DESCRIBE QUERY SELECT {% for p in parts -%}
 {%- endfor %} FROM {{ spark_merge.spark_merge__scope_from(spec, table, parts[0].scope) }}
 {%- endmacro %}
 
+{#- Analysis only: Spark refuses a non-deterministic join condition (INVALID_NON_DETERMINISTIC_EXPRESSIONS),
+    so joining with one row ON the conditions asks Spark's own rule, UDFs included. EXPLAIN COST
+    returns the analyzer's refusal as its text instead of failing (dbt cannot catch a failure);
+    probe_deterministic reads it. -#}
+{% macro spark_merge__determinism_probe_sql(spec, table, parts) -%}
+EXPLAIN COST SELECT 1 FROM {{ spark_merge.spark_merge__scope_from(spec, table, parts[0].scope) }}
+JOIN (SELECT 1 AS __sm_one) AS __sm_det ON {% for p in parts %}({{ p.expr }}){{ " AND " if not loop.last }}{% endfor %}
+{%- endmacro %}
+
+{#- out.deterministic from the probe's text; any other refusal (a subquery Spark allows in a
+    filter but not in a join) says nothing about determinism. -#}
+{% macro spark_merge__probe_deterministic(plan_text, out) -%}
+{%- do out.update({'deterministic': 'INVALID_NON_DETERMINISTIC_EXPRESSIONS' not in plan_text}) -%}
+{%- endmacro %}
+
+{#- The conditions whose determinism to ask about: ON (WHERE) and every WHEN and partition_filter condition. -#}
+{% macro spark_merge__conditions(parts, scope, out) -%}
+{%- for p in parts if p.expect == 'boolean' and p.scope == scope -%}{%- do out.append(p) -%}{%- endfor -%}
+{%- endmacro %}
+
+{% macro spark_merge__nondeterministic_error(part) -%}
+{{ part.label }} is not deterministic: {{ part.expr }}. As in Spark's own MERGE, ON and WHEN conditions must give the same answer every time they are evaluated; draw the value once per source row in the source instead (USING (SELECT *, rand() AS r FROM ...) and test s.r)
+{%- endmacro %}
+
 {% macro spark_merge__describe_source_sql(spec) -%}
 DESCRIBE QUERY SELECT * FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS {{ spark_merge.spark_merge__quote(spec.source_alias) }}
 {%- endmacro %}

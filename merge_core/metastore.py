@@ -1,0 +1,94 @@
+"""The commit's visible step in as few metastore calls as the session allows.
+
+A classic SparkSession reaches Spark's external catalog (through py4j), whose
+``alterPartitions`` changes the locations of many partitions in one call, which the
+Hive metastore applies in one transaction (HiveAlterHandler.alterPartitions): a
+reader that lists the partitions sees all of them at the old or all at the new
+location. Partitions the commit creates follow in one ``ALTER TABLE ... ADD``
+statement (one createPartitions call), after their data is complete.
+
+A Spark Connect session has no such path (the client sends SQL and plans, not calls
+into the server's catalog), and the dbt materialization can only send SQL: both
+repoint with one ``ALTER TABLE ... PARTITION (...) SET LOCATION`` per partition.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from . import faults, macros
+
+log = logging.getLogger("spark_merge")
+
+
+def _catalog(spark: SparkSession) -> Any | None:
+    """Spark's external catalog of a classic session, or None (Spark Connect)."""
+    jss = getattr(spark, "_jsparkSession", None)
+    if jss is None:
+        return None
+    try:
+        return jss.sessionState().catalog().externalCatalog()
+    except Exception as e:  # an unusual session: fall back to SQL
+        log.debug("external catalog not reachable: %s", e)
+        return None
+
+
+def batch_available(spark: SparkSession) -> bool:
+    return _catalog(spark) is not None
+
+
+def _scala_map(spark: SparkSession, values: dict) -> Any:
+    jvm = spark._jvm
+    java = jvm.java.util.HashMap()
+    for k, v in values.items():
+        java.put(k, v)  # None: the catalog's NULL partition value
+    companion = getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$")
+    return getattr(companion, "from")(jvm.scala.jdk.javaapi.CollectionConverters.asScala(java))
+
+
+def _with_location(spark: SparkSession, partition: Any, location: str) -> Any:
+    """A copy of a CatalogTablePartition whose storage points at ``location``."""
+    storage = partition.storage()
+    fields = [storage.productElement(i) for i in range(storage.productArity())]
+    fields[0] = spark._jvm.scala.Option.apply(spark._jvm.org.apache.hadoop.fs.Path(location).toUri())
+    parts = [partition.productElement(i) for i in range(partition.productArity())]
+    parts[1] = storage.copy(*fields)
+    return partition.copy(*parts)
+
+
+def repoint(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
+    """Point each partition (or the table) at its new location; returns the seconds between the
+    first and the last visible change. Idempotent, so a recovery may replay it."""
+    catalog = _catalog(spark) if table["partition_columns"] else None
+    if catalog is None:
+        return _repoint_by_statements(spark, table, repoints)
+    db, name = table["database"], table["table_name"]
+    moved, added = spark._jvm.java.util.ArrayList(), []
+    for r in repoints:
+        spec = _scala_map(spark, {c: r["partition"][c] for c in table["partition_columns"]})
+        found = catalog.getPartitionOption(db, name, spec)
+        if found.isDefined():
+            moved.add(_with_location(spark, found.get(), r["location"]))
+        else:
+            added.append(r)
+    t0 = time.monotonic()
+    if moved.size():
+        catalog.alterPartitions(db, name, spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(moved).toSeq())
+    if moved.size() and added:
+        faults.reached("between_repoints")
+    if added:
+        spark.sql(macros.render("add_partitions_sql", table, added))
+    return time.monotonic() - t0
+
+
+def _repoint_by_statements(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
+    statements = macros.fill_list("repoint_statements", table, repoints)
+    t0 = time.monotonic()
+    for n, stmt in enumerate(statements, start=1):
+        spark.sql(stmt)
+        if n < len(statements):
+            faults.reached("between_repoints")
+    return time.monotonic() - t0
