@@ -284,3 +284,29 @@ def test_aggregation_engine_model(spark, project):
     assert rows(spark, t) == expected
     project.dbt("run", "-s", "account_activity", "--full-refresh", vars={"batches": [1, 2, 3]})
     assert rows(spark, t) == expected
+
+
+def test_null_partitions_random_sources_and_conditions_through_dbt(spark, project):
+    """The dbt path: rows move into and out of the NULL partition (never confused with 'None'), a
+    model drawing rand() is read once, and a non-deterministic merge condition is refused."""
+    project.model("nulls", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
+                           "select * from values {{ var('rows', \"(1, 'a', CAST(NULL AS STRING)), (2, 'b', 'None'), (3, 'c', 'x')\") }} "
+                           "as s(id, v, p)")
+    project.dbt("run", "-s", "nulls")
+    t = project.table("nulls")
+    project.dbt("run", "-s", "nulls", vars={"rows": "(1, 'a2', 'x'), (2, 'b2', CAST(NULL AS STRING)), (4, 'd', NULL)"})
+    assert rows(spark, t) == [(1, "a2", "x"), (2, "b2", None), (3, "c", "x"), (4, "d", None)]
+
+    project.model("rnd", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
+                         "select CAST(id AS INT) AS id, CAST(floor(rand() * 5) AS INT) AS p from range(0, {{ var('n', 10) }})")
+    project.dbt("run", "-s", "rnd")
+    project.dbt("run", "-s", "rnd", vars={"n": 20})
+    assert sorted(r[0] for r in rows(spark, project.table("rnd"))) == list(range(20))
+
+    project.model("rnd", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p'], "
+                         "merge_clauses=[{'when': 'matched', 'condition': 'rand() < 0.5', 'action': 'delete'}]) }}\n"
+                         "select CAST(id AS INT) AS id, 0 AS p from range(0, 5)")
+    before = snapshot(spark, project.table("rnd"))
+    project.dbt("run", "-s", "rnd", ok=False)
+    assert "is not deterministic" in project.run_results()["rnd"]["message"]
+    assert snapshot(spark, project.table("rnd")) == before
