@@ -329,11 +329,14 @@ LIMIT {{ limit }}
 {%- set old, new = [], [] -%}
 {%- for p in table.partition_columns -%}{%- do old.append('__sm_old' ~ loop.index0) -%}{%- do new.append('__sm_c' ~ idx[loop.index0]) -%}{%- endfor -%}
 {%- set dedupe = spark_merge.spark_merge__dedupes_deletes(spec, resolved) | trim -%}
-SELECT __sm_op AS op, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new) }} AS __sm_new,
-{% if dedupe %}CAST(round(sum(__sm_w)) AS BIGINT){% else %}count(*){% endif %} AS n
-FROM {% if dedupe %}(SELECT *, CASE WHEN __sm_op = 2 THEN 1.0 / size(collect_set(__sm_srow) OVER (PARTITION BY __sm_file, __sm_row)) ELSE 1.0 END AS __sm_w FROM {{ ctx.changes }} WHERE __sm_op IN (1, 2)){% else %}{{ ctx.changes }}{% endif %}
-WHERE __sm_op IN (1, 2, 3)
-GROUP BY 1, 2, 3
+SELECT __sm_op AS op, __sm_old, __sm_new, {% if dedupe %}CAST(round(sum(__sm_w)) AS BIGINT){% else %}count(*){% endif %} AS n
+FROM (
+  SELECT __sm_op, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new) }} AS __sm_new
+  {%- if dedupe %}, CASE WHEN __sm_op = 2 THEN 1.0 / size(collect_set(__sm_srow) OVER (PARTITION BY __sm_file, __sm_row)) ELSE 1.0 END AS __sm_w{% endif %}
+  FROM {{ ctx.changes }}
+  WHERE __sm_op IN (1, 2, 3)
+)
+GROUP BY __sm_op, __sm_old, __sm_new
 {%- endmacro %}
 
 {#- A JSON array of the given columns as strings: partition values as text that keeps NULL apart
@@ -442,16 +445,18 @@ FROM {{ ctx.changes }} WHERE __sm_op = 1
     (metadata columns only); decode_partitions reads the partitions. -#}
 {% macro spark_merge__file_stats_sql(table, relation, where=none) -%}
 {%- set pcols = table.partition_columns -%}
-SELECT __sm_part,
-url_decode(replace(regexp_extract(__sm_f, '^(.*)/[^/]*$', 1), '+', '%2B')) AS dir,
-count(*) AS files, sum(__sm_size) AS bytes, sum(__sm_rows) AS rows
+SELECT __sm_part, dir, count(*) AS files, sum(__sm_size) AS bytes, sum(__sm_rows) AS rows
 FROM (
-  SELECT {{ spark_merge.spark_merge__partition_json(table) }} AS __sm_part,
-  _metadata.file_path AS __sm_f, max(_metadata.file_size) AS __sm_size, count(*) AS __sm_rows
-  FROM {{ relation }}{% if where %} WHERE {{ where }}{% endif %}
-  GROUP BY 1, 2
+  SELECT __sm_part, url_decode(replace(regexp_extract(__sm_f, '^(.*)/[^/]*$', 1), '+', '%2B')) AS dir, __sm_size, __sm_rows
+  FROM (
+    SELECT __sm_part, __sm_f, max(__sm_size) AS __sm_size, count(*) AS __sm_rows
+    FROM (SELECT {{ spark_merge.spark_merge__partition_json(table) }} AS __sm_part, _metadata.file_path AS __sm_f,
+                 _metadata.file_size AS __sm_size
+          FROM {{ relation }}{% if where %} WHERE {{ where }}{% endif %})
+    GROUP BY __sm_part, __sm_f
+  )
 )
-GROUP BY 1, 2
+GROUP BY __sm_part, dir
 {%- endmacro %}
 
 {#- Changed target rows whose file the touched partitions no longer hold: the changes were read
