@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from merge_core import (
-    ConflictError, DuplicateMatchError, MergeRun, ValidationError, macros, merge, rollback, to_spec, vacuum,
+    ConflictError, DuplicateMatchError, MergeRun, ValidationError, compact, macros, merge, rollback, to_spec, vacuum,
 )
 from merge_core.engine import drop_dead_leftovers
 from .conftest import rows, snapshot
@@ -281,3 +281,22 @@ def test_an_integer_null_partition_with_upsert_rollback_and_vacuum(spark, db):
     assert rows(spark, t) == [(1, 1, None), (2, 2, 0)]
     vacuum(spark, t, retain_hours=0)
     assert rows(spark, t) == [(1, 1, None), (2, 2, 0)]
+
+
+def test_null_partitions_through_merge_on_read_compaction_and_a_merge_engine(spark, db):
+    mor = f"{db}.mor"
+    spark.sql(f"CREATE TABLE {mor} (id INT, v STRING, w BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
+    for batch in ("(1, 'a', 1, CAST(NULL AS STRING)), (2, 'b', 1, 'None')", "(1, 'a2', 2, NULL), (3, 'c', 1, NULL)"):
+        merge(spark, {"target": mor, "source": f"SELECT * FROM VALUES {batch} AS s(id, v, w, p)"},
+              primary_key="id", watermark_key="w", upsert_mode="merge-on-read")
+    assert rows(spark, mor) == [(1, "a2", 2, None), (2, "b", 1, "None"), (3, "c", 1, None)]
+    done = compact(spark, mor)
+    assert done["rows_before"] == 4 and done["rows_after"] == 3
+    assert rows(spark, f"{mor}__sm_log") == [(1, "a2", 2, None), (2, "b", 1, "None"), (3, "c", 1, None)]
+
+    agg = f"{db}.agg"
+    spark.sql(f"CREATE TABLE {agg} (id INT, n BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {agg} VALUES (1, 1, NULL), (2, 1, 'null')")
+    merge(spark, {"target": agg, "source": "SELECT * FROM VALUES (1, 5, CAST(NULL AS STRING)), (2, 7, 'null') AS s(id, n, p)"},
+          primary_key="id", merge_engine="aggregation", aggregate_function={"n": "sum"})
+    assert rows(spark, agg) == [(1, 6, None), (2, 8, "null")]
