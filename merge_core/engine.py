@@ -71,6 +71,11 @@ _LIVE_LOCK = threading.Lock()
 _LEFTOVER = re.compile(r"^__sm_(?:source|changes)_(\d{14}_[0-9a-f]{8})$")
 
 
+def _live_ids() -> set[str]:
+    with _LIVE_LOCK:
+        return set(_LIVE)
+
+
 def drop_dead_leftovers(spark: SparkSession) -> list[str]:
     """Uncache and drop this session's temporary views of merges no longer alive in this process.
 
@@ -85,8 +90,7 @@ def drop_dead_leftovers(spark: SparkSession) -> list[str]:
     except SPARK_ERRORS as e:  # a catalog without views: nothing to drop
         log.debug("listing views: %s", e)
         return dropped
-    with _LIVE_LOCK:
-        live = set(_LIVE)
+    live = _live_ids()
     for v in views:
         found = _LEFTOVER.match(v["viewName"])
         if not v["isTemporary"] or not found or found.group(1) in live:
@@ -100,7 +104,7 @@ def drop_dead_leftovers(spark: SparkSession) -> list[str]:
     return dropped
 
 
-ORPHAN_MIN_AGE_HOURS = 1.0  # a merge's tables older than this belong to a dead merge (as its staging, retention.py)
+ORPHAN_MIN_AGE_HOURS = 1.0  # a merge's tables and staging older than this belong to a dead merge (retention.py too)
 _MERGE_TABLE = re.compile(r"^__sm_(?:stage|src|chg)_((\d{14})_[0-9a-f]{8})$")
 
 
@@ -126,8 +130,7 @@ def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: floa
         log.debug("listing tables: %s", e)
         return []
     cutoff = datetime.now(timezone.utc) - timedelta(hours=min_age_hours)
-    with _LIVE_LOCK:
-        live = set(_LIVE)
+    live = _live_ids()
     dropped = []
     for r in found:
         name = r["tableName"]

@@ -78,13 +78,21 @@ def break_lock(spark: SparkSession, table: dict) -> None:
     spark.sql(macros.render("unlock_sql", table))
 
 
-def break_if_dead(spark: SparkSession, table: dict, owner: dict | None = None) -> bool:
-    """Break the lock when its holder is dead. True if it was broken."""
+def break_if_dead(spark: SparkSession, table: dict, owner: dict | None = None, finished: str | None = None) -> bool:
+    """Break a lock that guards no work any more: its holder's lease lapsed (the process is gone),
+    or its holder is ``finished``, the merge whose commit is complete (the table's last finished
+    merge, or one recovery just completed: its holder died between the done mark and the
+    release). True if it was broken."""
     owner = owner if owner is not None else holder(spark, table)
-    if owner is None or not is_dead(owner):
+    if owner is None:
         return False
-    log.warning("breaking the commit lock on %s of %s: its lease lapsed, the holder is gone",
-                table["name"], describe(owner))
+    if finished is not None and owner["merge_id"] == finished:
+        log.warning("releasing the commit lock of merge %s on %s: its commit is complete", finished, table["name"])
+    elif is_dead(owner):
+        log.warning("breaking the commit lock on %s of %s: its lease lapsed, the holder is gone",
+                    table["name"], describe(owner))
+    else:
+        return False
     break_lock(spark, table)
     return True
 
@@ -102,9 +110,10 @@ def wait_until_free(spark: SparkSession, table: dict, wait_s: float | None = Non
     commit to end, so the plan reads the table as that commit leaves it."""
     wait_s = LOCK_WAIT_S if wait_s is None else wait_s
     deadline = time.monotonic() + wait_s
+    finished = table["properties"].get("spark_merge.last_merge_id")
     while True:
         owner = holder(spark, table)
-        if owner is None or break_if_dead(spark, table, owner):
+        if owner is None or break_if_dead(spark, table, owner, finished):
             return
         if time.monotonic() > deadline:
             raise _live_holder_error(table, owner, wait_s) from None

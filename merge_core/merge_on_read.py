@@ -119,11 +119,14 @@ class _Compaction:
         self.staged = self.journaled = False
         self.commit_guard = threading.Lock()  # nothing aborts a compaction from another thread
 
+    def final_metrics(self) -> dict:
+        """The rewrite's metrics plus the log rows the compaction dropped, as of now."""
+        return dict(self.metrics, numTargetRowsDeleted=self.rows_before - self.metrics["numOutputRows"],
+                    executionTimeMs=int((time.monotonic() - self.t0) * 1000))
+
     def history_entry(self, version_after: int) -> dict:
         """The compaction's entry, carried by its journal (see MergeRun.history_entry)."""
-        metrics = dict(self.metrics, numTargetRowsDeleted=self.rows_before - self.metrics["numOutputRows"],
-                       executionTimeMs=int((time.monotonic() - self.t0) * 1000))
-        return dict(_entry(self.table, self.merge_id, "compact", self.statement, metrics, self.repoints),
+        return dict(_entry(self.table, self.merge_id, "compact", self.statement, self.final_metrics(), self.repoints),
                     version_after=version_after)
 
     def check_not_stopped(self) -> None:
@@ -163,7 +166,7 @@ def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | N
         moment = datetime.now(timezone.utc) - timedelta(hours=tombstone_retention_hours)
         cutoff = f"CAST(TIMESTAMP'{moment:%Y-%m-%d %H:%M:%S}+00:00' AS {first['type']})"
     job = _Compaction(spark, table)
-    t0 = job.t0 = time.monotonic()
+    job.t0 = time.monotonic()
     job.statement = f"COMPACT {name}"
     before = job.rows_before = spark.sql(f"SELECT count(*) FROM {table['relation']}").collect()[0][0]
     job.partitions = ([r["partition"] for r in paradigms.file_stats(job, table["relation"])]
@@ -181,8 +184,7 @@ def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | N
 
             files.remove(job.ctx["stage_location"])
         raise
-    metrics = dict(job.metrics, numTargetRowsDeleted=before - job.metrics["numOutputRows"],
-                   executionTimeMs=int((time.monotonic() - t0) * 1000))  # its history entry: see history_entry
+    metrics = job.final_metrics()  # its history entry (history_entry) went with the journal
     log.info("compacted %s: %d log rows -> %d", name, before, metrics["numOutputRows"])
     return {"merge_id": job.merge_id, "rows_before": before, "rows_after": metrics["numOutputRows"], "metrics": metrics}
 

@@ -239,10 +239,5 @@ def recover(spark: SparkSession, table: dict) -> bool:
         apply_journal(spark, table, journal["merge_id"], [dict(r, exists=False) for r in repoints],
                       journal.get("entry") if repoints else None, recovered=True)
         finished = journal["merge_id"]
-    owner = lock.holder(spark, table)
-    if owner is not None and owner["merge_id"] == finished:
-        log.warning("releasing the commit lock of merge %s on %s: its commit is complete", finished, table["name"])
-        lock.break_lock(spark, table)
-    elif owner is not None:
-        lock.break_if_dead(spark, table, owner)
+    lock.break_if_dead(spark, table, finished=finished)
     return bool(journal)

@@ -31,14 +31,13 @@ from pyspark.sql import SparkSession
 
 from . import files, lock, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
-from .engine import drop_dead_stage_tables, new_merge_id, refuse_foreign_format
+from .engine import ORPHAN_MIN_AGE_HOURS, drop_dead_stage_tables, new_merge_id, refuse_foreign_format
 from .errors import ConflictError, SpecError, UnsupportedError
 from .history_store import read_history
 
 log = logging.getLogger("spark_merge")
 
 DEFAULT_RETENTION_HOURS = 168.0   # 7 days, as Delta Lake; table property spark_merge.retention_hours overrides
-ORPHAN_MIN_AGE_HOURS = 1.0        # staging of an uncommitted merge may belong to a merge still running
 _STAGING = re.compile(r"^_merge_(\d{14})_[0-9a-f]{8}$")
 _EMPTY = re.compile(r"/empty-\d+$")
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # how the catalog spells a NULL partition value
@@ -142,7 +141,7 @@ def vacuum(spark: SparkSession, table_name: str, retain_hours: float | None = No
     if retain_hours is None:
         retain_hours = retention_hours(table)
     if not dry_run:  # the catalog entries of dead merges' staging and read-once tables
-        drop_dead_stage_tables(spark, table, ORPHAN_MIN_AGE_HOURS)
+        drop_dead_stage_tables(spark, table)
     if retain_hours < 0:
         raise SpecError(f"retention must be zero or more hours, got {retain_hours:g}")
     result = VacuumResult(table["name"], retain_hours, dry_run)

@@ -126,6 +126,17 @@ def test_a_dead_holders_lock_is_broken_in_seconds(spark, acct):
     assert amount(spark, acct, 1) == 7 and lock.holder(spark, table) is None
 
 
+def test_the_lock_of_a_finished_commit_is_released_at_begin_without_waiting(spark, acct, monkeypatch):
+    """A holder that died between marking its commit done and releasing the lock, its lease still
+    running: the table names it as its last finished merge, so begin releases it at once."""
+    table = describe_table(spark, acct.split("."))
+    spark.sql(f"ALTER TABLE {acct} SET TBLPROPERTIES ('spark_merge.last_merge_id' = 'done')")
+    _lock(spark, table, "done", 60)
+    monkeypatch.setattr(lock, "LOCK_WAIT_S", 1)  # waiting for it would fail the merge
+    merge(spark, f"UPDATE {acct} SET amount = 9 WHERE id = 1")
+    assert amount(spark, acct, 1) == 9 and lock.holder(spark, table) is None
+
+
 def test_recover_and_vacuum_break_a_dead_holders_lock(spark, acct):
     table = describe_table(spark, acct.split("."))
     _lock(spark, table, "dead", -(lock.GRACE_S + 1))
