@@ -7,7 +7,6 @@ validated the spec, built the changes and passed the duplicate check.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -18,22 +17,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from . import faults, files, lock, macros, paradigms
+from . import faults, files, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
 from .history_store import write_history
-from .errors import (
-    ConflictError, DuplicateMatchError, EngineRejected, MergeError, NotNullViolation, RetryableConflict, TargetError,
-    ValidationError,
-)
+from .host import SparkHost
+from .errors import ConflictError, MergeError, RetryableConflict, TargetError, ValidationError
 from .parse import on_equalities
 from .spec import MergeSpec
 from .validate import validate
 
 log = logging.getLogger("spark_merge")
-_RAISED = re.compile(r"(MERGE_NOT_NULL_VIOLATION|MERGE_ENGINE_REJECTED): (.*?)(?:\.? SQLSTATE|\n|$)")
 
 
 
@@ -188,16 +183,15 @@ class MergeRun:
         # handler (Airflow's on_kill, an execution timeout) can stop the statement in flight.
         self.tag = f"spark_merge_{self.merge_id}"
         self._stopped = False
-        # held while the paradigm decides to journal and writes the journal, and while an abort
-        # decides whether the staged data may go: never both (an abort from another thread must
-        # not remove data a journal is about to point at)
-        self.commit_guard = threading.Lock()
+        # the lifecycle macros' primitives (host.py); its guard keeps an abort from another thread
+        # away from a journal being written
+        self.host = SparkHost(spark, self.merge_id, stop_check=self.check_not_stopped)
+        self.commit_guard = self.host.guard
+        self.s: dict = {}  # the planned changes the lifecycle macros read and fill
 
     # -- helpers -----------------------------------------------------------------
     def _sql(self, text: str):
-        self.check_not_stopped()  # aborted meanwhile (on_kill): no statement may follow the clean-up
-        log.debug("[%s] SQL: %s", self.merge_id, text)
-        return self.spark.sql(text)
+        return self.host._sql(text)
 
     def _tag(self, add: bool) -> None:
         try:
@@ -206,7 +200,7 @@ class MergeRun:
             log.debug("[%s] job tag: %s", self.merge_id, e)
 
     def _rows(self, text: str) -> list[dict]:
-        return [r.asDict() for r in self._sql(text).collect()]
+        return [r.asDict() for r in self.host._sql(text, collect=True)]
 
     def _step(self, name: str) -> _Step:
         return _Step(self, name)
@@ -226,9 +220,9 @@ class MergeRun:
                 refuse_foreign_format(self.table)
                 drop_dead_stage_tables(self.spark, self.table)
                 # a commit in progress changes what we would plan against: let it finish first
-                # (a dead holder's lock is broken here, before any planning work)
-                lock.wait_until_free(self.spark, self.table)
-                if paradigms.recover(self.spark, self.table):
+                # (a dead holder's lock is broken here, before any planning work), then finish
+                # an interrupted one
+                if macros.fill("lifecycle_settle", self.host, self.table)["recovered"]:
                     self.table = describe_table(self.spark, self.spec.target)
             if self.spec.upsert:  # generate the guarded MERGE now that the column types are known
                 compiled = macros.fill("upsert_spec", self.spec_data, self.table)
@@ -242,7 +236,13 @@ class MergeRun:
                                                     self.spec_data["source_alias"])
             self.paradigm = paradigms.choose(self.table, self.target)
             self.paradigm.begin(self)
-            self.plan_hash = hashlib.sha256(self.explain(placeholder_id=True).encode()).hexdigest()[:16]
+            self.s = {
+                "spec": self.spec_data, "table": self.table, "resolved": self.resolved, "ctx": self.ctx,
+                "merge_id": self.merge_id, "metrics": self.metrics, "kind": self.spec.kind,
+                "paradigm": self.paradigm.name, "statement": self.spec.sql, "insert_only": bool(self.spec.insert_only),
+            }
+            macros.render("lifecycle_plan_hash", self.host, self.s)
+            self.plan_hash = self.s["plan_hash"]
         self.state = "begun"
         faults.reached("after_validation")
         info = {
@@ -289,114 +289,43 @@ class MergeRun:
         parts += self.paradigm.explain(self, ctx)
         return ";\n\n".join(parts) + ";\n"
 
-    def _plan_sql(self, text: str) -> list[dict]:
-        """A planning statement whose failure may be a check raised in SQL (NOT NULL, a merge engine)."""
-        try:
-            return self._rows(text)
-        except Exception as e:
-            raised = _RAISED.search(str(e))
-            if raised:
-                error = NotNullViolation if raised.group(1) == "MERGE_NOT_NULL_VIOLATION" else EngineRejected
-                raise error(raised.group(2)) from None
-            if isinstance(e, SPARK_ERRORS) or (isinstance(e, PySparkException) and not self._stopped):
-                # an analysis error, or one a row raised at run time (a decimal or integer overflow
-                # under ANSI mode, a failed cast): name it, no JVM stack
-                raise MergeError(f"the merge plan failed in Spark, nothing was written: {spark_message(e)}") from None
-            raise
-
-    def _read_once(self, kind: str, select: str) -> None:
-        """Make sure every later step reads the same rows of the ``kind`` ('source' or 'changes').
-
-        Spark serves a cache only to a plan equal to the cached one; a seedless
-        non-deterministic function (rand(), uuid()) is seeded anew each time its
-        view is read, so its cache is never used. Then the rows are written once
-        to a managed table of this merge and read from there.
-        """
-        plan_text = self._rows(macros.render("read_once_probe_sql", self.ctx, kind))[0]["plan"]
-        if macros.fill("read_once_served", plan_text)["served"]:
-            return
-        with self._step(f"plan: the {kind} is non-deterministic; writing it once to {self.ctx[kind + '_table']}"):
-            for stmt in macros.fill_list("materialize_statements", self.ctx, kind, select):
-                self._plan_sql(stmt)
-
     def _prunes_by_matches(self) -> bool:
         """A partitioned target merged with a source: find the matched partitions first (step 1)."""
         return bool(self.table["partition_columns"]) and self.spec_data["source_kind"] != "none"
 
     def plan(self) -> dict:
-        """Build the changes, run the duplicate check, count, find partitions. No writes."""
-        spec, table, ctx = self.spec_data, self.table, self.ctx
-        source_rows, narrowed = None, {}
-        if spec["source_kind"] != "none":
-            with self._step("plan: read the source once"):
-                self._plan_sql(macros.render("cache_source_sql", spec, ctx))
-                self._read_once("source", macros.render("source_select", spec, ctx))
-                stats = self._plan_sql(macros.render("source_stats_sql", table, ctx))[0]
-            source_rows = stats["numSourceRows"]
-            narrowed = macros.fill("match_filter", table, ctx, stats)
-            ctx["match_filter"] = narrowed["filter"]
-            if narrowed["filter"]:
-                log.info("[%s] target scans narrowed to %s", self.merge_id, narrowed["filter"][:300])
-        how = narrowed.get("matched_by", "join")
-        if self._prunes_by_matches() and how != "filter":
-            with self._step(f"plan: find partitions with matched rows ({'key range' if how == 'range' else 'key-only join'})"):
-                matched = macros.fill_list("decode_partitions", table, self._rows(
-                    macros.render("matched_partitions_sql", spec, table, ctx, source_rows, how == "range")))
-            ctx["scan_filter"] = macros.render("scan_filter", spec, table, matched)
-            log.info("[%s] %d partition(s) hold matched rows", self.merge_id, len(matched))
-        # the cache is lazy: the first statement reading it (the duplicate check, else the summary)
-        # runs the join and fills it, so the join costs no job of its own
-        self._plan_sql(macros.render("cache_changes_sql", spec, table, self.resolved, ctx))
-        self._read_once("changes", macros.render("changes_sql", spec, table, self.resolved, ctx))
-        dup_sql = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
-        if dup_sql:
-            with self._step(f"plan: join target and source, duplicate check ({spec['duplicate_rule']} rule)"):
-                dups = self._plan_sql(dup_sql)
-            if dups:
-                raise DuplicateMatchError(spec["duplicate_rule"], dups)
-        with self._step(f"plan: {'' if dup_sql else 'join target and source, '}count changes and find the partitions they touch"):
-            summary = macros.fill("summarize_changes", table, self._plan_sql(
-                macros.render("change_summary_sql", spec, table, self.resolved, ctx)))
-        self.metrics["numSourceRows"] = source_rows or 0
-        self.metrics.update(summary["metrics"])
-        changed = sum(summary["metrics"].values())
+        """Build the changes, run the duplicate check, count, find partitions. No writes.
+        (spark_merge__lifecycle_plan, the same statements dbt runs.)"""
+        macros.render("lifecycle_plan", self.host, self.s)
         # for an append these are the partitions it adds files to (rollback needs to know)
-        self.partitions = summary["partitions"]
-        self.deltas = summary["deltas"]  # rows each partition gains or loses: the write must match
-        ctx["broadcast_changed"] = broadcasts_changed(summary["metrics"])
+        self.partitions = self.s["partitions"]
+        self.deltas = self.s["deltas"]  # rows each partition gains or loses: the write must match
         self.state = "planned"
+        changed = sum(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
         info = {"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}
         log.info("PLAN %s", json.dumps(info))
         return info
 
     def execute(self) -> None:
         """Write the changes the paradigm's way and commit them atomically."""
-        for name in ("numTargetRowsCopied", "numOutputRows", "numTargetFilesAdded", "numTargetFilesRemoved",
-                     "numTargetBytesAdded", "numTargetBytesRemoved", "numTargetPartitionsRewritten"):
-            self.metrics.setdefault(name, 0)
-        changed = any(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
-        if changed:
+        if self.target is None:  # a file table: spark_merge__lifecycle_write, as under dbt
+            macros.render("lifecycle_write", self.host, self.s)
+            self.repoints = self.s.get("repoints", [])
+        elif any(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")):
             self.paradigm.write(self)
         self.state = "committed"
 
     def history_entry(self, version_after: int) -> dict:
-        """This merge's history entry (history_store.py), as of now. A journaled commit carries it
-        in its journal, so whoever completes the commit (this run, or a recovery) writes it."""
+        """This merge's history entry as of now (spark_merge__history_entry, the one builder)."""
         self.metrics["executionTimeMs"] = int((time.monotonic() - self._t0) * 1000)
-        return {
-            "merge_id": self.merge_id, "target": self.table["name"], "kind": self.spec.kind,
-            "paradigm": self.paradigm.name, "plan_hash": self.plan_hash, "status": "committed",
-            "statement": self.spec.sql, "metrics": dict(self.metrics), "partitions": self.partitions,
-            "repoints": self.repoints, "version_before": self.table["version"], "version_after": version_after,
-        }
+        return macros.fill("history_entry", self.s, version_after)
 
     def finish(self) -> MergeResult:
         """Record FINISH with metrics (history entry, unless the commit wrote it) and clean up."""
-        if not self.journaled or self.target is not None:  # not written by a file-table commit: an
-            # append, a merge that changed nothing, a database target (its transaction has its own row)
-            committed = self.metrics.get("numTargetRowsInserted") and self.spec.insert_only and self.target is None
-            entry = self.history_entry(self.table["version"] + (1 if committed else 0))
-            write_history(self.spark, self.table, entry)
+        if self.target is None:
+            macros.render("lifecycle_finish", self.host, self.s)
+        else:  # a database target: its transaction has its own row; the Spark side gets one too
+            write_history(self.spark, self.table, self.history_entry(self.table["version"]))
         self.metrics["executionTimeMs"] = int((time.monotonic() - self._t0) * 1000)
         result = MergeResult(self.merge_id, self.table["name"], self.paradigm.name, self.plan_hash,
                              dict(self.metrics), list(self.partitions))
@@ -412,7 +341,7 @@ class MergeRun:
         table and its files. Safe to call from another thread or a signal handler."""
         if self.state in ("committed", "finished", "aborted") or self._stopped:
             return
-        self._stopped = True
+        self._stopped = self.host.stopped = True
         try:
             stopped = self.spark.interruptTag(self.tag)
             if stopped:
@@ -421,18 +350,19 @@ class MergeRun:
             log.debug("[%s] interrupt: %s", self.merge_id, e)
         self._cleanup()
         self._tag(False)
+        self.host.unlock()
         with self.commit_guard:
             self._abort_staged()
         self.state = "aborted"
 
     def _abort_staged(self) -> None:
-        if self.journaled:
+        if self.journaled or self.host.journaled:
             # Past the commit point: a file table's journal may point at the staged data, so it
             # stays and the next begin (or `recover`) rolls the commit forward; a database
             # transaction commits or rolls back on its own.
             log.error("[%s] abort after the commit began: the commit is left to complete (an interrupted "
                       "file-table commit is finished by the next merge on %s)", self.merge_id, self.table["name"])
-        elif self.staged:
+        elif self.staged or self.s.get("staged"):
             log.warning("[%s] ABORT in state %s: removing staged data", self.merge_id, self.state)
             self.paradigm.discard_staged(self)
         else:
@@ -449,12 +379,10 @@ class MergeRun:
         self._tag(False)
 
     def _cleanup(self) -> None:
-        if hasattr(self, "ctx"):
-            for stmt in macros.fill_list("cleanup_statements", self.ctx):
-                try:
-                    self.spark.sql(stmt)
-                except SPARK_ERRORS as e:
-                    log.warning("[%s] clean-up: %s", self.merge_id, spark_message(e))
+        if self.s:
+            macros.render("lifecycle_cleanup", self.host, self.s)
+        elif hasattr(self, "ctx"):
+            macros.render("lifecycle_cleanup", self.host, {"ctx": self.ctx})
         if hasattr(self, "paradigm"):  # after the caches that read what it releases
             self.paradigm.release(self)
         with _LIVE_LOCK:

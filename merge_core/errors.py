@@ -1,6 +1,8 @@
 """Errors users see. Each names the problem and, where it has one, the statement part."""
 from __future__ import annotations
 
+import re
+
 
 class MergeError(Exception):
     """Base class: every error spark-merge raises on purpose."""
@@ -91,3 +93,26 @@ class RetryableConflict(MergeError):
     """Another merge committed elsewhere in the table since this one began: re-plan and try again."""
 
     code = "MERGE_RETRY"
+
+
+def error_for(code: str, message: str, rows: list[dict] | None = None) -> MergeError:
+    """The error a lifecycle macro's ``host.fail(code, message)`` raises (spark_merge_lifecycle.sql).
+
+    MERGE_VERSION_MOVED is the one code no user sees: another merge committed since this one
+    began, so the Python host plans again (RetryableConflict); dbt reports it as a conflict.
+    """
+    cls = next((c for c in _all(MergeError) if c.code == code), None)
+    if code == "MERGE_VERSION_MOVED":
+        cls = RetryableConflict
+    error = Exception.__new__(cls or MergeError)
+    MergeError.__init__(error, message if cls else f"{code}: {message}")
+    if cls is DuplicateMatchError:
+        found = re.search(r"duplicate_rule=(\w+)", message)
+        error.rule, error.examples = (found.group(1) if found else ""), list(rows or [])
+    if cls is ValidationError:
+        error.errors = [message]
+    return error
+
+
+def _all(cls: type) -> list[type]:
+    return [cls] + [d for c in cls.__subclasses__() for d in _all(c)]

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from pyspark.sql import SparkSession
 
-from . import lock, macros, paradigms
+from . import files, lock, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, relation, spark_message
 from .history_store import write_history
-from .engine import MergeResult, _Step, new_merge_id
+from .engine import MergeResult, new_merge_id
+from .host import SparkHost
 from .errors import TargetError, ValidationError
 from .spec import MergeSpec
 
@@ -107,41 +106,6 @@ def upsert(spark: SparkSession, spec: MergeSpec) -> MergeResult:
     return result
 
 
-class _Compaction:
-    """What paradigms' copy-on-write commit needs from a run, for a whole-table rewrite."""
-
-    def __init__(self, spark: SparkSession, table: dict):
-        self.spark, self.table, self.merge_id = spark, table, new_merge_id()
-        self.ctx = macros.fill("context", {}, table, self.merge_id)
-        self.metrics: dict[str, Any] = {"numTargetRowsInserted": 0, "numTargetRowsUpdated": 0}
-        self.partitions: list[dict] = []
-        self.repoints: list[dict] = []
-        self.staged = self.journaled = False
-        self.commit_guard = threading.Lock()  # nothing aborts a compaction from another thread
-
-    def final_metrics(self) -> dict:
-        """The rewrite's metrics plus the log rows the compaction dropped, as of now."""
-        return dict(self.metrics, numTargetRowsDeleted=self.rows_before - self.metrics["numOutputRows"],
-                    executionTimeMs=int((time.monotonic() - self.t0) * 1000))
-
-    def history_entry(self, version_after: int) -> dict:
-        """The compaction's entry, carried by its journal (see MergeRun.history_entry)."""
-        return dict(_entry(self.table, self.merge_id, "compact", self.statement, self.final_metrics(), self.repoints),
-                    version_after=version_after)
-
-    def check_not_stopped(self) -> None:
-        """A compaction is never stopped from outside (see MergeRun.check_not_stopped)."""
-
-    def _sql(self, text: str):
-        return self.spark.sql(text)
-
-    def _rows(self, text: str) -> list[dict]:
-        return [r.asDict() for r in self.spark.sql(text).collect()]
-
-    def _step(self, name: str) -> _Step:
-        return _Step(self, name)
-
-
 def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | None = None) -> dict:
     """Rewrite the log of a merge-on-read table to one row per key (a journaled commit).
 
@@ -165,27 +129,32 @@ def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | N
                                    f"{first['name']} is {first['type']}"])
         moment = datetime.now(timezone.utc) - timedelta(hours=tombstone_retention_hours)
         cutoff = f"CAST(TIMESTAMP'{moment:%Y-%m-%d %H:%M:%S}+00:00' AS {first['type']})"
-    job = _Compaction(spark, table)
-    job.t0 = time.monotonic()
-    job.statement = f"COMPACT {name}"
-    before = job.rows_before = spark.sql(f"SELECT count(*) FROM {table['relation']}").collect()[0][0]
-    job.partitions = ([r["partition"] for r in paradigms.file_stats(job, table["relation"])]
-                      if table["partition_columns"] else [{}])
-    if not job.partitions:
+    merge_id = new_merge_id()
+    statement = f"COMPACT {name}"
+    before = spark.sql(f"SELECT count(*) FROM {table['relation']}").collect()[0][0]
+    ctx = macros.fill("context", {}, table, merge_id)
+    partitions = ([r["partition"] for r in macros.fill_list("decode_partitions", table, [
+        r.asDict() for r in spark.sql(macros.render("file_stats_sql", table, table["relation"], None)).collect()])]
+        if table["partition_columns"] else [{}])
+    if not partitions:
         return {"merge_id": None, "rows_before": 0, "rows_after": 0}
+    # the copy-on-write commit of a merge (spark_merge__lifecycle_write) with the compacting
+    # query as its stage statement; its history entry goes with the journal
+    s = {"table": table, "ctx": ctx, "merge_id": merge_id, "kind": "compact", "paradigm": "MERGE_ON_READ",
+         "plan_hash": "", "statement": statement, "partitions": partitions, "deltas": None, "rows_before": before,
+         "metrics": {"numSourceRows": 0, "numTargetRowsInserted": 0, "numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0},
+         "stage_statement": macros.render("stage_select_sql", table, ctx, macros.render("mor_compact_select", table, plan, cutoff))}
+    job = SparkHost(spark, merge_id)
     try:
-        paradigms.DeleteRowAndInsertRow._rewrite(
-            job, macros.render("stage_select_sql", table, job.ctx, macros.render("mor_compact_select", table, plan, cutoff)))
+        macros.render("lifecycle_write", job, s)
     except BaseException:
-        for stmt in macros.fill_list("cleanup_statements", job.ctx):
-            spark.sql(stmt)
-        if job.staged and not job.journaled:
-            from . import files
-
-            files.remove(job.ctx["stage_location"])
+        macros.render("lifecycle_cleanup", job, s)
+        job.unlock()
+        if s.get("staged") and not job.journaled:
+            files.remove(ctx["stage_location"])
         raise
-    metrics = job.final_metrics()  # its history entry (history_entry) went with the journal
+    metrics = dict(s["metrics"], executionTimeMs=job.elapsed_ms())
     log.info("compacted %s: %d log rows -> %d", name, before, metrics["numOutputRows"])
-    return {"merge_id": job.merge_id, "rows_before": before, "rows_after": metrics["numOutputRows"], "metrics": metrics}
+    return {"merge_id": merge_id, "rows_before": before, "rows_after": metrics["numOutputRows"], "metrics": metrics}
 
 

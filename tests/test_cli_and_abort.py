@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from merge_core import merge, paradigms
+from merge_core import merge
+from merge_core.host import SparkHost
 from merge_core.cli import main
 
 from .conftest import snapshot, tree
@@ -47,7 +48,7 @@ def test_failure_after_staging_leaves_table_and_disk_as_they_were(spark, people,
     def fail(*args):
         raise RuntimeError("metastore went away")
 
-    monkeypatch.setattr(paradigms, "write_journal", fail)
+    monkeypatch.setattr(SparkHost, "journal", fail)
     with pytest.raises(RuntimeError, match="metastore went away"):
         merge(spark, f"UPDATE {people} SET name = 'x' WHERE id = 1")
     assert snapshot(spark, people) == before

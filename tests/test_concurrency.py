@@ -9,7 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from merge_core import ConflictError, macros, merge, recover, to_spec, vacuum
-from merge_core import lock, paradigms
+from merge_core import lock
+from merge_core.host import SparkHost
 from merge_core.catalog import describe_table
 from merge_core.cli import main
 from merge_core.engine import MergeRun
@@ -172,7 +173,7 @@ def test_recover_command_finishes_an_interrupted_commit(spark, acct, monkeypatch
     def crash(*args, **kwargs):
         raise KeyboardInterrupt("crash after the journal")
 
-    monkeypatch.setattr(paradigms, "apply_journal", crash)
+    monkeypatch.setattr(SparkHost, "repoint", crash)
     with pytest.raises(KeyboardInterrupt):
         merge(spark, f"UPDATE {acct} SET amount = 5 WHERE id = 2")
     monkeypatch.undo()

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from merge_core import merge
-from merge_core import macros, paradigms
+from merge_core import macros
+from merge_core.host import SparkHost
 from merge_core.session import local_cores
 
 from .conftest import rows, tree
@@ -60,11 +61,11 @@ def test_merge_touching_two_of_fifty_partitions_rewrites_exactly_two(spark, fift
 
 def test_interrupted_commit_rolls_forward_at_next_begin(spark, fifty, monkeypatch):
     """A crash after the journal and the first repoint: the next merge finishes the commit first."""
-    def crash_after_first_repoint(spark_, table, merge_id, repoints, *args, **kwargs):
-        spark_.sql(macros.fill_list("repoint_statements", table, repoints)[0])
+    def crash_after_first_repoint(self, table, merge_id, repoints, *args, **kwargs):
+        self.spark.sql(macros.fill_list("repoint_statements", table, repoints)[0])
         raise KeyboardInterrupt("simulated crash")
 
-    monkeypatch.setattr(paradigms, "apply_journal", crash_after_first_repoint)
+    monkeypatch.setattr(SparkHost, "repoint", crash_after_first_repoint)
     with pytest.raises(KeyboardInterrupt):
         merge(spark, f"UPDATE {fifty} SET name = 'x' WHERE dt IN (1, 2)")
     monkeypatch.undo()
@@ -138,7 +139,7 @@ def test_a_dense_key_range_reads_only_partitions_holding_keys_in_range(spark, fi
     r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT id, 'changed' AS name FROM range(1000, 1004)) s
         ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name""")
     assert sorted(p["dt"] for p in r.partitions) == ["0", "1", "2", "3"]
-    assert any("(key range) done" in m for m in caplog.messages)
+    assert any("find partitions with matched rows (key range)" in m for m in caplog.messages)
     assert rows(spark, f"(SELECT id, name FROM {fifty} WHERE dt IN (49, 0, 1, 2, 3, 4) AND id BETWEEN 999 AND 1004)") == [
         (999, "c999"), (1000, "changed"), (1001, "changed"), (1002, "changed"), (1003, "changed"), (1004, "c1004")]
 

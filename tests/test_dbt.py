@@ -104,7 +104,7 @@ def test_duplicate_match_fails_the_model_and_leaves_the_table(spark, project):
     before = snapshot(spark, t)
     project.dbt("run", "-s", "dups", vars={"rows": "(1, 2), (1, 3)"}, ok=False)
     message = project.run_results()["dups"]["message"]
-    assert "MERGE_TARGET_ROW_MULTIPLE_MATCHES" in message and "id=1" in message
+    assert "MERGE_TARGET_ROW_MULTIPLE_MATCHES" in message and "id='1'" in message
     assert snapshot(spark, t) == before
     assert spark.sql("SHOW TABLES LIKE '__sm_lock_dups'").count() == 0
 
@@ -227,16 +227,17 @@ def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(project):
 
 def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, project, monkeypatch):
     """Both hosts share the journal: a dbt run rolls a crashed commit forward before merging."""
-    from merge_core import merge, paradigms
+    from merge_core import merge
+    from merge_core.host import SparkHost
 
     t = project.table("accounts")
     project.dbt("run", "-s", "accounts", "--full-refresh", vars={"batch": 1})
 
-    def crash_after_first_repoint(spark_, table, merge_id, repoints, *args, **kwargs):
-        spark_.sql(macros.fill_list("repoint_statements", table, repoints)[0])
+    def crash_after_first_repoint(self, table, merge_id, repoints, *args, **kwargs):
+        self.spark.sql(macros.fill_list("repoint_statements", table, repoints)[0])
         raise KeyboardInterrupt("simulated crash")
 
-    monkeypatch.setattr(paradigms, "apply_journal", crash_after_first_repoint)
+    monkeypatch.setattr(SparkHost, "repoint", crash_after_first_repoint)
     with pytest.raises(KeyboardInterrupt):
         merge(spark, f"UPDATE {t} SET name = upper(name)")
     monkeypatch.undo()
@@ -245,7 +246,7 @@ def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, pro
     assert rows(spark, t) == [(1, "ANN", 10.0, "eu"), (2, "BOB", 20.0, "us"), (3, "CY", 30.0, "eu"),
                               (4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
     assert spark.sql(f"SHOW TBLPROPERTIES {t} ('spark_merge.journal.parts')").collect()[0][1] == "0"
-    assert any("finishing interrupted merge" in line for line in project.logs)
+    assert any("recovering interrupted merge" in line for line in project.logs)
 
 
 def test_watermark_upsert_model_is_idempotent_across_backfills(spark, project):

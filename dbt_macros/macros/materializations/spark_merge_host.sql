@@ -1,0 +1,157 @@
+{#-
+  dbt's host primitives for the lifecycle macros (spark_merge_lifecycle.sql): the same
+  primitives merge_core/host.py binds to a SparkSession, here made of dbt's own run_query,
+  log and exceptions, so they work over every dbt-spark connection (session, thrift, http).
+  Each statement and primitive is logged at debug level as `spark_merge.trace [kind, text]`
+  (dbt --debug shows them; tests/test_conformance.py compares them with Python's).
+-#}
+
+{% macro spark_merge__dbt_host() -%}
+{{ return({
+  'run': spark_merge.spark_merge__dbt_host_run, 'rows': spark_merge.spark_merge__dbt_host_rows,
+  'step': spark_merge.spark_merge__dbt_host_step, 'warn': spark_merge.spark_merge__dbt_host_step,
+  'fail': spark_merge.spark_merge__dbt_host_fail, 'failpoint': spark_merge.spark_merge__dbt_host_failpoint,
+  'describe': spark_merge.spark_merge__dbt_host_describe,
+  'lock': spark_merge.spark_merge__dbt_lock, 'unlock': spark_merge.spark_merge__dbt_unlock,
+  'wait_free': spark_merge.spark_merge__dbt_wait_free, 'release_finished': spark_merge.spark_merge__dbt_release_finished,
+  'exists': spark_merge.spark_merge__dbt_host_exists, 'repoint': spark_merge.spark_merge__dbt_host_repoint,
+  'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
+  'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
+}) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_trace(kind, text='') -%}
+{%- do log('spark_merge.trace ' ~ tojson([kind, text | trim])) -%}
+{%- endmacro %}
+
+{#- dbt cannot catch an error: `tolerate` only documents that the Python host would. -#}
+{% macro spark_merge__dbt_host_run(sql, tolerate=false) -%}
+{%- do spark_merge.spark_merge__dbt_trace('sql', sql) -%}
+{%- do run_query(sql) -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_rows(sql) -%}
+{%- do spark_merge.spark_merge__dbt_trace('sql', sql) -%}
+{{ return(spark_merge.spark_merge__dbt_rows(sql)) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_step(text) -%}
+{%- do log('spark_merge: ' ~ text, info=true) -%}
+{%- endmacro %}
+
+{#- MERGE_VERSION_MOVED: Python plans again; a dbt model fails, to be run again. -#}
+{% macro spark_merge__dbt_host_fail(code, message, rows=none) -%}
+{%- do spark_merge.spark_merge__dbt_trace('fail', code) -%}
+{%- if code == 'MERGE_VERSION_MOVED' -%}
+  {{ spark_merge.spark_merge__dbt_fail('MERGE_CONFLICT: ' ~ message ~ '; nothing was written, run the model again') }}
+{%- else -%}
+  {{ spark_merge.spark_merge__dbt_fail(code ~ ': ' ~ message) }}
+{%- endif -%}
+{%- endmacro %}
+
+{#- With env SPARK_MERGE_FAULT=<name> the run stops dead here (merge_core/faults.py): it writes the
+    name to the directory $SPARK_MERGE_FAULT_FLAG.d and sleeps in Spark, to be killed by the test. -#}
+{% macro spark_merge__dbt_host_failpoint(name) -%}
+{%- if env_var('SPARK_MERGE_FAULT', '') == name -%}
+  {%- do run_query('INSERT OVERWRITE DIRECTORY ' ~ spark_merge.spark_merge__literal(env_var('SPARK_MERGE_FAULT_FLAG') ~ '.d') ~ ' USING text SELECT ' ~ spark_merge.spark_merge__literal(name)) -%}
+  {%- do run_query("SELECT reflect('java.lang.Thread', 'sleep', CAST(3600000 AS BIGINT))") -%}
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_describe(table) -%}
+{{ return(spark_merge.spark_merge__dbt_describe(table.table_name)) }}
+{%- endmacro %}
+
+{#- dbt has no file system: whether staged data exists cannot be told (Python checks it). -#}
+{% macro spark_merge__dbt_host_exists(location) -%}
+{{ return(none) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_repoint(table, merge_id, repoints) -%}
+{%- do spark_merge.spark_merge__dbt_trace('repoint', repoints | length | string) -%}
+{%- set statements = [] -%}
+{%- do spark_merge.spark_merge__repoint_statements(table, repoints, statements) -%}
+{%- for stmt in statements -%}{%- do run_query(stmt) -%}{%- endfor -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_now() -%}
+{{ return(modules.datetime.datetime.now(modules.pytz.utc).isoformat(timespec='milliseconds')) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_elapsed_ms(s) -%}
+{{ return(((modules.datetime.datetime.now(modules.pytz.utc) - modules.datetime.datetime.fromisoformat(s.started)).total_seconds() * 1000) | int) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_hash(text) -%}
+{{ return(local_md5(text)) }}
+{%- endmacro %}
+
+{#- The commit lock's holder: {merge_id, since, expires, owner, dead}, or none when free. A holder
+    whose lease lapsed (by 5 s, for clock skew) is dead, as merge_core/lock.py decides; a lock
+    without a lease (older spark-merge) is dead after 900 s. -#}
+{% macro spark_merge__dbt_lock_holder(table) -%}
+{%- set held = run_query('SHOW TABLES IN ' ~ spark_merge.spark_merge__quote(table.database) ~ ' LIKE ' ~ spark_merge.spark_merge__literal('__sm_lock_' ~ table.table_name)).rows -%}
+{%- if held | length == 0 -%}{{ return(none) }}{%- endif -%}
+{%- set props = {} -%}
+{%- for row in run_query('SHOW TBLPROPERTIES ' ~ spark_merge.spark_merge__lock_relation(table)).rows -%}{%- do props.update({row[0]: row[1]}) -%}{%- endfor -%}
+{%- set dt = modules.datetime -%}
+{%- set now = dt.datetime.now(modules.pytz.utc) -%}
+{%- set since = props.get('spark_merge.lock.since', '') -%}
+{%- set expires = props.get('spark_merge.lock.expires', '') -%}
+{%- if expires -%}
+  {%- set dead = (now - dt.datetime.fromisoformat(expires)).total_seconds() > 5 -%}
+{%- else -%}
+  {%- set dead = not since or (now - dt.datetime.fromisoformat(since)).total_seconds() > 900 -%}
+{%- endif -%}
+{{ return({'merge_id': props.get('spark_merge.lock.merge_id', '?'), 'since': since, 'expires': expires,
+           'owner': props.get('spark_merge.lock.owner', '?'), 'dead': dead}) }}
+{%- endmacro %}
+
+{#- Wait (up to 120 s, polling every 0.5 s with a sleep in Spark: dbt has none of its own) while a
+    live holder commits; break a dead holder's lock, or the lock of `finished`. True once free. -#}
+{% macro spark_merge__dbt_wait_lock(table, finished=none) -%}
+{%- set state = {'free': false, 'holder': none} -%}
+{%- for attempt in range(240) if not state.free -%}
+  {%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
+  {%- if holder is none -%}
+    {%- do state.update({'free': true}) -%}
+  {%- elif holder.dead or holder.merge_id == finished -%}
+    {%- do log("spark_merge: breaking the commit lock of merge " ~ holder.merge_id ~ " on " ~ table.name ~ " (" ~ ('its lease lapsed' if holder.dead else 'its commit is complete') ~ ")", info=true) -%}
+    {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+    {%- do state.update({'free': true}) -%}
+  {%- else -%}
+    {%- do state.update({'holder': holder}) -%}
+    {%- do run_query("SELECT reflect('java.lang.Thread', 'sleep', CAST(500 AS BIGINT))") -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- if not state.free -%}
+  {{ spark_merge.spark_merge__dbt_fail("MERGE_CONFLICT: " ~ table.name ~ " is being committed by merge " ~ state.holder.merge_id ~ " on " ~ state.holder.owner ~ " (since " ~ state.holder.since ~ ", lease until " ~ state.holder.expires ~ "), which is alive; gave up after 120 s; nothing was written, run the model again once it finishes") }}
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_wait_free(table) -%}
+{%- do spark_merge.spark_merge__dbt_trace('wait_free') -%}
+{%- do spark_merge.spark_merge__dbt_wait_lock(table, table.properties.get('spark_merge.last_merge_id')) -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_release_finished(table, merge_id) -%}
+{%- do spark_merge.spark_merge__dbt_trace('release_finished') -%}
+{%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
+{%- if holder is not none and (holder.dead or holder.merge_id == merge_id) -%}
+  {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The lock with a lease of 120 s (a dbt run cannot renew it from a thread; its commit takes
+    seconds). Two takers race on CREATE TABLE; the loser's run fails with the metastore's error. -#}
+{% macro spark_merge__dbt_lock(table, merge_id) -%}
+{%- do spark_merge.spark_merge__dbt_trace('lock') -%}
+{%- do spark_merge.spark_merge__dbt_wait_lock(table) -%}
+{%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
+{%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(), (now + modules.datetime.timedelta(seconds=120)).isoformat(), 'dbt ' ~ invocation_id)) -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_unlock(table, merge_id=none) -%}
+{%- do spark_merge.spark_merge__dbt_trace('unlock') -%}
+{%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+{%- endmacro %}

@@ -1,0 +1,299 @@
+{#-
+  The lifecycle of a copy-on-write merge, written once for both hosts.
+
+  Each phase is a macro over a `host` that offers a few primitives, and a plain
+  dict `s` (the planned changes: spec, table, resolved, ctx, merge_id, metrics,
+  partitions, deltas, repoints, staged, locked). dbt passes a dict of its own
+  macros as the host (materializations/spark_merge.sql, spark_merge__dbt_host);
+  merge_core renders these same macros with jinja2 and passes a Python object
+  (merge_core/host.py). So both hosts issue the same statements in the same
+  order; tests/test_conformance.py records both and compares them.
+
+  Host primitives:
+    run(sql, tolerate=false)    run a statement (tolerate: a failure is only a warning where the host can catch it)
+    rows(sql)                   run a query, its rows as dicts
+    step(text) / warn(text)     progress and warnings for the user
+    fail(code, message, rows)   stop the merge with an error of that code (MERGE_VERSION_MOVED:
+                                another merge committed since begin; Python plans again, dbt fails)
+    failpoint(name)             crash tests stop here (merge_core/faults.py)
+    describe(table)             the table as the catalog describes it now
+    lock(table, merge_id) / unlock(table, merge_id)   the commit lock (a live holder is waited for)
+    wait_free(table)            before planning: wait for a live commit to end, break a dead one's lock
+    release_finished(table, merge_id)   break a lock that guards no work (finished or dead holder)
+    exists(location)            true / false / none (cannot tell: dbt has no file system)
+    repoint(table, merge_id, repoints)  point partitions at their new directories (Python may batch)
+    journal(sql)                write the commit journal: the commit point (Python: not after an abort)
+    now()                       the time, ISO-8601 UTC
+    elapsed_ms(s)               milliseconds since the merge began
+-#}
+
+{#- Every later step reads the same rows of the `kind` ('source' or 'changes'): Spark serves a
+    cache only to a plan equal to the cached one, and a seedless rand() is seeded anew at each
+    read, so then the rows are written once to a managed table of this merge. -#}
+{% macro spark_merge__lifecycle_read_once(host, ctx, kind, select) -%}
+{%- set served = {} -%}
+{%- do spark_merge.spark_merge__read_once_served(host.rows(spark_merge.spark_merge__read_once_probe_sql(ctx, kind))[0]['plan'], served) -%}
+{%- if not served.served -%}
+  {%- do host.step('plan: the ' ~ kind ~ ' is non-deterministic; writing it once to ' ~ ctx[kind ~ '_table']) -%}
+  {%- set statements = [] -%}
+  {%- do spark_merge.spark_merge__materialize_statements(ctx, kind, select, statements) -%}
+  {%- for stmt in statements -%}{%- do host.run(stmt) -%}{%- endfor -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Stop the merge: release the lock if held, drop this merge's views and tables, fail. -#}
+{% macro spark_merge__lifecycle_fail(host, s, code, message, rows=none) -%}
+{%- if s.get('locked') -%}{%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false}) -%}{%- endif -%}
+{%- do spark_merge.spark_merge__lifecycle_cleanup(host, s) -%}
+{%- do host.fail(code, message, rows) -%}
+{%- endmacro %}
+
+{% macro spark_merge__lifecycle_cleanup(host, s) -%}
+{%- if not s.get('cleaned') -%}
+  {%- set statements = [] -%}
+  {%- do spark_merge.spark_merge__cleanup_statements(s.ctx, statements) -%}
+  {%- for stmt in statements -%}{%- do host.run(stmt, tolerate=true) -%}{%- endfor -%}
+  {%- do s.update({'cleaned': true}) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Begin, before planning: let a live commit end (a dead holder's lock is broken), then finish
+    an interrupted commit (out.recovered: the table changed, describe it again). -#}
+{% macro spark_merge__lifecycle_settle(host, table, out) -%}
+{%- do host.wait_free(table) -%}
+{%- do spark_merge.spark_merge__lifecycle_recover(host, table, out) -%}
+{%- endmacro %}
+
+{#- The plan's fingerprint: the changes query, its merge id replaced (the same for both hosts). -#}
+{% macro spark_merge__lifecycle_plan_hash(host, s) -%}
+{%- do s.update({'plan_hash': host.hash(spark_merge.spark_merge__cache_changes_sql(s.spec, s.table, s.resolved, s.ctx) | trim | replace(s.merge_id, '<id>'))[:16]}) -%}
+{%- endmacro %}
+
+{#- Finish: the history entry, unless the commit's journal carried it, then the clean-up. -#}
+{% macro spark_merge__lifecycle_finish(host, s) -%}
+{%- do s.metrics.update({'executionTimeMs': host.elapsed_ms(s)}) -%}
+{%- if not s.get('journaled') -%}
+  {%- set entry = {} -%}
+  {%- do spark_merge.spark_merge__history_entry(s, s.get('version_after', s.table.version), entry) -%}
+  {%- do entry.update({'finished_at': host.now()}) -%}
+  {%- set hctx = {} -%}
+  {%- do spark_merge.spark_merge__context({}, s.table, s.merge_id, hctx) -%}
+  {%- do host.run(spark_merge.spark_merge__history_write_sql(hctx, entry), tolerate=true) -%}
+{%- endif -%}
+{%- do spark_merge.spark_merge__lifecycle_cleanup(host, s) -%}
+{%- endmacro %}
+
+{#- Plan: the source once (with its ON-key statistics), the partitions holding matched rows, the
+    changes (cached), the duplicate check, the counts and touched partitions. Writes nothing. -#}
+{% macro spark_merge__lifecycle_plan(host, s) -%}
+{%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
+{%- set narrowed = {'matched_by': 'join'} -%}
+{%- do m.update({'numSourceRows': 0}) -%}
+{%- if spec.source_kind != 'none' -%}
+  {%- do host.step('plan: read the source once') -%}
+  {%- do host.run(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
+  {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
+  {%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
+  {%- do m.update({'numSourceRows': stats.numSourceRows | int}) -%}
+  {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
+  {%- do ctx.update({'match_filter': narrowed.filter}) -%}
+  {%- if narrowed.filter -%}{%- do host.step('plan: target scans narrowed to ' ~ narrowed.filter[:300]) -%}{%- endif -%}
+  {%- if table.partition_columns and narrowed.matched_by != 'filter' -%}
+    {%- do host.step('plan: find partitions with matched rows (' ~ ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
+    {%- set matched = [] -%}
+    {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx, m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}
+    {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
+    {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
+  {%- endif -%}
+{%- endif -%}
+{#- the cache is lazy: the first statement reading it (the duplicate check, else the summary) runs the join -#}
+{%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
+{%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx)) -%}
+{%- set dup_sql = spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx) | trim -%}
+{%- if dup_sql -%}
+  {%- do host.step('plan: join target and source, duplicate check (' ~ spec.duplicate_rule ~ ' rule)') -%}
+  {%- set dups = host.rows(dup_sql) -%}
+  {%- if dups -%}
+    {%- set shown = [] -%}
+    {%- for d in dups -%}{%- set kv = [] -%}{%- for k, v in d.items() -%}{%- do kv.append(k ~ '=' ~ spark_merge.spark_merge__shown(v)) -%}{%- endfor -%}{%- do shown.append(kv | join(', ')) -%}{%- endfor -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_TARGET_ROW_MULTIPLE_MATCHES', 'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '). Offending target rows: ' ~ shown | join('; '), dups) -%}
+  {%- endif -%}
+{%- endif -%}
+{%- do host.step('plan: ' ~ ('' if dup_sql else 'join target and source, ') ~ 'count changes and find the partitions they touch') -%}
+{%- set summary = {} -%}
+{%- do spark_merge.spark_merge__summarize_changes(table, host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx)), summary) -%}
+{%- do m.update(summary.metrics) -%}
+{%- for k in ['numTargetRowsCopied', 'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved', 'numTargetPartitionsRewritten'] -%}{%- do m.update({k: 0}) -%}{%- endfor -%}
+{#- for an append these are the partitions it adds files to (rollback needs to know) -#}
+{%- do s.update({'partitions': summary.partitions, 'deltas': summary.deltas}) -%}
+{%- do ctx.update({'broadcast_changed': m.numTargetRowsUpdated + m.numTargetRowsDeleted <= spark_merge.spark_merge__broadcast_rows() | int}) -%}
+{%- endmacro %}
+
+{#- A value as an offending key shows it: strings quoted (as Python's repr), NULL as None. -#}
+{% macro spark_merge__shown(v) -%}
+{%- if v is none -%}None{%- elif v is string -%}'{{ v }}'{%- else -%}{{ v }}{%- endif -%}
+{%- endmacro %}
+
+{#- The table as it is now, failing MERGE_VERSION_MOVED if another merge committed since begin. -#}
+{% macro spark_merge__lifecycle_unchanged(host, s, out) -%}
+{%- set fresh = host.describe(s.table) -%}
+{%- if fresh.version != s.table.version -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_VERSION_MOVED', fresh.name ~ ' moved from version ' ~ s.table.version ~ ' to ' ~ fresh.version ~ ' since this merge began') -%}
+{%- endif -%}
+{%- do out.update(fresh) -%}
+{%- endmacro %}
+
+{#- Files, bytes, rows and directory per partition of `relation` (see file_stats_sql). -#}
+{% macro spark_merge__lifecycle_file_stats(host, table, relation, where, out) -%}
+{%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__file_stats_sql(table, relation, where)), out) -%}
+{%- endmacro %}
+
+{#- The one history-entry builder: what a commit records (the journal carries it). -#}
+{% macro spark_merge__history_entry(s, version_after, out) -%}
+{%- do out.update({
+  'merge_id': s.merge_id, 'target': s.table.name, 'kind': s.kind, 'paradigm': s.paradigm, 'plan_hash': s.plan_hash,
+  'status': 'committed', 'statement': s.statement, 'metrics': s.metrics.copy(), 'partitions': s.partitions,
+  'repoints': s.get('repoints', []), 'version_before': s.table.version, 'version_after': version_after,
+}) -%}
+{%- endmacro %}
+
+{#- Execute: write the planned changes and commit them. An insert-only merge appends under the
+    lock; anything else stages the touched partitions and commits them with a journal. -#}
+{% macro spark_merge__lifecycle_write(host, s) -%}
+{%- set m = s.metrics -%}
+{%- if s.get('stage_statement') or m.numTargetRowsInserted or m.numTargetRowsUpdated or m.numTargetRowsDeleted -%}
+  {%- if s.get('insert_only') -%}
+    {%- do spark_merge.spark_merge__lifecycle_append(host, s) -%}
+  {%- else -%}
+    {%- do spark_merge.spark_merge__lifecycle_rewrite(host, s) -%}
+  {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__lifecycle_append(host, s) -%}
+{%- do host.step('execute: append inserted rows (under the commit lock)') -%}
+{%- do host.lock(s.table, s.merge_id) -%}{%- do s.update({'locked': true}) -%}
+{%- set fresh = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
+{%- do host.failpoint('before_append') -%}
+{%- do host.run(spark_merge.spark_merge__append_sql(s.table, s.ctx)) -%}
+{%- do host.run(spark_merge.spark_merge__version_sql(fresh)) -%}
+{%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false, 'version_after': fresh.version + 1}) -%}
+{%- do s.metrics.update({'numOutputRows': s.metrics.numTargetRowsInserted}) -%}
+{%- endmacro %}
+
+{#- Stage the new content of s.partitions, then commit it. A merge's rewrite is checked against
+    its plan: the changed rows' files are the files the commit replaces, and each partition gains
+    exactly the rows the plan says (s.deltas). Another statement (s.stage_statement: a compaction)
+    is checked only to stay inside s.partitions. -#}
+{% macro spark_merge__lifecycle_rewrite(host, s) -%}
+{%- set table, ctx, m = s.table, s.ctx, s.metrics -%}
+{%- set merging = not s.get('stage_statement') -%}
+{%- set where = spark_merge.spark_merge__partition_filter(table, s.partitions) | trim if table.partition_columns else none -%}
+{%- do host.step('execute: measure partitions to replace') -%}
+{%- set old = [] -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.relation, where, old) -%}
+{%- if merging -%}
+  {%- set stale = host.rows(spark_merge.spark_merge__stale_files_sql(table, ctx, where)) -%}
+  {%- if stale -%}
+    {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, {}) -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_CONFLICT', 'this merge read rows of ' ~ table.name ~ ' from file(s) the table no longer holds (' ~ stale[0].file ~ '): the data changed while it planned; nothing was written, run it again') -%}
+  {%- endif -%}
+{%- endif -%}
+{%- do host.step('execute: write ' ~ s.partitions | length ~ ' partition(s) to staging') -%}
+{%- do s.update({'staged': true}) -%}
+{%- do host.run(s.stage_statement if not merging else spark_merge.spark_merge__stage_sql(table, ctx, s.partitions)) -%}
+{%- set new = [] -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage, none, new) -%}
+{%- do host.run('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}
+{%- do host.failpoint('after_staging') -%}
+{%- set planned = {} -%}
+{%- do spark_merge.spark_merge__repoints(table, ctx, s.partitions, old, new, planned) -%}
+{%- for location in planned.empty -%}{%- do host.run(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}{%- endfor -%}
+{%- do m.update(planned.metrics) -%}
+{%- do m.update({'numTargetRowsCopied': m.numOutputRows - m.numTargetRowsInserted - m.numTargetRowsUpdated}) -%}
+{%- if s.get('rows_before') is not none -%}{#- a compaction: the log rows it dropped -#}
+  {%- do m.update({'numTargetRowsDeleted': s.rows_before - m.numOutputRows}) -%}
+{%- endif -%}
+{%- do s.update({'repoints': planned.repoints}) -%}
+{%- do host.step('commit: lock, check for conflicts, journal, repoint') -%}
+{%- do host.lock(table, s.merge_id) -%}{%- do s.update({'locked': true}) -%}
+{%- set current, changed = [], [] -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.relation, where, current) -%}
+{%- do spark_merge.spark_merge__changed_partitions(table, old, current, changed) -%}
+{%- if changed -%}
+  {%- set names = [] -%}
+  {%- for k in changed[:5] -%}{%- do names.append(k | replace('"', '') | trim('/') or 'all') -%}{%- endfor -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_CONFLICT', 'partition(s) ' ~ names | join(', ') ~ ' of ' ~ table.name ~ ' changed since this merge read them; nothing was written, run it again') -%}
+{%- endif -%}
+{%- set fresh = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
+{#- nothing moved under us (checked above): the staged rows must be exactly the plan's -#}
+{%- set violations = [] -%}
+{%- do spark_merge.spark_merge__output_errors(table, s.partitions, s.deltas if merging else none, old, new, violations) -%}
+{%- if violations -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_PLAN_VIOLATION', violations[:5] | join('; ') ~ '; nothing was committed') -%}
+{%- endif -%}
+{%- for r in s.repoints if host.exists(r.location) is sameas false -%}
+  {%- if loop.first -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_CONFLICT', 'the staged data of this merge (' ~ r.location ~ ') was removed, most likely by a vacuum with a retention shorter than the merge took; nothing was written, run it again') -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- do m.update({'executionTimeMs': host.elapsed_ms(s)}) -%}
+{%- set entry = {} -%}
+{%- do spark_merge.spark_merge__history_entry(s, fresh.version + 1, entry) -%}
+{%- do host.journal(spark_merge.spark_merge__journal_sql(fresh, s.merge_id, s.repoints, entry)) -%}
+{%- do s.update({'journaled': true, 'version_after': fresh.version + 1}) -%}
+{%- do host.failpoint('after_journal') -%}
+{%- do spark_merge.spark_merge__lifecycle_apply_journal(host, fresh, s.merge_id, s.repoints, entry, false) -%}
+{%- do host.unlock(table, s.merge_id) -%}{%- do s.update({'locked': false}) -%}
+{%- endmacro %}
+
+{#- Complete a journaled commit: repoint, write the history entry, mark done, refresh. Every
+    step is idempotent (the entry overwrites its own file), so replaying it is harmless. -#}
+{% macro spark_merge__lifecycle_apply_journal(host, table, merge_id, repoints, entry, recovered) -%}
+{%- do host.repoint(table, merge_id, repoints) -%}
+{%- do host.failpoint('after_last_repoint') -%}
+{%- if entry -%}
+  {%- set e = entry.copy() -%}
+  {%- do e.update({'finished_at': host.now()}) -%}
+  {%- if recovered -%}{%- do e.update({'recovered': true}) -%}{%- endif -%}
+  {%- set hctx = {} -%}
+  {%- do spark_merge.spark_merge__context({}, table, merge_id, hctx) -%}
+  {%- do host.run(spark_merge.spark_merge__history_write_sql(hctx, e), tolerate=true) -%}
+{%- endif -%}
+{%- do host.run(spark_merge.spark_merge__journal_done_sql(table, merge_id)) -%}
+{#- re-read the properties so the clean-up removes exactly the journal keys present now -#}
+{%- set clear = spark_merge.spark_merge__journal_clear_sql(host.describe(table)) | trim -%}
+{%- if clear -%}{%- do host.run(clear) -%}{%- endif -%}
+{%- do host.failpoint('before_refresh') -%}
+{%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
+{%- endmacro %}
+
+{#- Finish an interrupted commit from its journal; out.recovered tells whether there was one.
+    Staged data is only ever removed before its journal exists, so a journal whose new locations
+    are missing was never applied: it is discarded rather than replayed. A lock held by the
+    merge just completed, or by the table's last finished merge, guards no work: released. -#}
+{% macro spark_merge__lifecycle_recover(host, table, out) -%}
+{%- set journal = {} -%}
+{%- do spark_merge.spark_merge__pending_journal(table, journal) -%}
+{%- if journal.get('corrupt') -%}
+  {%- do host.fail('MERGE_CORRUPT_JOURNAL', spark_merge.spark_merge__corrupt_journal_message(table, journal) | trim) -%}
+{%- endif -%}
+{%- set finished = {'id': table.properties.get('spark_merge.last_merge_id')} -%}
+{%- if journal -%}
+  {%- set missing = [] -%}
+  {%- for r in journal.repoints if host.exists(r.location) is sameas false -%}{%- do missing.append(r.location) -%}{%- endfor -%}
+  {%- set repoints = [] -%}
+  {%- if missing -%}
+    {%- do host.warn('discarding journal of merge ' ~ journal.merge_id ~ ' on ' ~ table.name ~ ': its staged data ' ~ missing[0] ~ ' is gone, nothing was repointed') -%}
+  {%- else -%}
+    {%- do host.warn('recovering interrupted merge ' ~ journal.merge_id ~ ' on ' ~ table.name ~ ': replaying ' ~ journal.repoints | length ~ ' repoint(s)') -%}
+    {%- for r in journal.repoints -%}{%- set c = r.copy() -%}{%- do c.update({'exists': false}) -%}{%- do repoints.append(c) -%}{%- endfor -%}
+  {%- endif -%}
+  {%- do spark_merge.spark_merge__lifecycle_apply_journal(host, table, journal.merge_id, repoints, journal.get('entry') if repoints else none, true) -%}
+  {%- do finished.update({'id': journal.merge_id}) -%}
+{%- endif -%}
+{%- do host.release_finished(table, finished.id) -%}
+{%- do out.update({'recovered': journal | length > 0}) -%}
+{%- endmacro %}

@@ -1,0 +1,163 @@
+"""The Python host of the lifecycle macros (dbt_macros/macros/spark_merge_lifecycle.sql).
+
+The statement sequence of a merge is written once, in Jinja; dbt runs it with its own
+macros as the host primitives, and this class binds the same primitives to a
+SparkSession: statements, progress logs, errors, the waiting commit lock with its
+renewed lease, failpoints, the metastore's batch repoint, and the commit guard that
+keeps an abort from another thread away from a journal being written.
+
+``trace``: set it to a list and every statement and primitive the lifecycle issues is
+appended to it (tests/test_conformance.py compares it with dbt's).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
+from . import faults, files, lock, macros, metastore
+from .catalog import SPARK_ERRORS, describe_table, spark_message
+from .errors import EngineRejected, MergeError, NotNullViolation, error_for
+
+log = logging.getLogger("spark_merge")
+_RAISED = re.compile(r"(MERGE_NOT_NULL_VIOLATION|MERGE_ENGINE_REJECTED): (.*?)(?:\.? SQLSTATE|\n|$)")
+
+trace: list | None = None  # tests: the statements and primitives of every lifecycle, in order
+
+
+def _trace(kind: str, text: str = "") -> None:
+    if trace is not None:
+        trace.append((kind, text))
+
+
+class SparkHost:
+    """Host primitives over ``spark`` for one merge (or one recovery, rollback, compaction)."""
+
+    def __init__(self, spark: SparkSession, merge_id: str = "", stop_check: Callable[[], None] | None = None):
+        self.spark, self.merge_id = spark, merge_id
+        self.stop_check = stop_check or (lambda: None)
+        self.journaled = False
+        # held while the journal is decided and written, and while an abort decides whether the
+        # staged data may go: never both (an abort must not remove data a journal points at)
+        self.guard = threading.Lock()
+        self.stopped = False
+        self._held: Any = None  # the commit lock's context while held
+        self._t0 = time.monotonic()
+
+    # -- statements -----------------------------------------------------------
+    def run(self, sql: str, tolerate: bool = False) -> None:
+        sql = str(sql).strip()
+        _trace("sql", sql)
+        if tolerate:
+            try:
+                self.spark.sql(sql)
+            except SPARK_ERRORS as e:
+                log.warning("[%s] %s: %s", self.merge_id, sql.split("\n")[0][:80], spark_message(e))
+            return
+        self._sql(sql)
+
+    def rows(self, sql: str) -> list[dict]:
+        sql = str(sql).strip()
+        _trace("sql", sql)
+        return [r.asDict() for r in self._sql(sql, collect=True)]
+
+    def _sql(self, sql: str, collect: bool = False) -> Any:
+        self.stop_check()  # aborted meanwhile (on_kill): no statement may follow the clean-up
+        log.debug("[%s] SQL: %s", self.merge_id, sql)
+        try:
+            df = self.spark.sql(sql)
+            return df.collect() if collect else df
+        except Exception as e:
+            if self.journaled:
+                raise
+            raised = _RAISED.search(str(e))
+            if raised:  # a check raised in SQL (NOT NULL, a merge engine)
+                error = NotNullViolation if raised.group(1) == "MERGE_NOT_NULL_VIOLATION" else EngineRejected
+                raise error(raised.group(2)) from None
+            if isinstance(e, SPARK_ERRORS) or (isinstance(e, PySparkException) and not self.stopped):
+                # an analysis error, or one a row raised at run time (an overflow under ANSI
+                # mode, a failed cast): name it, no JVM stack
+                raise MergeError(f"the merge failed in Spark, nothing was written: {spark_message(e)}") from None
+            raise
+
+    # -- the user sees ---------------------------------------------------------
+    def step(self, text: str) -> None:
+        log.info("[%s] %s (%.1f s)", self.merge_id, text, time.monotonic() - self._t0)
+
+    def warn(self, text: str) -> None:
+        log.warning("[%s] %s", self.merge_id, text)
+
+    def fail(self, code: str, message: str, rows: list | None = None) -> None:
+        _trace("fail", code)
+        raise error_for(code, message, rows)
+
+    def failpoint(self, name: str) -> None:
+        faults.reached(name)
+
+    # -- catalog and lock ------------------------------------------------------
+    def describe(self, table: dict) -> dict:
+        return describe_table(self.spark, [table["database"], table["table_name"]])
+
+    def lock(self, table: dict, merge_id: str) -> None:
+        _trace("lock")
+        held = lock.table_lock(self.spark, table, merge_id)
+        held.__enter__()
+        self._held = held
+
+    def unlock(self, table: dict = None, merge_id: str = "") -> None:
+        """Release the commit lock if this host holds it (also on abort)."""
+        held, self._held = self._held, None
+        if held is not None:
+            _trace("unlock")
+            held.__exit__(None, None, None)
+
+    def wait_free(self, table: dict) -> None:
+        _trace("wait_free")
+        lock.wait_until_free(self.spark, table)
+
+    def release_finished(self, table: dict, merge_id: str | None) -> None:
+        _trace("release_finished")
+        lock.break_if_dead(self.spark, table, finished=merge_id)
+
+    # -- files and commit --------------------------------------------------------
+    def exists(self, location: str) -> bool | None:
+        return files.exists(location)
+
+    def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
+        _trace("repoint", str(len(repoints)))
+        window = metastore.repoint(self.spark, table, repoints)
+        log.info("[%s] %d partition location(s) changed within %.3f s", merge_id, len(repoints), window)
+
+    def journal(self, sql: str) -> None:
+        """The commit point: from here the commit is rolled forward, never back."""
+        with self.guard:
+            self.stop_check()
+            self.run(sql)
+            self.journaled = True
+
+    def now(self) -> str:
+        return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+    def elapsed_ms(self, s: dict | None = None) -> int:
+        return int((time.monotonic() - self._t0) * 1000)
+
+    def hash(self, text: str) -> str:
+        return hashlib.md5(str(text).encode()).hexdigest()
+
+
+def recover(spark: SparkSession, table: dict) -> bool:
+    """Finish an interrupted commit from its journal (spark__lifecycle_recover). True if there was one."""
+    return bool(macros.fill("lifecycle_recover", SparkHost(spark), table)["recovered"])
+
+
+def apply_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict], entry: dict | None = None,
+                  recovered: bool = False) -> None:
+    """Complete a journaled commit (repoint, history, done, refresh): spark__lifecycle_apply_journal."""
+    macros.render("lifecycle_apply_journal", SparkHost(spark, merge_id), table, merge_id, repoints, entry, recovered)

@@ -1,0 +1,126 @@
+"""One statement sequence, two hosts: dbt's materialization and merge_core issue the same statements.
+
+The lifecycle (settle, plan, write, commit, finish) is written once in Jinja
+(dbt_macros/macros/spark_merge_lifecycle.sql). dbt runs it with its own macros as host
+primitives, merge_core with host.SparkHost. Both trace every statement and primitive they
+issue; for the same merge into two identical tables the traces must be equal once merge ids,
+table names, locations, times and the history entry's statement text are replaced.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from merge_core import DuplicateMatchError, host, merge
+
+from .conftest import rows
+from .test_dbt import project  # noqa: F401  (the dbt project fixture)
+
+pytestmark = pytest.mark.usefixtures("project")
+
+COLUMNS = ["id", "name", "amount", "region"]
+T, S = "DBT_INTERNAL_DEST", "DBT_INTERNAL_SOURCE"
+
+# (model config, the MERGE the Python host runs for it: {target} {source}, batch)
+SHAPES = {
+    "upsert": ("unique_key='id', partition_by=['region']",
+               f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
+               f"WHEN MATCHED THEN UPDATE SET " + ", ".join(f"`{c}` = {S}.`{c}`" for c in COLUMNS) + " "
+               f"WHEN NOT MATCHED THEN INSERT (" + ", ".join(f"`{c}`" for c in COLUMNS) + ") VALUES ("
+               + ", ".join(f"{S}.`{c}`" for c in COLUMNS) + ")", 2),
+    "insert_only": ("unique_key='id', partition_by=['region'], merge_clauses=[{'when': 'not_matched', 'action': 'insert'}]",
+                    f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
+                    f"WHEN NOT MATCHED THEN INSERT (" + ", ".join(f"`{c}`" for c in COLUMNS) + ") VALUES ("
+                    + ", ".join(f"{S}.`{c}`" for c in COLUMNS) + ")", 2),
+    "delete_and_update": ("unique_key='id', merge_clauses=[{'when': 'matched', 'condition': \"DBT_INTERNAL_SOURCE.op = 'D'\", "
+                          "'action': 'delete'}, {'when': 'matched', 'action': 'update', 'set': {'amount': "
+                          "'DBT_INTERNAL_DEST.amount + DBT_INTERNAL_SOURCE.amount'}}]",
+                          f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
+                          f"WHEN MATCHED AND {S}.op = 'D' THEN DELETE "
+                          f"WHEN MATCHED THEN UPDATE SET amount = {T}.amount + {S}.amount", 3),
+    "duplicate": ("unique_key='id'",
+                  f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
+                  f"WHEN MATCHED THEN UPDATE SET " + ", ".join(f"`{c}` = {S}.`{c}`" for c in COLUMNS) + " "
+                  f"WHEN NOT MATCHED THEN INSERT (" + ", ".join(f"`{c}`" for c in COLUMNS) + ") VALUES ("
+                  + ", ".join(f"{S}.`{c}`" for c in COLUMNS) + ")", 4),
+}
+BATCH_SQL = "select id, name, amount, region{op} from {updates} where batch = {batch}"
+DUPLICATES = "select id, name, amount, region from {updates} where batch = 2 union all select 2, 'twin', 1.0, 'us'"
+
+
+def _model(project, name: str, config: str, body: str) -> None:
+    project.model(name, "{{ config(materialized='spark_merge', " + config + ") }}\n" + body)
+
+
+def _normalize(trace: list, names: dict[str, str]) -> list[tuple[str, str]]:
+    out = []
+    for kind, text in trace:
+        for real, placeholder in names.items():
+            text = text.replace(real, placeholder)
+        text = re.sub(r"\d{14}_[0-9a-f]{8}", "<id>", text)
+        text = re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00", "<ts>", text)
+        text = re.sub(r'(executionTimeMs\\*"\s*:\s*)\d+', r"\1<ms>", text)
+        text = re.sub(r'(plan_hash\\*"\s*:\s*\\*")[0-9a-f]*', r"\1<hash>", text)
+        text = re.sub(r'(statement\\*"\s*:\s*\\*").*?(\\*",)', r"\1<statement>\2", text)
+        out.append((kind, text))
+    return out
+
+
+def _dbt_trace(logs: list[str]) -> list[tuple[str, str]]:
+    return [tuple(json.loads(line.split(" ", 1)[1])) for line in logs if line.startswith("spark_merge.trace ")]
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_dbt_and_python_issue_the_same_statements(spark, project, shape):
+    config, statement, batch = SHAPES[shape]
+    updates = f"{project.schema}.account_updates"
+    name = f"conf_{shape}"
+    op = ", op" if shape == "delete_and_update" else ""
+    _model(project, name, config, BATCH_SQL.format(op=op, updates="{{ ref('account_updates') }}", batch=1))
+    project.dbt("run", "-s", name)
+    dbt_table = project.table(name)
+    py_table = f"{project.schema}.{name}_py"
+    spark.sql(f"DROP TABLE IF EXISTS {py_table}")
+    partitioned = "PARTITIONED BY (region)" if "partition_by" in config else ""
+    spark.sql(f"CREATE TABLE {py_table} USING parquet {partitioned} AS SELECT * FROM {dbt_table}")
+
+    body = (DUPLICATES.format(updates="{{ ref('account_updates') }}") if shape == "duplicate"
+            else BATCH_SQL.format(op=op, updates="{{ ref('account_updates') }}", batch=batch))
+    _model(project, name, config, body)
+    project.dbt("run", "-s", name, ok=shape != "duplicate")
+    from_dbt = _dbt_trace(project.logs)
+
+    view = f"{name}__sm_source_20260101000000_00000000"
+    source = DUPLICATES if shape == "duplicate" else BATCH_SQL.format(op=op, updates=updates, batch=batch)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{view}` AS {source}")
+    host.trace = []
+    try:
+        if shape == "duplicate":
+            with pytest.raises(DuplicateMatchError):
+                merge(spark, statement.format(target=py_table, source=f"`{view}`"))
+        else:
+            merge(spark, statement.format(target=py_table, source=f"`{view}`"))
+        from_python = list(host.trace)
+    finally:
+        host.trace = None
+        spark.sql(f"DROP VIEW IF EXISTS `{view}`")
+
+    root = lambda t: json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0])  # noqa: E731
+    names = {}
+    for table, placeholder in ((py_table, "<target>"), (dbt_table, "<target>")):
+        info = root(table)
+        location = info["table_properties"].get("spark_merge.root") or info["location"]
+        names[location.rstrip("/")] = "<root>"
+        names[f"`{table.split('.')[0]}`.`{table.split('.')[1]}`"] = placeholder
+        names[table] = placeholder
+    names[f"__sm_lock_{name}_py"] = "__sm_lock_<t>"
+    names[f"__sm_lock_{name}"] = "__sm_lock_<t>"
+    python, dbt = _normalize(from_python, names), _normalize(from_dbt, names)
+    assert [k for k, _ in python] == [k for k, _ in dbt], "the hosts took different steps"
+    for number, (p, d) in enumerate(zip(python, dbt)):
+        assert p == d, f"statement {number} differs:\npython: {p[1]}\ndbt:    {d[1]}"
+    assert len(python) > 5
+    if shape != "duplicate":
+        assert rows(spark, py_table) == rows(spark, dbt_table)
