@@ -19,7 +19,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from . import faults, files, macros, paradigms
+from . import files, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, spark_message
 from .history_store import write_history
 from .host import SparkHost
@@ -244,7 +244,6 @@ class MergeRun:
             macros.render("lifecycle_plan_hash", self.host, self.s)
             self.plan_hash = self.s["plan_hash"]
         self.state = "begun"
-        faults.reached("after_validation")
         info = {
             "merge_id": self.merge_id,
             "target": self.table["name"],

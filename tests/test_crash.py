@@ -19,6 +19,7 @@ import pytest
 from merge_core.faults import POINTS
 
 DRIVER = Path(__file__).resolve().parent / "crash_driver.py"
+DBT_DRIVER = Path(__file__).resolve().parent / "dbt_crash_driver.py"
 OLD = [[1, "a", 1], [2, "b", 1], [3, "c", 2], [4, "d", 2]]
 NEW = [[1, "u1", 1], [2, "b", 1], [3, "u3", 2], [4, "d", 2], [5, "n5", 3]]
 # where a crash at each point must leave the table once recovered
@@ -33,14 +34,19 @@ def run_driver(home, mode, env=None, timeout=240):
                           capture_output=True, text=True, timeout=timeout, cwd=home)
 
 
+@pytest.mark.parametrize("host", ["python", "dbt"])
 @pytest.mark.parametrize("point", POINTS)
-def test_sigkill_then_recover(tmp_path, point):
+def test_sigkill_then_recover(tmp_path, point, host):
+    """The same merge, run by merge_core or by dbt's materialization (the same lifecycle macros,
+    dbt's host primitives: its failpoint writes <flag>.d with SQL and sleeps in Spark)."""
     flag = tmp_path / "fault.flag"
-    proc = subprocess.Popen([sys.executable, str(DRIVER), str(tmp_path), "merge"], cwd=tmp_path,
+    command = [str(DRIVER), str(tmp_path), "merge"] if host == "python" else [str(DBT_DRIVER), str(tmp_path)]
+    proc = subprocess.Popen([sys.executable, *command], cwd=tmp_path,
                             env={**os.environ, "SPARK_MERGE_FAULT": point, "SPARK_MERGE_FAULT_FLAG": str(flag)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 240
-    while not flag.exists():
+    reached = flag if host == "python" else Path(f"{flag}.d")
+    while not reached.exists():
         assert proc.poll() is None, f"merge ended before reaching {point}: {proc.stderr.read()[-3000:]}"
         assert time.monotonic() < deadline, f"{point} not reached in time"
         time.sleep(0.2)

@@ -87,6 +87,7 @@
     changes (cached), the duplicate check, the counts and touched partitions. Writes nothing. -#}
 {% macro spark_merge__lifecycle_plan(host, s) -%}
 {%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
+{%- do host.failpoint('after_validation') -%}
 {%- set narrowed = {'matched_by': 'join'} -%}
 {%- do m.update({'numSourceRows': 0}) -%}
 {%- if spec.source_kind != 'none' -%}

@@ -71,7 +71,10 @@
 {%- do spark_merge.spark_merge__dbt_trace('repoint', repoints | length | string) -%}
 {%- set statements = [] -%}
 {%- do spark_merge.spark_merge__repoint_statements(table, repoints, statements) -%}
-{%- for stmt in statements -%}{%- do run_query(stmt) -%}{%- endfor -%}
+{%- for stmt in statements -%}
+  {%- do run_query(stmt) -%}
+  {%- if not loop.last -%}{%- do spark_merge.spark_merge__dbt_host_failpoint('between_repoints') -%}{%- endif -%}
+{%- endfor -%}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_host_now() -%}

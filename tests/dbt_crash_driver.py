@@ -1,0 +1,48 @@
+"""Subprocess side of the dbt crash tests (test_crash.py). Not a test module itself.
+
+    python tests/dbt_crash_driver.py HOME
+Creates the table crash_driver.py creates, then runs the same MERGE as a `spark_merge` dbt
+model (dbt-spark, method: session, reusing this process's SparkSession), so a failpoint
+(SPARK_MERGE_FAULT) stops dbt's run of the lifecycle where crash_driver.py stops Python's.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dbt.cli.main import dbtRunner
+
+from dbt_macros import PACKAGE_DIR
+from merge_core.session import get_session
+
+MODEL = """{{ config(materialized='spark_merge', unique_key='id', partition_by=['p'], merge_clauses=[
+    {'when': 'matched', 'action': 'update', 'set': {'v': 'DBT_INTERNAL_SOURCE.v'}},
+    {'when': 'not_matched', 'action': 'insert'}]) }}
+select * from values (1, 'u1', 1), (3, 'u3', 2), (5, 'n5', 3) as x(id, v, p)
+"""
+PROFILE = """crash:
+  target: local
+  outputs:
+    local: {type: spark, method: session, host: NA, schema: crash}
+"""
+
+
+def main(home: str) -> None:
+    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1"})
+    spark.sql("CREATE DATABASE IF NOT EXISTS crash")
+    spark.sql("CREATE TABLE crash.t (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+    spark.sql("INSERT INTO crash.t VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2), (4, 'd', 2)")
+    project = Path(home) / "dbt"
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text("name: crash\nversion: '1.0.0'\nconfig-version: 2\nprofile: crash\n")
+    (project / "profiles.yml").write_text(PROFILE)
+    (project / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
+    (project / "models" / "t.sql").write_text(MODEL)
+    for args in (["deps"], ["run", "-s", "t"]):
+        result = dbtRunner().invoke([*args, "--project-dir", str(project), "--profiles-dir", str(project)])
+        if not result.success:
+            sys.exit(f"dbt {args[0]} failed: {result.exception}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
