@@ -12,17 +12,16 @@ import logging
 import re
 import threading
 import time
-import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from . import files, macros, paradigms
-from .catalog import SPARK_ERRORS, describe_table, spark_message
+from .catalog import SPARK_ERRORS, describe_table
 from .history_store import write_history
 from .host import SparkHost
+from .result import MergeResult, new_merge_id
 from .errors import ConflictError, MergeError, RetryableConflict, TargetError, ValidationError
 from .parse import on_equalities
 from .spec import MergeSpec
@@ -30,28 +29,6 @@ from .validate import validate
 
 log = logging.getLogger("spark_merge")
 
-
-
-@dataclass
-class MergeResult:
-    merge_id: str
-    target: str
-    paradigm: str
-    plan_hash: str
-    metrics: dict[str, Any]
-    partitions: list[dict] = field(default_factory=list)
-
-    def summary(self) -> str:
-        m = self.metrics
-        return (
-            f"merge {self.merge_id} into {self.target} ({self.paradigm}): "
-            f"source rows {m['numSourceRows']}, inserted {m['numTargetRowsInserted']}, "
-            f"updated {m['numTargetRowsUpdated']}, deleted {m['numTargetRowsDeleted']}, "
-            f"copied {m['numTargetRowsCopied']}; partitions rewritten {m['numTargetPartitionsRewritten']}, "
-            f"files +{m['numTargetFilesAdded']}/-{m['numTargetFilesRemoved']}, "
-            f"bytes +{m['numTargetBytesAdded']}/-{m['numTargetBytesRemoved']}; "
-            f"{m['executionTimeMs'] / 1000:.1f} s"
-        )
 
 
 def broadcasts_changed(metrics: dict) -> bool:
@@ -142,9 +119,15 @@ def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: floa
     return dropped
 
 
-def new_merge_id() -> str:
-    """Sortable by time, unique, and a valid SQL identifier fragment."""
-    return f"{datetime.now(timezone.utc):%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
+def choose_paradigm(table: dict, target=None) -> paradigms.RowChangeParadigm:
+    """How rows change in this target (Trino's row-change paradigms)."""
+    if table["provider"] == "jdbc" and target is not None:
+        from .postgres import ChangeOnlyUpdatedColumns
+
+        return ChangeOnlyUpdatedColumns(target)
+    if table["provider"] in ("parquet", "orc"):
+        return paradigms.DeleteRowAndInsertRow()
+    raise TargetError(f"no row-change paradigm for {table['name']} ({table['provider']})")
 
 
 class _Step:
@@ -234,7 +217,7 @@ class MergeRun:
             if self.spec_data["source_kind"] != "none":
                 self.ctx["on_keys"] = on_equalities(self.spec_data["on"], self.spec_data["target_alias"],
                                                     self.spec_data["source_alias"])
-            self.paradigm = paradigms.choose(self.table, self.target)
+            self.paradigm = choose_paradigm(self.table, self.target)
             self.paradigm.begin(self)
             self.s = {
                 "spec": self.spec_data, "table": self.table, "resolved": self.resolved, "ctx": self.ctx,

@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from . import files, lock, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table, relation, spark_message
 from .history_store import write_history
-from .engine import MergeResult, new_merge_id
+from .result import MergeResult, new_merge_id
 from .host import SparkHost
 from .errors import TargetError, ValidationError
 from .spec import MergeSpec

@@ -11,15 +11,11 @@ every target; the paradigm decides how rows change there, as in Trino:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from . import files, host, macros, metastore
-from .errors import TargetError
-
-if TYPE_CHECKING:
-    from .engine import MergeRun
 
 log = logging.getLogger("spark_merge")
 
@@ -27,21 +23,21 @@ log = logging.getLogger("spark_merge")
 class RowChangeParadigm:
     name = ""
 
-    def write(self, run: "MergeRun") -> None:
+    def write(self, run: "Any") -> None:
         """Apply the planned changes (``run.metrics`` holds the counts) and commit them."""
         raise NotImplementedError
 
-    def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
+    def explain(self, run: "Any", ctx: dict) -> list[str]:
         """The write and commit SQL, as comments and statements, for ``explain``."""
         raise NotImplementedError
 
-    def begin(self, run: "MergeRun") -> None:
+    def begin(self, run: "Any") -> None:
         """Called once the target is known, before planning."""
 
-    def release(self, run: "MergeRun") -> None:
+    def release(self, run: "Any") -> None:
         """Called when the merge ends, committed or not."""
 
-    def discard_staged(self, run: "MergeRun") -> None:
+    def discard_staged(self, run: "Any") -> None:
         """Remove what ``write`` staged before its commit point (on abort)."""
         files.remove(run.ctx["stage_location"])
 
@@ -51,11 +47,11 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
 
     name = "DELETE_ROW_AND_INSERT_ROW"
 
-    def write(self, run: "MergeRun") -> None:
+    def write(self, run: "Any") -> None:
         """A file table's write and commit is spark_merge__lifecycle_write (engine.MergeRun.execute)."""
         raise NotImplementedError
 
-    def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
+    def explain(self, run: "Any", ctx: dict) -> list[str]:
         table = run.table
         if run.spec.insert_only:
             return ["-- 5. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
@@ -80,16 +76,6 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             macros.render("journal_done_sql", table, ctx["merge_id"]),
             macros.render("refresh_sql", table),
         ]
-
-
-def choose(table: dict, target=None) -> RowChangeParadigm:
-    if table["provider"] == "jdbc" and target is not None:
-        from .postgres import ChangeOnlyUpdatedColumns
-
-        return ChangeOnlyUpdatedColumns(target)
-    if table["provider"] in ("parquet", "orc"):
-        return DeleteRowAndInsertRow()
-    raise TargetError(f"no row-change paradigm for {table['name']} ({table['provider']})")
 
 
 def write_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict], entry: dict | None = None) -> None:

@@ -27,15 +27,12 @@ import logging
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from . import faults, macros
 from .errors import ConflictError, SpecError, TargetError
 from .paradigms import RowChangeParadigm
-
-if TYPE_CHECKING:
-    from .engine import MergeRun
 
 log = logging.getLogger("spark_merge")
 DRIVER = "org.postgresql.Driver"
@@ -142,7 +139,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         self.session = None  # holds the merge's advisory lock for its lifetime
 
     # -- lifecycle hooks -----------------------------------------------------------------
-    def begin(self, run: "MergeRun") -> None:
+    def begin(self, run: Any) -> None:
         """Hold this merge's lock, then drop staging tables of merges that died (their locks are free)."""
         self.session = self.target.connect()
         self.session.execute("SELECT pg_advisory_lock(hashtext(%s))", (_lock_key(run.merge_id),))
@@ -156,21 +153,21 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
                 self.session.execute(f"DROP TABLE IF EXISTS {sql_identifier(schema, table)}")
                 self.session.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
-    def release(self, run: "MergeRun") -> None:
+    def release(self, run: Any) -> None:
         run.spark.sql(f"DROP VIEW IF EXISTS {run.table['relation']}")
         if self.session is not None:
             self.session.close()  # releases the advisory lock
             self.session = None
 
-    def discard_staged(self, run: "MergeRun") -> None:
+    def discard_staged(self, run: Any) -> None:
         with self.target.connect() as conn:
             conn.execute(f"DROP TABLE IF EXISTS {self._stage(run)}")
 
     # -- write -------------------------------------------------------------------------
-    def _stage(self, run: "MergeRun") -> str:
+    def _stage(self, run: Any) -> str:
         return sql_identifier(run.table["database"], STAGE_PREFIX + run.merge_id)
 
-    def write(self, run: "MergeRun") -> None:
+    def write(self, run: Any) -> None:
         table, m = run.table, run.metrics
         stage = self._stage(run)
         with run._step("execute: write the changed rows to a PostgreSQL staging table"):
@@ -203,7 +200,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             finally:
                 self.discard_staged(run)
 
-    def statements(self, run: "MergeRun", per_case: dict[int, int]) -> list[tuple[str, int, str]]:
+    def statements(self, run: Any, per_case: dict[int, int]) -> list[tuple[str, int, str]]:
         """(PostgreSQL statement, rows it must change, what it is): DELETE, one UPDATE per update clause,
         one INSERT per insert clause; only the columns a clause assigns are written. `per_case`: rows
         the plan gives each WHEN clause (by its index)."""
@@ -235,7 +232,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
                             f"WHERE s.__sm_op = 1 AND s.__sm_case = {cl['index']}", count, cl["label"]))
         return out
 
-    def _history(self, run: "MergeRun") -> list[tuple[str, tuple]]:
+    def _history(self, run: Any) -> list[tuple[str, tuple]]:
         """The history row, written in the merge's own transaction (so it exists iff the merge does)."""
         history_table = sql_identifier(run.table["database"], HISTORY_TABLE)
         entry = {"merge_id": run.merge_id, "target": run.table["name"], "kind": run.spec.kind,
@@ -247,7 +244,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
                 (f"INSERT INTO {history_table} (merge_id, target, finished_at, entry) VALUES (%s, %s, now(), %s)",
                  (run.merge_id, run.table["name"], json.dumps(entry, default=str)))]
 
-    def explain(self, run: "MergeRun", ctx: dict) -> list[str]:
+    def explain(self, run: Any, ctx: dict) -> list[str]:
         return ["-- 5. stage the changed rows in PostgreSQL (Spark's JDBC writer)",
                 macros.render("jdbc_stage_select", run.table, ctx),
                 "-- 6. one PostgreSQL transaction; each statement must change the rows the plan counts for it",

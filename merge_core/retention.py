@@ -30,7 +30,7 @@ from urllib.parse import unquote
 from pyspark.sql import SparkSession
 
 from . import files, lock, macros, paradigms
-from .catalog import SPARK_ERRORS, describe_table, spark_message
+from .catalog import SPARK_ERRORS, describe_table
 from .engine import ORPHAN_MIN_AGE_HOURS, drop_dead_stage_tables, new_merge_id, refuse_foreign_format
 from .errors import ConflictError, SpecError, UnsupportedError
 from .history_store import read_history
