@@ -1,4 +1,6 @@
-"""A SparkSession for a spark-merge connection, or the embedded local one without a connection.
+"""The hook does the work: a SparkSession for a spark-merge connection (or the embedded local one),
+a PostgreSQL target from a Postgres connection, and the merge itself in a worker thread that
+``abort()`` can stop.
 
 Connection (type `spark_merge`): host is the Spark master URL (`local[4]`, `yarn`, `spark://h:7077`)
 or a Spark Connect URL (`sc://h:15002`; a port in the port field is appended). Extra (JSON):
@@ -6,9 +8,11 @@ or a Spark Connect URL (`sc://h:15002`; a port in the port field is appended). E
 """
 from __future__ import annotations
 
+import contextvars
 import os
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from airflow.sdk import BaseHook
 
@@ -19,9 +23,10 @@ class SparkMergeHook(BaseHook):
     conn_type = "spark_merge"
     hook_name = "spark-merge"
 
-    def __init__(self, spark_merge_conn_id: str | None = None, **kwargs: Any):
+    def __init__(self, spark_merge_conn_id: str | None = None, postgres_conn_id: str | None = None, **kwargs: Any):
         super().__init__(**kwargs)
-        self.spark_merge_conn_id = spark_merge_conn_id
+        self.spark_merge_conn_id, self.postgres_conn_id = spark_merge_conn_id, postgres_conn_id
+        self._abort: Callable[[], None] | None = None
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
@@ -53,3 +58,57 @@ class SparkMergeHook(BaseHook):
         from merge_core.session import get_session
 
         return get_session(**self.session_args())
+
+    def postgres_args(self) -> dict[str, Any]:
+        """merge()'s jdbc_url/user/password from the Postgres connection (its schema field is the
+        database), or nothing: the target is a Spark catalog table."""
+        if not self.postgres_conn_id:
+            return {}
+        conn = self.get_connection(self.postgres_conn_id)
+        return {"jdbc_url": f"jdbc:postgresql://{conn.host}:{conn.port or 5432}/{conn.schema or 'postgres'}",
+                "jdbc_user": conn.login or None, "jdbc_password": conn.password or None}
+
+    def run_merge(self, sql_or_spec: str | dict, options: dict | None = None, max_retries: int = 3,
+                  on_planned: Callable[[dict], None] | None = None):
+        """Run the merge to completion (merge_core.merge) and return its MergeResult.
+
+        It runs in a thread of its own while this one waits. An execution timeout (SIGALRM) or a
+        kill signal raises in the waiting thread; were that thread inside a py4j call, its
+        connection to the JVM would be left mid-answer and every later call on it would misread.
+        Here they only interrupt the wait: ``abort()`` stops the merge's Spark jobs through a
+        connection of this thread, and the worker, its call failed, cleans up.
+        """
+        from merge_core import merge
+
+        spark = self.get_conn()
+        outcome: dict = {}
+
+        def started(abort: Callable[[], None]) -> None:
+            self._abort = abort
+
+        def work() -> None:
+            try:
+                outcome["result"] = merge(spark, sql_or_spec, max_retries=max_retries, on_start=started,
+                                          on_planned=on_planned, **self.postgres_args(), **(options or {}))
+            except BaseException as e:  # handed to the waiting thread
+                outcome["error"] = e
+
+        worker = threading.Thread(target=contextvars.copy_context().run, args=(work,), daemon=True,
+                                  name="spark-merge-worker")
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.2)
+        except BaseException:
+            self.abort()
+            worker.join(60)
+            raise
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["result"]
+
+    def abort(self) -> None:
+        """Stop the running merge and leave the table as it was (a commit whose journal is
+        written is finished by the next run)."""
+        if self._abort is not None:
+            self._abort()

@@ -37,13 +37,14 @@ def describe(spark: Any, table: str) -> dict:
     return {"table": name, "location": props.get("spark_merge.root") or desc.get("location")}
 
 
-def postgres_table(target: Any, parts: list[str]) -> dict:
-    """A PostgreSQL target, named as OpenLineage names PostgreSQL tables (database.schema.table)."""
-    from merge_core.postgres import split_name
-
-    schema, table = split_name(parts)
+def postgres_table(jdbc_url: str, parts: list[str]) -> dict:
+    """A PostgreSQL target, named as OpenLineage names PostgreSQL tables (database.schema.table);
+    a bare table name is in `public`, as merge_core reads it."""
+    where = urlparse(jdbc_url.removeprefix("jdbc:"))
+    schema, table = (["public"] + list(parts))[-2:]
+    database = where.path.strip("/") or "postgres"
     return {"table": f"{schema}.{table}", "location": None,
-            "namespace": f"postgres://{target.host}:{target.port}", "name": f"{target.database}.{schema}.{table}"}
+            "namespace": f"postgres://{where.hostname}:{where.port or 5432}", "name": f"{database}.{schema}.{table}"}
 
 
 def operator_lineage(inputs: list[dict], output: dict, metrics: dict | None):

@@ -7,9 +7,7 @@ source tables as inputs and the target, with its row counts, as output.
 """
 from __future__ import annotations
 
-import contextvars
 import logging
-import threading
 from typing import Any, Sequence
 
 from airflow.sdk import BaseOperator
@@ -46,68 +44,26 @@ class SparkMergeOperator(BaseOperator):
         self.sql, self.spec, self.options = sql, spec, options or {}
         self.spark_merge_conn_id, self.max_retries = spark_merge_conn_id, max_retries
         self.postgres_conn_id = postgres_conn_id
-        self._run = None
-        self._spark = None
+        self._hook: SparkMergeHook | None = None
         self._lineage: dict | None = None
 
     def execute(self, context: Any) -> dict:
         from merge_core import to_spec
-        from merge_core.engine import run
         from merge_core.parse import source_tables
 
         ti = context["ti"]
-        self._spark = SparkMergeHook(self.spark_merge_conn_id).get_conn()
+        self._hook = SparkMergeHook(self.spark_merge_conn_id, postgres_conn_id=self.postgres_conn_id)
         spec = to_spec(self.sql if self.sql is not None else self.spec, **self.options)
-
-        def started(merge_run):
-            self._run = merge_run
-
-        def planned(merge_run, info):
-            begin = {"merge_id": merge_run.merge_id, "target": merge_run.table["name"],
-                     "paradigm": merge_run.paradigm.name, "plan_hash": merge_run.plan_hash,
-                     "partitions_to_rewrite": merge_run.partitions, "changed_rows": info["changed_rows"]}
-            ti.xcom_push(key="merge_begin", value=begin)
-
-        target = postgres_target(self.postgres_conn_id) if self.postgres_conn_id else None
-        result = self._in_worker_thread(
-            lambda: run(self._spark, spec, max_retries=self.max_retries, on_planned=planned, on_start=started,
-                        target=target))
+        result = self._hook.run_merge(spec, max_retries=self.max_retries,
+                                      on_planned=lambda info: ti.xcom_push(key="merge_begin", value=info))
         ti.xcom_push(key="merge_finish", value={"merge_id": result.merge_id, **result.metrics})
         log.info(result.summary())
-        output = lineage.postgres_table(target, spec.target) if target else lineage.describe(self._spark, spec.target_name)
-        self._lineage = {"inputs": [lineage.describe(self._spark, t) for t in source_tables(spec)],
+        spark = self._hook.get_conn()
+        output = (lineage.postgres_table(self._hook.postgres_args()["jdbc_url"], spec.target) if self.postgres_conn_id
+                  else lineage.describe(spark, spec.target_name))
+        self._lineage = {"inputs": [lineage.describe(spark, t) for t in source_tables(spec)],
                          "output": output, "metrics": result.metrics}
         return dict(result.metrics)
-
-    def _in_worker_thread(self, work):
-        """Run the merge in a thread of its own and wait for it here.
-
-        An execution timeout (SIGALRM) or a kill signal raises in the main thread; were that thread
-        inside a py4j call, its connection to the JVM would be left mid-answer and every later call on
-        it would misread. Here they only interrupt the wait: on_kill stops the merge's Spark jobs
-        through a connection of this thread, and the worker, its call failed, aborts cleanly.
-        """
-        outcome: dict = {}
-
-        def work_and_record():
-            try:
-                outcome["result"] = work()
-            except BaseException as e:  # handed to the main thread
-                outcome["error"] = e
-
-        worker = threading.Thread(target=contextvars.copy_context().run, args=(work_and_record,), daemon=True,
-                                  name=f"spark-merge-{self.task_id}")
-        worker.start()
-        try:
-            while worker.is_alive():
-                worker.join(0.2)
-        except BaseException:
-            self.on_kill()
-            worker.join(60)
-            raise
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["result"]
 
     def get_openlineage_facets_on_complete(self, task_instance: Any):
         """Called by the OpenLineage provider after a successful run."""
@@ -116,18 +72,7 @@ class SparkMergeOperator(BaseOperator):
         return lineage.operator_lineage(self._lineage["inputs"], self._lineage["output"], self._lineage["metrics"])
 
     def on_kill(self) -> None:
-        """Airflow calls this on a kill and after an execution timeout: stop this merge's Spark jobs
-        and leave the table as it was (a commit whose journal is written is finished by the next run)."""
-        if self._run is not None:
-            self._run.abort()
-
-
-def postgres_target(conn_id: str):
-    """A PostgreSQL target from an Airflow Postgres connection (the schema field is the database)."""
-    from airflow.sdk import BaseHook
-
-    from merge_core.postgres import PostgresTarget
-
-    conn = BaseHook.get_connection(conn_id)
-    return PostgresTarget(f"jdbc:postgresql://{conn.host}:{conn.port or 5432}/{conn.schema or 'postgres'}",
-                          conn.login or None, conn.password or None)
+        """Airflow calls this on a kill and after an execution timeout: the hook stops the merge's
+        Spark jobs and leaves the table as it was."""
+        if self._hook is not None:
+            self._hook.abort()

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from pyspark.sql import SparkSession
 
@@ -69,16 +69,19 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
 
 def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, max_retries: int = 3,
           jdbc_url: str | None = None, jdbc_user: str | None = None, jdbc_password: str | None = None,
-          **options: Any) -> MergeResult:
+          on_start: Callable | None = None, on_planned: Callable | None = None, **options: Any) -> MergeResult:
     """Run a MERGE, UPDATE or DELETE to completion and return its metrics.
 
     ``max_retries``: how often to plan again when another merge committed elsewhere
     in the table meanwhile (a conflict in the rewritten partitions is never retried).
     ``jdbc_url`` (``jdbc:postgresql://host:5432/db``): the target is that database's table
     (``schema.table``), changed in place by primary key (CHANGE_ONLY_UPDATED_COLUMNS).
+    ``on_start(abort)``: called as each attempt starts with a function that aborts it from another
+    thread; ``on_planned(info)``: after the checks, before any write, with the merge id, target,
+    paradigm, plan hash, partitions to rewrite and changed rows.
     """
-    return run(spark, to_spec(sql_or_spec, **options), max_retries=max_retries,
-               target=jdbc_target(jdbc_url, jdbc_user, jdbc_password))
+    return run(spark, to_spec(sql_or_spec, **options), max_retries=max_retries, on_start=on_start,
+               on_planned=on_planned, target=jdbc_target(jdbc_url, jdbc_user, jdbc_password))
 
 
 def jdbc_target(url: str | None, user: str | None = None, password: str | None = None):

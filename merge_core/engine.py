@@ -284,9 +284,10 @@ class MergeRun:
         self.deltas = self.s["deltas"]  # rows each partition gains or loses: the write must match
         self.state = "planned"
         changed = sum(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
-        info = {"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}
-        log.info("PLAN %s", json.dumps(info))
-        return info
+        log.info("PLAN %s", json.dumps({"merge_id": self.merge_id, "partitions": len(self.partitions),
+                                        "changed_rows": changed}))
+        return {"merge_id": self.merge_id, "target": self.table["name"], "paradigm": self.paradigm.name,
+                "plan_hash": self.plan_hash, "partitions_to_rewrite": self.partitions, "changed_rows": changed}
 
     def execute(self) -> None:
         """Write the changes the paradigm's way and commit them atomically."""
@@ -376,9 +377,10 @@ def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=N
     """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again.
 
     ``target``: a ``postgres.PostgresTarget`` when the target is a PostgreSQL table, else the
-    target is a Spark catalog table. ``on_start(merge_run)`` is called as each attempt starts (the Airflow operator keeps it, to
-    abort it from on_kill); ``on_planned(merge_run, plan_info)`` after the checks, before anything
-    is written (the operator records the begin there).
+    target is a Spark catalog table. ``on_start(abort)`` is called as each attempt starts with a
+    function that aborts it (from another thread or a signal handler: the Airflow hook's on_kill);
+    ``on_planned(info)`` after the checks, before anything is written, with the merge id, target,
+    paradigm, plan hash, partitions to rewrite and changed rows (the operator's XCom begin record).
     """
     if target is None and spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read" and not spec.upsert.get("merge_engine"):
         from . import merge_on_read
@@ -387,12 +389,12 @@ def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=N
     for attempt in range(max_retries + 1):
         merge_run = MergeRun(spark, spec, target)
         if on_start is not None:
-            on_start(merge_run)
+            on_start(merge_run.abort)
         try:
             merge_run.begin()
             info = merge_run.plan()
             if on_planned is not None:
-                on_planned(merge_run, info)
+                on_planned(info)
             merge_run.execute()
             return merge_run.finish()
         except RetryableConflict as e:
