@@ -19,7 +19,7 @@ import logging
 import sys
 from pathlib import Path
 
-from . import MergeError, SpecError, compact, explain, history, merge, recover, repair_journal, rollback, vacuum
+from . import MergeError, SpecError, compact, options, explain, history, merge, recover, repair_journal, rollback, vacuum
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,9 +45,9 @@ def _parser() -> argparse.ArgumentParser:
         src = sp.add_mutually_exclusive_group(required=True)
         src.add_argument("--sql", help="the MERGE, UPDATE or DELETE statement")
         src.add_argument("--file", type=Path, help="a .sql file holding one statement")
-        sp.add_argument("--duplicate-rule", choices=["trino", "postgres", "strict"])
+        declared(sp, options.option("duplicate_rule"))
         sp.add_argument("--dialect", choices=["spark", "trino"], help="how to read the SQL (default: Spark, then Trino)")
-        sp.add_argument("--partition-filter", help="predicate promising where matching target rows live")
+        declared(sp, options.option("partition_filter"))
         sp.add_argument("--json", action="store_true", help="print the result as JSON")
         jdbc_options(sp)
         spark_options(sp)
@@ -55,19 +55,11 @@ def _parser() -> argparse.ArgumentParser:
                                        "safe), or combined by a merge engine (deduplicate, partial-update, ...)")
     sp.add_argument("--target", required=True)
     sp.add_argument("--source", required=True, help="a table name or a SELECT")
-    sp.add_argument("--primary-key", required=True, action="append", help="repeat for a composite key")
-    sp.add_argument("--watermark-key", action="append", help="repeat for a composite watermark")
-    sp.add_argument("--tombstone-key")
-    sp.add_argument("--tombstone-string-key-value")
-    sp.add_argument("--upsert-mode", choices=["copy-on-write", "merge-on-read"])
-    sp.add_argument("--merge-engine", choices=["deduplicate", "partial-update", "aggregation", "first-row"])
-    sp.add_argument("--sequence-field", action="append", help="orders records of a key; repeat for several")
-    sp.add_argument("--row-kind-field", help="column holding +I, -U, +U or -D")
-    sp.add_argument("--ignore-delete", action="store_true", help="drop -U/-D records instead of failing")
+    for name in UPSERT_FLAGS:
+        declared(sp, options.option(name), required=name == "primary_key")
     sp.add_argument("--field", action="append", default=[], metavar="NAME.OPTION=VALUE",
-                    help="a per-field engine option, as Paimon's fields.<name>.<option>: aggregate-function, "
-                         "sequence-group, ignore-retract, distinct, nested-key, list-agg-delimiter "
-                         "(e.g. --field price.aggregate-function=max --field g_1.sequence-group=a,b)")
+                    help="a per-field engine option, as Paimon's fields.<name>.<option>: " + ", ".join(FIELD_OPTIONS)
+                         + " (e.g. --field price.aggregate-function=max --field g_1.sequence-group=a,b)")
     sp.add_argument("--json", action="store_true")
     jdbc_options(sp)
     spark_options(sp)
@@ -102,9 +94,22 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-FIELD_OPTIONS = {"aggregate-function": "aggregate_function", "sequence-group": "sequence_group",
-                 "ignore-retract": "ignore_retract", "distinct": "distinct", "nested-key": "nested_key",
-                 "list-agg-delimiter": "listagg_delimiter"}
+# the upsert command's flags and its --field options, from the one option table (options.py)
+UPSERT_FLAGS = [n for n in options.names("upsert", "engine") if options.option(n)["kind"] != "fields"
+                and options.option(n)["cli"]]
+FIELD_OPTIONS = {o["cli"]: o["name"] for o in options.table() if o["kind"] == "fields"}
+
+
+def declared(parser: argparse.ArgumentParser, o: dict, required: bool = False) -> None:
+    """The flag of a declared option: a list repeats, a choice offers its values, a bool is a switch."""
+    kwargs: dict = {"dest": o["name"], "help": o["help"]}
+    if o["kind"] == "list":
+        kwargs.update(action="append", help=o["help"] + " (repeat for several)")
+    elif o["kind"] == "choice":
+        kwargs["choices"] = o["choices"]
+    elif o["kind"] == "bool":
+        kwargs["action"] = "store_true"
+    parser.add_argument(o["cli"], required=required, **kwargs)
 
 
 def field_options(items: list[str]) -> dict:
@@ -178,23 +183,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.table}: {done['rows_before']} log rows -> {done['rows_after']}")
             return 0
         if args.command == "upsert":
-            result = merge(spark, {"target": args.target, "source": args.source}, primary_key=args.primary_key,
-                           watermark_key=args.watermark_key, tombstone_key=args.tombstone_key,
-                           tombstone_string_key_value=args.tombstone_string_key_value, upsert_mode=args.upsert_mode,
-                           merge_engine=args.merge_engine, sequence_field=args.sequence_field,
-                           row_kind_field=args.row_kind_field, ignore_delete=args.ignore_delete or None,
+            result = merge(spark, {"target": args.target, "source": args.source},
+                           **{name: getattr(args, name) or None for name in UPSERT_FLAGS},
                            jdbc_url=args.jdbc_url, jdbc_user=args.jdbc_user, jdbc_password=args.jdbc_password,
                            **field_options(args.field))
             print(json.dumps(result.metrics, indent=2) if args.json else result.summary())
             return 0
         sql = args.sql if args.sql is not None else args.file.read_text()
-        options = {k: v for k, v in (("duplicate_rule", args.duplicate_rule), ("dialect", args.dialect),
-                                     ("partition_filter", args.partition_filter), ("jdbc_url", args.jdbc_url),
-                                     ("jdbc_user", args.jdbc_user), ("jdbc_password", args.jdbc_password)) if v}
+        chosen = {k: v for k, v in (("duplicate_rule", args.duplicate_rule), ("dialect", args.dialect),
+                                    ("partition_filter", args.partition_filter), ("jdbc_url", args.jdbc_url),
+                                    ("jdbc_user", args.jdbc_user), ("jdbc_password", args.jdbc_password)) if v}
         if args.command == "explain":
-            print(explain(spark, sql, **options))
+            print(explain(spark, sql, **chosen))
             return 0
-        result = merge(spark, sql, **options)
+        result = merge(spark, sql, **chosen)
         if args.json:
             print(json.dumps({"merge_id": result.merge_id, "target": result.target, "paradigm": result.paradigm,
                               "plan_hash": result.plan_hash, "metrics": result.metrics,

@@ -13,17 +13,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .errors import SpecError
+from .options import choices, merge_keywords, names
 
 Action = Literal["update", "delete", "insert"]
-DUPLICATE_RULES = ("trino", "postgres", "strict")
+DUPLICATE_RULES = choices("duplicate_rule")
 SOURCE_KINDS = ("table", "query", "none")
-WATERMARK_OPTIONS = ("primary_key", "watermark_key", "tombstone_key", "tombstone_string_key_value", "upsert_mode")
-# Paimon-style merge engines (spark_merge_engines.sql); per-field options are {field: value} dicts
-ENGINE_OPTIONS = ("merge_engine", "sequence_field", "row_kind_field", "ignore_delete", "aggregate_function",
-                  "default_aggregate_function", "sequence_group", "ignore_retract", "distinct", "nested_key",
-                  "listagg_delimiter")
-UPSERT_OPTIONS = WATERMARK_OPTIONS + ENGINE_OPTIONS
-LIST_OPTIONS = ("primary_key", "watermark_key", "sequence_field")
+# primary-key upserts: watermark/tombstone, or Paimon-style merge engines (spark_merge_engines.sql,
+# whose per-field options are {field: value} dicts); declared in spark_merge_options.sql
+UPSERT_OPTIONS = names("upsert", "engine")
+LIST_OPTIONS = names("upsert", "engine", kind="list")
 
 
 @dataclass
@@ -63,8 +61,8 @@ class MergeSpec:
     # Target columns shown when a duplicate match is reported (default: those in ON).
     key_columns: list[str] = field(default_factory=list)
     sql: str | None = None                 # the original statement, for history
-    # Primary-key upsert: watermark/tombstone (WATERMARK_OPTIONS) or a merge engine
-    # (ENGINE_OPTIONS). ON and clauses are generated at begin (spark_merge_upsert.sql,
+    # Primary-key upsert: watermark/tombstone or a merge engine (UPSERT_OPTIONS).
+    # ON and clauses are generated at begin (spark_merge_upsert.sql,
     # spark_merge_engines.sql), since they depend on the target's column types.
     upsert: dict[str, Any] | None = None
 
@@ -90,7 +88,7 @@ class MergeSpec:
         return not self.upsert and all(not c.matched for c in self.clauses)
 
     def with_options(self, **options: Any) -> "MergeSpec":
-        known = {"duplicate_rule", "partition_filter", "key_columns"} | set(UPSERT_OPTIONS)
+        known = set(merge_keywords())
         unknown = set(options) - known
         if unknown:
             raise SpecError(f"unknown option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")

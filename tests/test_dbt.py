@@ -139,7 +139,7 @@ def test_sync_all_columns_cannot_drop_a_column(spark, project):
 @pytest.mark.parametrize("config, fragment", [
     ("", "set unique_key"),
     ("unique_key='id', file_format='delta'", "file_format must be parquet or orc"),
-    ("unique_key='id', on_schema_change='explode'", "on_schema_change must be one of"),
+    ("unique_key='id', on_schema_change='explode'", "on_schema_change must be ignore, fail, append_new_columns or sync_all_columns"),
     ("unique_key='id', duplicate_rule='first'", "duplicate_rule must be trino, postgres or strict"),
     ("unique_key='id', merge_clauses=[{'when': 'always', 'action': 'update'}]", "merge_clauses[0].when"),
     ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'upsert'}]", "merge_clauses[0].action"),

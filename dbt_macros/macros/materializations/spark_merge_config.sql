@@ -18,9 +18,7 @@
 
 {#- Checked config: file_format, partition_by, unique_key, merge_on, clauses, ... -#}
 {% macro spark_merge__dbt_config() -%}
-{%- set known_schema_changes = ['ignore', 'fail', 'append_new_columns', 'sync_all_columns'] -%}
 {%- set cfg = {
-  'file_format': (config.get('file_format') or 'parquet') | lower,
   'partition_by': spark_merge.spark_merge__dbt_as_list(config.get('partition_by'), 'partition_by'),
   'unique_key': spark_merge.spark_merge__dbt_as_list(config.get('unique_key'), 'unique_key'),
   'merge_on': config.get('merge_on'),
@@ -28,51 +26,46 @@
   'update_columns': spark_merge.spark_merge__dbt_as_list(config.get('merge_update_columns'), 'merge_update_columns'),
   'exclude_columns': spark_merge.spark_merge__dbt_as_list(config.get('merge_exclude_columns'), 'merge_exclude_columns'),
   'predicates': spark_merge.spark_merge__dbt_as_list(config.get('incremental_predicates'), 'incremental_predicates'),
-  'on_schema_change': config.get('on_schema_change') or 'ignore',
-  'duplicate_rule': config.get('duplicate_rule') or 'trino',
-  'retention_hours': config.get('retention_hours'),
-  'watermark_key': spark_merge.spark_merge__dbt_as_list(config.get('watermark_key'), 'watermark_key'),
-  'tombstone_key': config.get('tombstone_key'),
-  'tombstone_string_key_value': config.get('tombstone_string_key_value'),
-  'upsert_mode': config.get('upsert_mode'),
-  'merge_engine': config.get('merge_engine'),
+  'engine_options': {},
 } -%}
-{#- a merge engine's options go to the engine macro as they are (it checks them against the table) -#}
-{%- set engine_options = {} -%}
-{%- for k in ['sequence_field', 'row_kind_field', 'ignore_delete', 'aggregate_function', 'sequence_group',
-              'ignore_retract', 'distinct', 'nested_key', 'listagg_delimiter'] if config.get(k) is not none -%}
-  {%- do engine_options.update({k: config.get(k)}) -%}
+{#- the declared options (spark_merge_options.sql): a choice is checked here, except merge_engine,
+    which the engine macro checks with Paimon's spellings; a merge engine's own options go to the
+    engine macro as they are (it checks them against the table) -#}
+{%- set declared = [] -%}
+{%- do spark_merge.spark_merge__option_table(declared) -%}
+{%- for o in declared if o.dbt and o.name != 'primary_key' -%}
+  {%- set value = config.get(o.dbt) -%}
+  {%- if value is none -%}{%- set value = o.default -%}{%- endif -%}
+  {%- if o.kind == 'choice' and value is string -%}{%- set value = value | lower -%}{%- endif -%}
+  {%- if o.kind == 'choice' and o.name != 'merge_engine' and value is not none and value not in o.choices -%}
+    {{ spark_merge.spark_merge__dbt_fail(o.dbt ~ " must be " ~ spark_merge.spark_merge__choices_text(o.name) ~ " (" ~ o.help ~ "), got " ~ value) }}
+  {%- endif -%}
+  {%- if o.group == 'engine' -%}
+    {%- if value is not none -%}{%- do cfg.engine_options.update({o.name: value}) -%}{%- endif -%}
+  {%- elif o.kind == 'list' -%}
+    {%- do cfg.update({o.name: spark_merge.spark_merge__dbt_as_list(value, o.dbt)}) -%}
+  {%- else -%}
+    {%- do cfg.update({o.name: value}) -%}
+  {%- endif -%}
 {%- endfor -%}
+{%- set engine_options = cfg.engine_options -%}
 {%- if engine_options and not cfg.merge_engine -%}
   {{ spark_merge.spark_merge__dbt_fail(engine_options.keys() | sort | join(', ') ~ " belong to merge engines: set merge_engine too") }}
 {%- endif -%}
-{%- do cfg.update({'engine_options': engine_options}) -%}
 {%- if (cfg.tombstone_key or cfg.upsert_mode) and not cfg.watermark_key and not cfg.merge_engine -%}
   {{ spark_merge.spark_merge__dbt_fail("tombstone_key and upsert_mode belong to watermark upserts: set watermark_key too") }}
 {%- endif -%}
 {%- if cfg.merge_engine and (not cfg.unique_key or cfg.merge_on or cfg.merge_clauses is not none) -%}
   {{ spark_merge.spark_merge__dbt_fail("a merge engine needs unique_key (the primary key) and generates its own ON and clauses: drop merge_on and merge_clauses") }}
 {%- endif -%}
-{%- if cfg.upsert_mode not in [none, 'copy-on-write', 'merge-on-read'] -%}
-  {{ spark_merge.spark_merge__dbt_fail("upsert_mode must be copy-on-write or merge-on-read, got " ~ cfg.upsert_mode) }}
-{%- endif -%}
 {%- if cfg.watermark_key and (not cfg.unique_key or cfg.merge_on or cfg.merge_clauses is not none) -%}
   {{ spark_merge.spark_merge__dbt_fail("a watermark upsert needs unique_key (the primary key) and generates its own ON and clauses: drop merge_on and merge_clauses") }}
-{%- endif -%}
-{%- if cfg.file_format not in ['parquet', 'orc'] -%}
-  {{ spark_merge.spark_merge__dbt_fail("file_format must be parquet or orc (delta, iceberg and hudi have their own merge), got " ~ cfg.file_format) }}
 {%- endif -%}
 {%- if not cfg.unique_key and not cfg.merge_on -%}
   {{ spark_merge.spark_merge__dbt_fail("set unique_key (a column or a list) or merge_on (an ON condition over DBT_INTERNAL_DEST and DBT_INTERNAL_SOURCE)") }}
 {%- endif -%}
 {%- if cfg.merge_on is not none and cfg.merge_on is not string -%}
   {{ spark_merge.spark_merge__dbt_fail("merge_on must be a SQL condition string, got " ~ cfg.merge_on) }}
-{%- endif -%}
-{%- if cfg.on_schema_change not in known_schema_changes -%}
-  {{ spark_merge.spark_merge__dbt_fail("on_schema_change must be one of " ~ known_schema_changes | join(', ') ~ ", got " ~ cfg.on_schema_change) }}
-{%- endif -%}
-{%- if cfg.duplicate_rule not in ['trino', 'postgres', 'strict'] -%}
-  {{ spark_merge.spark_merge__dbt_fail("duplicate_rule must be trino, postgres or strict, got " ~ cfg.duplicate_rule) }}
 {%- endif -%}
 {%- if cfg.update_columns and cfg.exclude_columns -%}
   {{ spark_merge.spark_merge__dbt_fail("set merge_update_columns or merge_exclude_columns, not both") }}

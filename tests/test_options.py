@@ -1,0 +1,67 @@
+"""Every option is declared once (dbt_macros/macros/spark_merge_options.sql); each host follows it.
+
+Pure tests, no Spark: the declaration is well formed; merge()'s spec takes every keyword it declares
+and refuses others; the CLI offers each declared flag and hands its value to the option of that name;
+the Airflow operator documents every option merge() takes. (dbt's config check reads the same table:
+tests/test_dbt.py::test_config_errors_are_compilation_errors.)
+"""
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider.operators import SparkMergeOperator
+from merge_core import MergeSpec, SpecError, options, to_spec
+from merge_core.cli import FIELD_OPTIONS, UPSERT_FLAGS, _parser, field_options
+
+MERGE = "MERGE INTO db.t t USING db.s s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v"
+KINDS = {"string", "list", "choice", "bool", "number", "fields"}
+GROUPS = {"merge", "upsert", "engine", "table", "dbt"}
+
+
+def test_the_declaration_is_well_formed():
+    names = [o["name"] for o in options.table()]
+    assert len(names) == len(set(names))
+    for o in options.table():
+        assert set(o) == {"name", "kind", "group", "choices", "default", "cli", "dbt", "help"}, o["name"]
+        assert o["kind"] in KINDS and o["group"] in GROUPS and o["help"], o["name"]
+        assert (o["kind"] == "choice") == bool(o["choices"]), o["name"]
+        assert o["default"] is None or o["kind"] != "choice" or o["default"] in o["choices"], o["name"]
+
+
+def test_merge_takes_every_declared_keyword_and_refuses_others():
+    fields = set(MergeSpec.__dataclass_fields__)
+    assert set(options.names("merge")) <= fields  # a statement's options are the spec's own fields
+    spec = to_spec(MERGE, duplicate_rule="strict", partition_filter="t.dt = '1'", key_columns=["id"])
+    assert (spec.duplicate_rule, spec.partition_filter, spec.key_columns) == ("strict", "t.dt = '1'", ["id"])
+    upsert = to_spec({"target": "db.t", "source": "db.s"}, primary_key="id", merge_engine="aggregation",
+                     default_aggregate_function="sum", aggregate_function={"v": "max"})
+    assert upsert.upsert["primary_key"] == ["id"] and upsert.upsert["default_aggregate_function"] == "sum"
+    with pytest.raises(SpecError, match="unknown option"):
+        to_spec(MERGE).with_options(duplicate_rules="strict")
+    with pytest.raises(SpecError, match="duplicate_rule"):
+        to_spec(MERGE, duplicate_rule="first")
+
+
+def test_the_cli_offers_each_declared_flag():
+    args = ["upsert", "--target", "db.t", "--source", "db.s"]
+    for name in UPSERT_FLAGS:
+        o = options.option(name)
+        value = (o["choices"] or ["x"])[-1]
+        args += [o["cli"]] if o["kind"] == "bool" else [o["cli"], value]
+    parsed = _parser().parse_args(args)
+    for name in UPSERT_FLAGS:
+        o = options.option(name)
+        expected = True if o["kind"] == "bool" else (o["choices"] or ["x"])[-1]
+        assert getattr(parsed, name) == ([expected] if o["kind"] == "list" else expected), name
+    assert set(FIELD_OPTIONS.values()) == set(options.names("engine", kind="fields"))
+    fields = field_options([f"c.{flag}=1" for flag in FIELD_OPTIONS])
+    assert fields == {name: {"c": "1"} for name in FIELD_OPTIONS.values()}
+    run = _parser().parse_args(["run", "--sql", MERGE, "--duplicate-rule", "postgres", "--partition-filter", "x"])
+    assert (run.duplicate_rule, run.partition_filter) == ("postgres", "x")
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["run", "--sql", MERGE, "--duplicate-rule", "first"])
+
+
+def test_the_airflow_operator_documents_every_option():
+    missing = [n for n in options.merge_keywords() if n not in SparkMergeOperator.__doc__]
+    assert not missing, f"SparkMergeOperator's docstring does not name {missing}"
