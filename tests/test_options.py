@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider.operators import SparkMergeOperator
 from merge_core import MergeSpec, SpecError, options, to_spec
 from merge_core.cli import FIELD_OPTIONS, UPSERT_FLAGS, _parser, field_options
 
@@ -63,5 +62,8 @@ def test_the_cli_offers_each_declared_flag():
 
 
 def test_the_airflow_operator_documents_every_option():
+    # imported here: Airflow reads its configuration when first imported (test_airflow.py sets it up)
+    from airflow_provider.operators import SparkMergeOperator
+
     missing = [n for n in options.merge_keywords() if n not in SparkMergeOperator.__doc__]
     assert not missing, f"SparkMergeOperator's docstring does not name {missing}"
