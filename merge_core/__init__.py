@@ -95,13 +95,13 @@ def jdbc_target(url: str | None, user: str | None = None, password: str | None =
 
 def recover(spark: SparkSession, table: str, break_lock: bool = False) -> bool:
     """Finish an interrupted commit on ``table`` now (begin does it too). True if there was one."""
-    from . import lock, paradigms
+    from . import host, lock
     from .catalog import describe_table
 
     info = describe_table(spark, [p.strip("`") for p in table.split(".")])
     if break_lock and lock.holder(spark, info) is not None:
         lock.break_lock(spark, info)
-    return paradigms.recover(spark, info)
+    return host.recover(spark, info)
 
 
 def repair_journal(spark: SparkSession, table: str) -> str | None:

@@ -1,7 +1,7 @@
 """The per-merge history entries (spark_merge__history_write_sql): one JSON file per commit.
 
 A journaled commit carries its entry in the journal and writes it before it marks the journal
-done, so a commit completed by recovery has its entry too (paradigms.apply_journal).
+done, so a commit completed by recovery has its entry too (spark_merge__lifecycle_apply_journal).
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 from pyspark.sql import SparkSession
 
-from . import files, lock, macros, paradigms
+from . import files, host, lock, macros
 from .catalog import SPARK_ERRORS, describe_table, relation, spark_message
 from .history_store import write_history
 from .result import MergeResult, new_merge_id
@@ -75,7 +75,7 @@ def upsert(spark: SparkSession, spec: MergeSpec) -> MergeResult:
     """Append the source to the log (no join, no rewrite) and keep the view current."""
     t0, merge_id = time.monotonic(), new_merge_id()
     table = log_table(spark, spec.target)
-    if paradigms.recover(spark, table):
+    if host.recover(spark, table):
         table = describe_table(spark, [table["database"], table["table_name"]])
     data = spec.to_dict()
     plan = _plan(table, data["upsert"])
@@ -117,7 +117,7 @@ def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | N
     if _is_view(spark, parts) is not True:
         raise TargetError(f"{name} is not a merge-on-read table (no view over {name}{LOG_SUFFIX})")
     table = describe_table(spark, [parts[-2], parts[-1] + LOG_SUFFIX])
-    if paradigms.recover(spark, table):
+    if host.recover(spark, table):
         table = describe_table(spark, [table["database"], table["table_name"]])
     upsert_options = json.loads(table["properties"].get(OPTIONS_PROPERTY) or "{}")
     plan = _plan(table, upsert_options)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from . import files, host, macros, metastore
+from . import files, macros, metastore
 
 log = logging.getLogger("spark_merge")
 
@@ -82,14 +82,3 @@ def write_journal(spark: SparkSession, table: dict, merge_id: str, repoints: lis
     """One atomic metastore write: from here on the commit is rolled forward, never back. The
     journal holds the commit's history ``entry`` too, so whoever completes the commit writes it."""
     spark.sql(macros.render("journal_sql", table, merge_id, repoints, entry))
-
-
-def apply_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict], entry: dict | None = None,
-                  recovered: bool = False) -> None:
-    """Repoint, write the history entry, mark done, refresh (spark_merge__lifecycle_apply_journal)."""
-    host.apply_journal(spark, table, merge_id, repoints, entry, recovered)
-
-
-def recover(spark: SparkSession, table: dict) -> bool:
-    """Finish an interrupted commit from its journal (spark_merge__lifecycle_recover). True if there was one."""
-    return host.recover(spark, table)

@@ -29,7 +29,7 @@ from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
-from . import files, lock, macros, paradigms
+from . import files, host, lock, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table
 from .engine import ORPHAN_MIN_AGE_HOURS, drop_dead_stage_tables, new_merge_id, refuse_foreign_format
 from .errors import ConflictError, SpecError, UnsupportedError
@@ -80,7 +80,7 @@ def _table(spark: SparkSession, name: str) -> dict:
     parts = [p.strip("`") for p in name.split(".")]
     table = describe_table(spark, parts)
     refuse_foreign_format(table)
-    if paradigms.recover(spark, table):
+    if host.recover(spark, table):
         table = describe_table(spark, parts)
     return table
 
@@ -292,7 +292,7 @@ def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
             "rolled_back": ids[ids.index(to_merge_id):],
         }
         paradigms.write_journal(spark, table, rollback_id, repoints, entry)
-        paradigms.apply_journal(spark, table, rollback_id, repoints, entry)
+        host.apply_journal(spark, table, rollback_id, repoints, entry)
     log.info("rolled %s back to before %s: %d partition(s) repointed (rollback %s)",
              table["name"], to_merge_id, len(repoints), rollback_id)
     return entry

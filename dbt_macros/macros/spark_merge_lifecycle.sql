@@ -127,7 +127,9 @@
 {%- for k in ['numTargetRowsCopied', 'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved', 'numTargetPartitionsRewritten'] -%}{%- do m.update({k: 0}) -%}{%- endfor -%}
 {#- for an append these are the partitions it adds files to (rollback needs to know) -#}
 {%- do s.update({'partitions': summary.partitions, 'deltas': summary.deltas}) -%}
-{%- do ctx.update({'broadcast_changed': m.numTargetRowsUpdated + m.numTargetRowsDeleted <= spark_merge.spark_merge__broadcast_rows() | int}) -%}
+{%- set broadcast = {} -%}
+{%- do spark_merge.spark_merge__broadcast_changed(m, broadcast) -%}
+{%- do ctx.update({'broadcast_changed': broadcast.broadcast}) -%}
 {%- endmacro %}
 
 {#- A value as an offending key shows it: strings quoted (as Python's repr), NULL as None. -#}

@@ -32,6 +32,12 @@
 
 {% macro spark_merge__broadcast_rows() -%}1000000{%- endmacro %}
 
+{#- Whether the rewrite broadcasts the row ids of updated and deleted rows to its anti-join
+    (out.broadcast), from the plan's counts `m`. -#}
+{% macro spark_merge__broadcast_changed(m, out) -%}
+{%- do out.update({'broadcast': m.numTargetRowsUpdated + m.numTargetRowsDeleted <= spark_merge.spark_merge__broadcast_rows() | int}) -%}
+{%- endmacro %}
+
 {#- Names of the merge's relations. The read-once fallbacks (changes_table, source_table) are managed
     tables of the merge in the target's database (for a database target, Spark's current one). -#}
 {% macro spark_merge__context(spec, table, merge_id, out) -%}
