@@ -1,13 +1,21 @@
-"""Errors users see. Each names the problem and, where it has one, the statement part."""
+"""Errors users see. Each names the problem and, where it has one, the statement part.
+
+The codes are declared once, with the operation codes, in dbt_macros/macros/spark_merge_codes.sql:
+the lifecycle and the plan's SQL raise them there, these classes carry them here.
+"""
 from __future__ import annotations
 
 import re
+
+from . import macros
+
+CODES: dict[str, str] = macros.fill("codes")["error"]
 
 
 class MergeError(Exception):
     """Base class: every error spark-merge raises on purpose."""
 
-    code = "MERGE_ERROR"
+    code = CODES["error"]
 
     def __init__(self, message: str):
         super().__init__(f"{self.code}: {message}")
@@ -17,21 +25,21 @@ class MergeError(Exception):
 class SpecError(MergeError):
     """The statement or spec itself is malformed (before looking at any table)."""
 
-    code = "MERGE_INVALID_SPEC"
+    code = CODES["invalid_spec"]
 
 
 class ParseError(SpecError):
-    code = "MERGE_PARSE_ERROR"
+    code = CODES["parse"]
 
 
 class UnsupportedError(SpecError):
-    code = "MERGE_UNSUPPORTED"
+    code = CODES["unsupported"]
 
 
 class ValidationError(MergeError):
     """The spec does not fit the real target/source schemas. Nothing was touched."""
 
-    code = "MERGE_VALIDATION_ERROR"
+    code = CODES["validation"]
 
     def __init__(self, errors: list[str]):
         self.errors = list(errors)
@@ -41,11 +49,11 @@ class ValidationError(MergeError):
 class TargetError(MergeError):
     """The target is missing or of a kind spark-merge cannot rewrite."""
 
-    code = "MERGE_TARGET_ERROR"
+    code = CODES["target"]
 
 
 class DuplicateMatchError(MergeError):
-    code = "MERGE_TARGET_ROW_MULTIPLE_MATCHES"
+    code = CODES["duplicate"]
 
     def __init__(self, rule: str, examples: list[dict]):
         self.rule = rule
@@ -60,39 +68,39 @@ class DuplicateMatchError(MergeError):
 class NotNullViolation(MergeError):
     """A row would store NULL in a NOT NULL column (found while planning, before writes)."""
 
-    code = "MERGE_NOT_NULL_VIOLATION"
+    code = CODES["not_null"]
 
 
 class EngineRejected(MergeError):
     """A merge engine refused a record (a DELETE it takes none of, a retraction it cannot apply,
     a bad row kind); found while planning, before writes."""
 
-    code = "MERGE_ENGINE_REJECTED"
+    code = CODES["engine_rejected"]
 
 
 class PlanViolation(MergeError):
     """The staged rewrite does not match the plan (rows outside the planned partitions, or other
     row counts): found after staging, before the journal, so nothing was committed."""
 
-    code = "MERGE_PLAN_VIOLATION"
+    code = CODES["plan_violation"]
 
 
 class CorruptJournal(MergeError):
     """The commit journal in the target's table properties cannot be read. Nothing was touched."""
 
-    code = "MERGE_CORRUPT_JOURNAL"
+    code = CODES["corrupt_journal"]
 
 
 class ConflictError(MergeError):
     """Another writer changed what this merge read, in the partitions it rewrites. Nothing was written."""
 
-    code = "MERGE_CONFLICT"
+    code = CODES["conflict"]
 
 
 class RetryableConflict(MergeError):
     """Another merge committed elsewhere in the table since this one began: re-plan and try again."""
 
-    code = "MERGE_RETRY"
+    code = CODES["retry"]
 
 
 def error_for(code: str, message: str, rows: list[dict] | None = None) -> MergeError:
@@ -102,7 +110,7 @@ def error_for(code: str, message: str, rows: list[dict] | None = None) -> MergeE
     began, so the Python host plans again (RetryableConflict); dbt reports it as a conflict.
     """
     cls = next((c for c in _all(MergeError) if c.code == code), None)
-    if code == "MERGE_VERSION_MOVED":
+    if code == CODES["version_moved"]:
         cls = RetryableConflict
     error = Exception.__new__(cls or MergeError)
     MergeError.__init__(error, message if cls else f"{code}: {message}")

@@ -1,32 +1,17 @@
-"""The per-merge history entries (spark_merge__history_write_sql): one JSON file per commit.
+"""Reading the per-commit history entries: one JSON file per commit.
 
-A journaled commit carries its entry in the journal and writes it before it marks the journal
-done, so a commit completed by recovery has its entry too (spark_merge__lifecycle_apply_journal).
+They are written by the lifecycle only (spark_merge__history_entry builds them,
+spark_merge__lifecycle_finish or, for a journaled commit, spark_merge__lifecycle_apply_journal
+writes them), so a commit completed by recovery has its entry too.
 """
 from __future__ import annotations
 
 import json
-import logging
-from datetime import datetime, timezone
 
 from pyspark.sql import SparkSession
 
 from . import macros
-from .catalog import SPARK_ERRORS, describe_table, spark_message
-
-log = logging.getLogger("spark_merge")
-
-
-def write_history(spark: SparkSession, table: dict, entry: dict) -> None:
-    """Write one history entry, finished now. The data is committed by then: a missing history
-    line must not fail the merge, so a failure is a warning (and rollback refuses to cross it)."""
-    entry = dict(entry, finished_at=datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
-    ctx = macros.fill("context", {}, table, entry["merge_id"])
-    try:
-        spark.sql(macros.render("history_write_sql", ctx, entry))
-    except SPARK_ERRORS as e:
-        log.warning("[%s] could not write history entry: %s", entry["merge_id"], spark_message(e))
-
+from .catalog import SPARK_ERRORS, describe_table
 
 def read_history(spark: SparkSession, table_name: str, limit: int = 20) -> list[dict]:
     table = describe_table(spark, [p.strip("`") for p in table_name.split(".")])

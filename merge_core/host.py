@@ -27,7 +27,8 @@ from .catalog import SPARK_ERRORS, describe_table, spark_message
 from .errors import EngineRejected, MergeError, NotNullViolation, error_for
 
 log = logging.getLogger("spark_merge")
-_RAISED = re.compile(r"(MERGE_NOT_NULL_VIOLATION|MERGE_ENGINE_REJECTED): (.*?)(?:\.? SQLSTATE|\n|$)")
+# the codes a check raises from inside Spark (raise_error in the plan's SQL)
+_RAISED = re.compile(rf"({NotNullViolation.code}|{EngineRejected.code}): (.*?)(?:\.? SQLSTATE|\n|$)")
 
 trace: list | None = None  # tests: the statements and primitives of every lifecycle, in order
 
@@ -79,7 +80,7 @@ class SparkHost:
                 raise
             raised = _RAISED.search(str(e))
             if raised:  # a check raised in SQL (NOT NULL, a merge engine)
-                error = NotNullViolation if raised.group(1) == "MERGE_NOT_NULL_VIOLATION" else EngineRejected
+                error = NotNullViolation if raised.group(1) == NotNullViolation.code else EngineRejected
                 raise error(raised.group(2)) from None
             if isinstance(e, SPARK_ERRORS) or (isinstance(e, PySparkException) and not self.stopped):
                 # an analysis error, or one a row raised at run time (an overflow under ANSI

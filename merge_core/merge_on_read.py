@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from datetime import datetime, timedelta, timezone
 
 from pyspark.sql import SparkSession
 
-from . import files, host, lock, macros
+from . import macros
 from .catalog import SPARK_ERRORS, describe_table, relation, spark_message
-from .history_store import write_history
-from .result import MergeResult, new_merge_id
-from .host import SparkHost
 from .errors import TargetError, ValidationError
+from .lifecycle import Lifecycle, drive
+from .result import MergeResult
 from .spec import MergeSpec
 
 log = logging.getLogger("spark_merge")
@@ -63,47 +61,108 @@ def _plan(table: dict, upsert: dict) -> dict:
     return plan
 
 
-def _entry(table: dict, merge_id: str, kind: str, statement: str, metrics: dict, repoints: list[dict]) -> dict:
-    """The history entry of a merge-on-read upsert or compaction (each moves the version by one)."""
-    return {"merge_id": merge_id, "target": table["name"], "kind": kind, "paradigm": "MERGE_ON_READ",
-            "status": "committed", "statement": statement, "metrics": metrics,
-            "partitions": [r["partition"] or {} for r in repoints], "repoints": repoints,
-            "version_before": table["version"], "version_after": table["version"] + 1}
+class UpsertRun(Lifecycle):
+    """A merge-on-read upsert: append the source to the log (no join, no rewrite) and keep the view
+    current (spark_merge__lifecycle_plan_log, then the lifecycle's append)."""
+
+    def __init__(self, spark: SparkSession, spec: MergeSpec):
+        super().__init__(spark)
+        self.spec = spec
+
+    def begin(self) -> dict:
+        self._tag(True)
+        table = log_table(self.spark, self.spec.target)
+        if macros.fill("lifecycle_settle", self.host, table)["recovered"]:
+            table = describe_table(self.spark, [table["database"], table["table_name"]])
+        data = self.spec.to_dict()
+        plan = _plan(table, data["upsert"])
+        try:  # the source must give every column, with types the table can store
+            self.spark.sql(f"DESCRIBE QUERY {macros.render('mor_rows_sql', table, data)}").collect()
+        except SPARK_ERRORS as e:
+            raise ValidationError([f"source for {table['name']}: {spark_message(e)}"]) from None
+        self._planned(spec=data, table=table, kind="upsert", paradigm="MERGE_ON_READ",
+                      statement=f"MERGE-ON-READ UPSERT INTO {'.'.join(self.spec.target)}",
+                      view=relation(self.spec.target), log_plan=plan, upsert=data["upsert"])
+        self.state = "begun"
+        return {"merge_id": self.merge_id, "target": table["name"], "paradigm": "MERGE_ON_READ", "plan_hash": "",
+                "kind": "upsert"}
+
+    def plan(self) -> dict:
+        macros.render("lifecycle_plan_log", self.host, self.s)
+        self.state = "planned"
+        return {"merge_id": self.merge_id, "target": self.s["table"]["name"], "paradigm": "MERGE_ON_READ",
+                "plan_hash": "", "partitions_to_rewrite": [], "changed_rows": self.metrics["numTargetRowsInserted"]}
+
+    def explain(self, placeholder_id: bool = False) -> str:
+        macros.render("lifecycle_plan_log", _Explaining(), self.s)
+        return ";\n\n".join([f"-- spark-merge plan for a merge-on-read UPSERT into {self.s['view']} (log "
+                               f"{self.s['table']['name']}): append the source's rows, re-create the view",
+                               *self.s["append_statements"]]) + ";\n"
+
+
+class _Explaining:
+    """A host for explain: no failpoint, no statement runs, the source count reads as 0."""
+
+    def failpoint(self, name: str) -> None:
+        pass
+
+    def step(self, text: str) -> None:
+        pass
+
+    def rows(self, sql: str) -> list[dict]:
+        return [{"n": 0}]
 
 
 def upsert(spark: SparkSession, spec: MergeSpec) -> MergeResult:
     """Append the source to the log (no join, no rewrite) and keep the view current."""
-    t0, merge_id = time.monotonic(), new_merge_id()
-    table = log_table(spark, spec.target)
-    if host.recover(spark, table):
-        table = describe_table(spark, [table["database"], table["table_name"]])
-    data = spec.to_dict()
-    plan = _plan(table, data["upsert"])
-    try:  # the source must give every column, with types the table can store
-        spark.sql(f"DESCRIBE QUERY {macros.render('mor_rows_sql', table, data)}").collect()
-    except SPARK_ERRORS as e:
-        raise ValidationError([f"source for {table['name']}: {spark_message(e)}"]) from None
-    view = relation(spec.target)
-    source_rows = spark.sql(f"SELECT count(*) FROM {macros.render('source_relation', data)} AS s").collect()[0][0]
-    with lock.table_lock(spark, table, merge_id):
-        fresh = describe_table(spark, [table["database"], table["table_name"]])
-        spark.sql(macros.render("mor_append_sql", fresh, data))
-        options = json.dumps(data["upsert"])
-        spark.sql(f"ALTER TABLE {fresh['relation']} SET TBLPROPERTIES "
-                  f"('{OPTIONS_PROPERTY}' = {macros.render('literal', options)}, "
-                  f"'spark_merge.version' = '{fresh['version'] + 1}', "
-                  f"'spark_merge.root' = {macros.render('literal', fresh['root'])})")
-        spark.sql(macros.render("mor_view_sql", view, fresh, plan))
-    metrics = {"numSourceRows": source_rows, "numTargetRowsInserted": source_rows, "numTargetRowsUpdated": 0,
-               "numTargetRowsDeleted": 0, "numTargetRowsCopied": 0, "numOutputRows": source_rows,
-               "numTargetFilesAdded": 0, "numTargetFilesRemoved": 0, "numTargetBytesAdded": 0,
-               "numTargetBytesRemoved": 0, "numTargetPartitionsRewritten": 0,
-               "executionTimeMs": int((time.monotonic() - t0) * 1000)}
-    write_history(spark, fresh, _entry(fresh, merge_id, "upsert", f"MERGE-ON-READ UPSERT INTO {'.'.join(spec.target)}",
-                                       metrics, []))
-    result = MergeResult(merge_id, table["name"], "MERGE_ON_READ", "", metrics, [])
-    log.info(result.summary())
-    return result
+    return drive(lambda: UpsertRun(spark, spec))
+
+
+class CompactionRun(Lifecycle):
+    """Rewrite the log of a merge-on-read table to one row per key: the copy-on-write commit of a
+    merge (spark_merge__lifecycle_rewrite) with the compacting query as its stage statement."""
+
+    def __init__(self, spark: SparkSession, name: str, tombstone_retention_hours: float | None = None):
+        super().__init__(spark)
+        self.name, self.retention = name, tombstone_retention_hours
+
+    def begin(self) -> dict:
+        self._tag(True)
+        parts = [p.strip("`") for p in self.name.split(".")]
+        if _is_view(self.spark, parts) is not True:
+            raise TargetError(f"{self.name} is not a merge-on-read table (no view over {self.name}{LOG_SUFFIX})")
+        table = describe_table(self.spark, [parts[-2], parts[-1] + LOG_SUFFIX])
+        if macros.fill("lifecycle_settle", self.host, table)["recovered"]:
+            table = describe_table(self.spark, [table["database"], table["table_name"]])
+        plan = _plan(table, json.loads(table["properties"].get(OPTIONS_PROPERTY) or "{}"))
+        cutoff = None
+        if self.retention is not None:
+            first = table["columns_by_name"][plan["watermark_key"][0].lower()]
+            if first["type"] not in ("date", "timestamp", "timestamp_ntz"):
+                raise ValidationError([f"tombstone retention needs a date or timestamp watermark; "
+                                       f"{first['name']} is {first['type']}"])
+            moment = datetime.now(timezone.utc) - timedelta(hours=self.retention)
+            cutoff = f"CAST(TIMESTAMP'{moment:%Y-%m-%d %H:%M:%S}+00:00' AS {first['type']})"
+        ctx = macros.fill("context", {}, table, self.merge_id)
+        self._planned(table=table, ctx=ctx, kind="compact", paradigm="MERGE_ON_READ", statement=f"COMPACT {self.name}",
+                      stage_statement=macros.render("stage_select_sql", table, ctx,
+                                                    macros.render("mor_compact_select", table, plan, cutoff)))
+        self.state = "begun"
+        return {"merge_id": self.merge_id, "target": table["name"], "paradigm": "MERGE_ON_READ", "plan_hash": "",
+                "kind": "compact"}
+
+    def plan(self) -> dict:
+        table = self.s["table"]
+        self.s["rows_before"] = self.host.rows(f"SELECT count(*) AS n FROM {table['relation']}")[0]["n"]
+        partitions = ([r["partition"] for r in macros.fill_list("decode_partitions", table, self.host.rows(
+            macros.render("file_stats_sql", table, table["relation"], None)))]
+            if table["partition_columns"] else [{}])
+        self.s["partitions"] = partitions
+        if not partitions:  # an empty log: nothing to rewrite
+            self.s.pop("stage_statement")
+        self.state = "planned"
+        return {"merge_id": self.merge_id, "target": table["name"], "paradigm": "MERGE_ON_READ", "plan_hash": "",
+                "partitions_to_rewrite": partitions, "changed_rows": 0}
 
 
 def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | None = None) -> dict:
@@ -113,48 +172,14 @@ def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | N
     with ``tombstone_retention_hours`` those whose first watermark column (a
     date or timestamp) is older than that are dropped.
     """
-    parts = [p.strip("`") for p in name.split(".")]
-    if _is_view(spark, parts) is not True:
-        raise TargetError(f"{name} is not a merge-on-read table (no view over {name}{LOG_SUFFIX})")
-    table = describe_table(spark, [parts[-2], parts[-1] + LOG_SUFFIX])
-    if host.recover(spark, table):
-        table = describe_table(spark, [table["database"], table["table_name"]])
-    upsert_options = json.loads(table["properties"].get(OPTIONS_PROPERTY) or "{}")
-    plan = _plan(table, upsert_options)
-    cutoff = None
-    if tombstone_retention_hours is not None:
-        first = table["columns_by_name"][plan["watermark_key"][0].lower()]
-        if first["type"] not in ("date", "timestamp", "timestamp_ntz"):
-            raise ValidationError([f"tombstone retention needs a date or timestamp watermark; "
-                                   f"{first['name']} is {first['type']}"])
-        moment = datetime.now(timezone.utc) - timedelta(hours=tombstone_retention_hours)
-        cutoff = f"CAST(TIMESTAMP'{moment:%Y-%m-%d %H:%M:%S}+00:00' AS {first['type']})"
-    merge_id = new_merge_id()
-    statement = f"COMPACT {name}"
-    before = spark.sql(f"SELECT count(*) FROM {table['relation']}").collect()[0][0]
-    ctx = macros.fill("context", {}, table, merge_id)
-    partitions = ([r["partition"] for r in macros.fill_list("decode_partitions", table, [
-        r.asDict() for r in spark.sql(macros.render("file_stats_sql", table, table["relation"], None)).collect()])]
-        if table["partition_columns"] else [{}])
-    if not partitions:
-        return {"merge_id": None, "rows_before": 0, "rows_after": 0}
-    # the copy-on-write commit of a merge (spark_merge__lifecycle_write) with the compacting
-    # query as its stage statement; its history entry goes with the journal
-    s = {"table": table, "ctx": ctx, "merge_id": merge_id, "kind": "compact", "paradigm": "MERGE_ON_READ",
-         "plan_hash": "", "statement": statement, "partitions": partitions, "deltas": None, "rows_before": before,
-         "metrics": {"numSourceRows": 0, "numTargetRowsInserted": 0, "numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0},
-         "stage_statement": macros.render("stage_select_sql", table, ctx, macros.render("mor_compact_select", table, plan, cutoff))}
-    job = SparkHost(spark, merge_id)
-    try:
-        macros.render("lifecycle_write", job, s)
-    except BaseException:
-        macros.render("lifecycle_cleanup", job, s)
-        job.unlock()
-        if s.get("staged") and not job.journaled:
-            files.remove(ctx["stage_location"])
-        raise
-    metrics = dict(s["metrics"], executionTimeMs=job.elapsed_ms())
-    log.info("compacted %s: %d log rows -> %d", name, before, metrics["numOutputRows"])
-    return {"merge_id": merge_id, "rows_before": before, "rows_after": metrics["numOutputRows"], "metrics": metrics}
+    runs: list[CompactionRun] = []
 
+    def make() -> CompactionRun:
+        runs.append(CompactionRun(spark, name, tombstone_retention_hours))
+        return runs[-1]
 
+    result = drive(make)
+    before = runs[-1].s["rows_before"]
+    log.info("compacted %s: %d log rows -> %d", name, before, result.metrics["numOutputRows"])
+    return {"merge_id": result.merge_id, "rows_before": before, "rows_after": result.metrics["numOutputRows"],
+            "metrics": result.metrics}

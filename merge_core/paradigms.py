@@ -21,39 +21,39 @@ log = logging.getLogger("spark_merge")
 
 
 class RowChangeParadigm:
+    """How the planned changes ``s`` (the lifecycle's planned-changes value) reach the target.
+    A paradigm reads ``s`` and the host primitives; it never sees the run object."""
+
     name = ""
 
-    def write(self, run: "Any") -> None:
-        """Apply the planned changes (``run.metrics`` holds the counts) and commit them."""
+    def write(self, host: "Any", s: dict) -> None:
+        """Apply the planned changes (``s['metrics']`` holds the counts) and commit them."""
         raise NotImplementedError
 
-    def explain(self, run: "Any", ctx: dict) -> list[str]:
+    def explain(self, spark: SparkSession, s: dict, ctx: dict) -> list[str]:
         """The write and commit SQL, as comments and statements, for ``explain``."""
         raise NotImplementedError
 
-    def begin(self, run: "Any") -> None:
+    def begin(self, table: dict, merge_id: str) -> None:
         """Called once the target is known, before planning."""
 
-    def release(self, run: "Any") -> None:
+    def release(self, spark: SparkSession, s: dict) -> None:
         """Called when the merge ends, committed or not."""
 
-    def discard_staged(self, run: "Any") -> None:
+    def discard_staged(self, s: dict) -> None:
         """Remove what ``write`` staged before its commit point (on abort)."""
-        files.remove(run.ctx["stage_location"])
+        files.remove(s["ctx"]["stage_location"])
 
 
 class DeleteRowAndInsertRow(RowChangeParadigm):
-    """Copy-on-write for parquet/ORC tables."""
+    """Copy-on-write for parquet/ORC tables: its write and commit is spark_merge__lifecycle_write
+    (Lifecycle.execute), the same statements dbt runs."""
 
     name = "DELETE_ROW_AND_INSERT_ROW"
 
-    def write(self, run: "Any") -> None:
-        """A file table's write and commit is spark_merge__lifecycle_write (engine.MergeRun.execute)."""
-        raise NotImplementedError
-
-    def explain(self, run: "Any", ctx: dict) -> list[str]:
-        table = run.table
-        if run.spec.insert_only:
+    def explain(self, spark: SparkSession, s: dict, ctx: dict) -> list[str]:
+        table = s["table"]
+        if s["insert_only"]:
             return ["-- 5. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
         pcols = table["partition_columns"]
         sample = {c: f"<{c}>" for c in pcols} if pcols else None
@@ -68,7 +68,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             "(only planned partitions, each with its rows before plus the plan's change; else MERGE_PLAN_VIOLATION), "
             "then the journal (with the history entry), then repoint: "
             + ("all moved partitions in one metastore call (ExternalCatalog.alterPartitions) and created ones in one "
-               "ADD, as below" if metastore.batch_available(run.spark) and pcols
+               "ADD, as below" if metastore.batch_available(spark) and pcols
                else "one statement per partition, as below")
             + "; then the history entry, mark done, refresh",
             macros.render("journal_sql", table, ctx["merge_id"], [repoint]),
@@ -76,9 +76,3 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             macros.render("journal_done_sql", table, ctx["merge_id"]),
             macros.render("refresh_sql", table),
         ]
-
-
-def write_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict], entry: dict | None = None) -> None:
-    """One atomic metastore write: from here on the commit is rolled forward, never back. The
-    journal holds the commit's history ``entry`` too, so whoever completes the commit writes it."""
-    spark.sql(macros.render("journal_sql", table, merge_id, repoints, entry))

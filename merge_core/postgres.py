@@ -26,11 +26,10 @@ import json
 import logging
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from . import faults, macros
+from . import macros
 from .errors import ConflictError, SpecError, TargetError
 from .paradigms import RowChangeParadigm
 
@@ -125,6 +124,11 @@ def describe(spark, target: PostgresTarget, parts: list[str], merge_id: str) -> 
     }
 
 
+def forget(spark, table: dict) -> None:
+    """Drop the temporary view describe() made (when the merge ends, whichever way)."""
+    spark.sql(f"DROP VIEW IF EXISTS {table['relation']}")
+
+
 def sql_identifier(*parts: str) -> str:
     return ".".join('"' + p.replace('"', '""') + '"' for p in parts)
 
@@ -139,74 +143,75 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         self.session = None  # holds the merge's advisory lock for its lifetime
 
     # -- lifecycle hooks -----------------------------------------------------------------
-    def begin(self, run: Any) -> None:
+    def begin(self, table: dict, merge_id: str) -> None:
         """Hold this merge's lock, then drop staging tables of merges that died (their locks are free)."""
         self.session = self.target.connect()
-        self.session.execute("SELECT pg_advisory_lock(hashtext(%s))", (_lock_key(run.merge_id),))
-        schema = run.table["database"]
-        for (table,) in self.session.execute(
+        self.session.execute("SELECT pg_advisory_lock(hashtext(%s))", (_lock_key(merge_id),))
+        schema = table["database"]
+        for (name,) in self.session.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = %s AND starts_with(tablename, %s)",
                 (schema, STAGE_PREFIX)).fetchall():
-            key = _lock_key(table.removeprefix(STAGE_PREFIX))
+            key = _lock_key(name.removeprefix(STAGE_PREFIX))
             if self.session.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
-                log.warning("dropping staging table %s.%s of a merge that did not finish", schema, table)
-                self.session.execute(f"DROP TABLE IF EXISTS {sql_identifier(schema, table)}")
+                log.warning("dropping staging table %s.%s of a merge that did not finish", schema, name)
+                self.session.execute(f"DROP TABLE IF EXISTS {sql_identifier(schema, name)}")
                 self.session.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
-    def release(self, run: Any) -> None:
-        run.spark.sql(f"DROP VIEW IF EXISTS {run.table['relation']}")
+    def release(self, spark, s: dict) -> None:
         if self.session is not None:
             self.session.close()  # releases the advisory lock
             self.session = None
 
-    def discard_staged(self, run: Any) -> None:
+    def discard_staged(self, s: dict) -> None:
         with self.target.connect() as conn:
-            conn.execute(f"DROP TABLE IF EXISTS {self._stage(run)}")
+            conn.execute(f"DROP TABLE IF EXISTS {self._stage(s)}")
 
     # -- write -------------------------------------------------------------------------
-    def _stage(self, run: Any) -> str:
-        return sql_identifier(run.table["database"], STAGE_PREFIX + run.merge_id)
+    @staticmethod
+    def _stage(s: dict) -> str:
+        return sql_identifier(s["table"]["database"], STAGE_PREFIX + s["merge_id"])
 
-    def write(self, run: Any) -> None:
-        table, m = run.table, run.metrics
-        stage = self._stage(run)
-        with run._step("execute: write the changed rows to a PostgreSQL staging table"):
-            run.staged = True
-            rows = run._sql(macros.render("jdbc_stage_select", table, run.ctx))
-            rows.write.jdbc(self.target.jdbc_url(), stage, mode="error", properties=self.target.jdbc_properties())
-        faults.reached("after_staging")
+    def write(self, host: Any, s: dict) -> None:
+        table, m = s["table"], s["metrics"]
+        stage = self._stage(s)
+        host.step("execute: write the changed rows to a PostgreSQL staging table")
+        s["staged"] = True
+        rows = host._sql(macros.render("jdbc_stage_select", table, s["ctx"]))
+        rows.write.jdbc(self.target.jdbc_url(), stage, mode="error", properties=self.target.jdbc_properties())
+        host.failpoint("after_staging")
         m.update({"numOutputRows": m["numTargetRowsInserted"] + m["numTargetRowsUpdated"],
                   "numTargetRowsCopied": 0, "numTargetPartitionsRewritten": 0})
-        per_case = {r["case"]: r["n"] for r in run._rows(macros.render("jdbc_case_counts_sql", run.ctx))}
-        statements = self.statements(run, per_case)
-        with run._step(f"commit: one PostgreSQL transaction ({len(statements)} statements)"):
-            with run.commit_guard:
-                run.check_not_stopped()
-                run.journaled = True  # from here the transaction decides; the staging table goes either way
-            try:
-                with self.target.connect(autocommit=False) as conn:
-                    with conn.transaction():
-                        for n, (statement, expected, what) in enumerate(statements):
-                            changed = conn.execute(statement).rowcount
-                            if changed != expected:
-                                raise ConflictError(
-                                    f"{what} changed {changed} row(s) of {table['name']} where the plan counted "
-                                    f"{expected}: rows changed in PostgreSQL since Spark read them; rolled back, "
-                                    f"nothing was written, run it again")
-                            if n == 0:
-                                faults.reached("inside_transaction")
-                        for statement, params in self._history(run):
-                            conn.execute(statement, params)
-            finally:
-                self.discard_staged(run)
+        per_case = {r["case"]: r["n"] for r in host.rows(macros.render("jdbc_case_counts_sql", s["ctx"]))}
+        statements = self.statements(s, per_case)
+        host.step(f"commit: one PostgreSQL transaction ({len(statements)} statements)")
+        with host.guard:
+            host.stop_check()
+            host.journaled = True  # from here the transaction decides; the staging table goes either way
+        try:
+            with self.target.connect(autocommit=False) as conn:
+                with conn.transaction():
+                    for n, (statement, expected, what) in enumerate(statements):
+                        changed = conn.execute(statement).rowcount
+                        if changed != expected:
+                            raise ConflictError(
+                                f"{what} changed {changed} row(s) of {table['name']} where the plan counted "
+                                f"{expected}: rows changed in PostgreSQL since Spark read them; rolled back, "
+                                f"nothing was written, run it again")
+                        if n == 0:
+                            host.failpoint("inside_transaction")
+                    for statement, params in self._history(host, s):
+                        conn.execute(statement, params)
+        finally:
+            self.discard_staged(s)
+        s["journaled"] = True  # the transaction held the history row: finish writes no other
 
-    def statements(self, run: Any, per_case: dict[int, int]) -> list[tuple[str, int, str]]:
+    def statements(self, s: dict, per_case: dict[int, int]) -> list[tuple[str, int, str]]:
         """(PostgreSQL statement, rows it must change, what it is): DELETE, one UPDATE per update clause,
         one INSERT per insert clause; only the columns a clause assigns are written. `per_case`: rows
         the plan gives each WHEN clause (by its index)."""
-        table, resolved = run.table, run.resolved
+        table, resolved = s["table"], s["resolved"]
         target = sql_identifier(table["database"], table["table_name"])
-        stage = self._stage(run)
+        stage = self._stage(s)
         pk = table["primary_key"]
         by_pk = " AND ".join(f"t.{sql_identifier(k)} = s.__sm_pk{i}" for i, k in enumerate(pk))
         names = {c["name"].lower(): c["name"] for c in table["columns"]}
@@ -214,10 +219,11 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         def value(col: str) -> str:
             return f"CAST(s.{sql_identifier(names[col])} AS {table['pg_types'][col]})"
 
+        op = macros.fill("codes")["op"]
         out: list[tuple[str, int, str]] = []
         deletes = [cl["index"] for cl in resolved["clauses"] if cl["action"] == "delete"]
         if deletes:
-            out.append((f"DELETE FROM {target} AS t USING {stage} AS s WHERE s.__sm_op = 2 AND {by_pk}",
+            out.append((f"DELETE FROM {target} AS t USING {stage} AS s WHERE s.__sm_op = {op['delete']} AND {by_pk}",
                         sum(per_case.get(i, 0) for i in deletes), "the DELETE"))
         for cl in resolved["clauses"]:
             count = per_case.get(cl["index"], 0)
@@ -225,30 +231,29 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             if cl["action"] == "update":
                 sets = ", ".join(f"{sql_identifier(names[c])} = {value(c)}" for c in cols)
                 out.append((f"UPDATE {target} AS t SET {sets} FROM {stage} AS s "
-                            f"WHERE s.__sm_op = 3 AND s.__sm_case = {cl['index']} AND {by_pk}", count, cl["label"]))
+                            f"WHERE s.__sm_op = {op['update']} AND s.__sm_case = {cl['index']} AND {by_pk}", count, cl["label"]))
             elif cl["action"] == "insert":
                 out.append((f"INSERT INTO {target} ({', '.join(sql_identifier(names[c]) for c in cols)}) "
                             f"SELECT {', '.join(value(c) for c in cols)} FROM {stage} AS s "
-                            f"WHERE s.__sm_op = 1 AND s.__sm_case = {cl['index']}", count, cl["label"]))
+                            f"WHERE s.__sm_op = {op['insert']} AND s.__sm_case = {cl['index']}", count, cl["label"]))
         return out
 
-    def _history(self, run: Any) -> list[tuple[str, tuple]]:
-        """The history row, written in the merge's own transaction (so it exists iff the merge does)."""
-        history_table = sql_identifier(run.table["database"], HISTORY_TABLE)
-        entry = {"merge_id": run.merge_id, "target": run.table["name"], "kind": run.spec.kind,
-                 "paradigm": self.name, "plan_hash": run.plan_hash, "status": "committed",
-                 "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-                 "statement": run.spec.sql, "metrics": run.metrics}
+    def _history(self, host: Any, s: dict) -> list[tuple[str, tuple]]:
+        """The history row (spark_merge__history_entry, the one builder), written in the merge's own
+        transaction, so it exists iff the merge does."""
+        s["metrics"]["executionTimeMs"] = host.elapsed_ms()
+        entry = dict(macros.fill("history_entry", s, s["table"]["version"]), finished_at=host.now())
+        history_table = sql_identifier(s["table"]["database"], HISTORY_TABLE)
         return [(f"CREATE TABLE IF NOT EXISTS {history_table} (merge_id text PRIMARY KEY, target text NOT NULL, "
                  f"finished_at timestamptz NOT NULL, entry jsonb NOT NULL)", ()),
                 (f"INSERT INTO {history_table} (merge_id, target, finished_at, entry) VALUES (%s, %s, now(), %s)",
-                 (run.merge_id, run.table["name"], json.dumps(entry, default=str)))]
+                 (s["merge_id"], s["table"]["name"], json.dumps(entry, default=str)))]
 
-    def explain(self, run: Any, ctx: dict) -> list[str]:
+    def explain(self, spark, s: dict, ctx: dict) -> list[str]:
         return ["-- 5. stage the changed rows in PostgreSQL (Spark's JDBC writer)",
-                macros.render("jdbc_stage_select", run.table, ctx),
+                macros.render("jdbc_stage_select", s["table"], ctx),
                 "-- 6. one PostgreSQL transaction; each statement must change the rows the plan counts for it",
-                *[s for s, _, _ in self.statements(run, {})]]
+                *[st for st, _, _ in self.statements(s, {})]]
 
 
 def history(target: PostgresTarget, table: str, limit: int = 20) -> list[dict]:

@@ -22,18 +22,19 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
-from . import files, host, lock, macros, paradigms
+from . import files, host, lock, macros
 from .catalog import SPARK_ERRORS, describe_table
-from .engine import ORPHAN_MIN_AGE_HOURS, drop_dead_stage_tables, new_merge_id, refuse_foreign_format
+from .engine import ORPHAN_MIN_AGE_HOURS, drop_dead_stage_tables, refuse_foreign_format
 from .errors import ConflictError, SpecError, UnsupportedError
 from .history_store import read_history
+from .lifecycle import Lifecycle, drive
+from .result import new_merge_id
 
 log = logging.getLogger("spark_merge")
 
@@ -219,8 +220,91 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult) -> None:
             files.remove(location)
 
 
+class RollbackRun(Lifecycle):
+    """A rollback through the lifecycle: begin reads the history and decides where each partition
+    goes back to; execute, under the lock, checks each is still where the history says and commits
+    the repoints with a journal (spark_merge__lifecycle_journal_commit, the tail of every commit)."""
+
+    def __init__(self, spark: SparkSession, table_name: str, to_merge_id: str):
+        super().__init__(spark)
+        self.table_name, self.to_merge_id = table_name, to_merge_id
+
+    def begin(self) -> dict:
+        self._tag(True)
+        table = _table(self.spark, self.table_name)
+        to_merge_id = self.to_merge_id
+        # commit order is version order (a history entry is written after the lock is released)
+        entries = sorted(read_history(self.spark, table["name"], limit=1_000_000),
+                         key=lambda e: (e.get("version_before", 0), _finished(e)))
+        ids = [e["merge_id"] for e in entries]
+        if to_merge_id not in ids:
+            raise SpecError(f"{table['name']} has no merge {to_merge_id} in its history "
+                            f"(`spark-merge history {table['name']}` lists them)")
+        _check_history_complete(table, entries[ids.index(to_merge_id):], to_merge_id)
+        restore: dict[tuple, dict] = {}   # partition -> {'partition', 'location' before the range}
+        current: dict[tuple, str] = {}    # partition -> its directory after the range, per history
+        for entry in entries[ids.index(to_merge_id):]:
+            for r in entry.get("repoints") or []:
+                k = _partition_key(r["partition"])
+                restore.setdefault(k, {"partition": r["partition"], "location": r.get("old_location")})
+                current[k] = r["location"]
+            if not entry.get("repoints") and entry.get("metrics", {}).get("numTargetRowsInserted"):
+                for p in entry.get("partitions") or [{}]:
+                    k = _partition_key(p)
+                    before = restore.get(k, {}).get("location")
+                    if k not in current or (before and files.key(before) == files.key(current[k])):
+                        where = "/".join(f"{c}={v}" for c, v in p.items()) or "the table"
+                        raise UnsupportedError(
+                            f"cannot roll back {table['name']} to before {to_merge_id}: insert-only merge "
+                            f"{entry['merge_id']} appended rows to {where} in place; delete them with a DELETE instead"
+                        )
+        if not restore:
+            raise SpecError(f"merge {to_merge_id} and the later ones changed no data in {table['name']}; nothing to roll back")
+        self.restore, self.current = restore, current
+        self._planned(table=table, ctx=macros.fill("context", {}, table, self.merge_id), kind="rollback",
+                      paradigm="ROLLBACK", statement=f"ROLLBACK {table['name']} TO BEFORE {to_merge_id}",
+                      commit_repoints=True, entry_extra={"rolled_back": ids[ids.index(to_merge_id):]})
+        self.state = "begun"
+        return {"merge_id": self.merge_id, "target": table["name"], "paradigm": "ROLLBACK", "plan_hash": "",
+                "kind": "rollback"}
+
+    def plan(self) -> dict:
+        self.state = "planned"
+        return {"merge_id": self.merge_id, "target": self.s["table"]["name"], "paradigm": "ROLLBACK", "plan_hash": "",
+                "partitions_to_rewrite": [t["partition"] for t in self.restore.values()], "changed_rows": 0}
+
+    def execute(self) -> None:
+        s, host = self.s, self.host
+        host.lock(s["table"], self.merge_id)
+        s["locked"] = True
+        table = s["table"] = host.describe(s["table"])
+        repoints = []
+        for n, (k, target) in enumerate(sorted(self.restore.items())):
+            now_at = partition_location(self.spark, table, target["partition"])
+            if now_at is None or files.key(now_at) != files.key(self.current[k]):
+                raise ConflictError(
+                    f"{_where(target['partition'], table)} is at {now_at}, not at {self.current[k]} as the history of "
+                    f"{table['name']} says: it was changed outside spark-merge; nothing was rolled back"
+                )
+            location = target["location"]
+            if location is None or (_EMPTY.search(location) and files.exists(location) is False):
+                location = location or f"{s['ctx']['stage_location']}/empty-{n}"
+                s["staged"] = True
+                host.run(macros.render("empty_partition_sql", table, location))
+            elif files.exists(location) is False:
+                raise UnsupportedError(
+                    f"cannot roll back {table['name']} to before {self.to_merge_id}: {location}, which "
+                    f"{_where(target['partition'], table)} had then, was removed by vacuum"
+                )
+            repoints.append({"partition": target["partition"], "location": location,
+                             "old_location": now_at, "exists": True})
+        s.update(repoints=repoints, partitions=[r["partition"] or {} for r in repoints])
+        self.metrics["numTargetPartitionsRewritten"] = len(repoints)
+        super().execute()
+
+
 def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
-    """Point the table back at the version it had before merge ``to_merge_id``.
+    """Point the table back at the version it had before merge ``to_merge_id``; its history entry.
 
     Walks the history from that merge to now: each partition a commit in that
     range replaced goes back to the directory it had before the first of them; a
@@ -230,71 +314,16 @@ def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
     partition is no longer where the history says (changed by something else),
     or when vacuum already removed a directory it needs.
     """
-    table = _table(spark, table_name)
-    # commit order is version order (a history entry is written after the lock is released)
-    entries = sorted(read_history(spark, table["name"], limit=1_000_000),
-                     key=lambda e: (e.get("version_before", 0), _finished(e)))
-    ids = [e["merge_id"] for e in entries]
-    if to_merge_id not in ids:
-        raise SpecError(f"{table['name']} has no merge {to_merge_id} in its history "
-                        f"(`spark-merge history {table['name']}` lists them)")
-    _check_history_complete(table, entries[ids.index(to_merge_id):], to_merge_id)
-    restore: dict[tuple, dict] = {}   # partition -> {'partition', 'location' before the range}
-    current: dict[tuple, str] = {}    # partition -> its directory after the range, per history
-    for entry in entries[ids.index(to_merge_id):]:
-        for r in entry.get("repoints") or []:
-            k = _partition_key(r["partition"])
-            restore.setdefault(k, {"partition": r["partition"], "location": r.get("old_location")})
-            current[k] = r["location"]
-        if not entry.get("repoints") and entry.get("metrics", {}).get("numTargetRowsInserted"):
-            for p in entry.get("partitions") or [{}]:
-                k = _partition_key(p)
-                before = restore.get(k, {}).get("location")
-                if k not in current or (before and files.key(before) == files.key(current[k])):
-                    where = "/".join(f"{c}={v}" for c, v in p.items()) or "the table"
-                    raise UnsupportedError(
-                        f"cannot roll back {table['name']} to before {to_merge_id}: insert-only merge "
-                        f"{entry['merge_id']} appended rows to {where} in place; delete them with a DELETE instead"
-                    )
-    if not restore:
-        raise SpecError(f"merge {to_merge_id} and the later ones changed no data in {table['name']}; nothing to roll back")
+    runs: list[RollbackRun] = []
 
-    rollback_id = new_merge_id()
-    ctx = macros.fill("context", {}, table, rollback_id)
-    t0 = time.monotonic()
-    with lock.table_lock(spark, table, rollback_id):
-        table = describe_table(spark, [table["database"], table["table_name"]])
-        repoints = []
-        for n, (k, target) in enumerate(sorted(restore.items())):
-            now_at = partition_location(spark, table, target["partition"])
-            if now_at is None or files.key(now_at) != files.key(current[k]):
-                raise ConflictError(
-                    f"{_where(target['partition'], table)} is at {now_at}, not at {current[k]} as the history of "
-                    f"{table['name']} says: it was changed outside spark-merge; nothing was rolled back"
-                )
-            location = target["location"]
-            if location is None or (_EMPTY.search(location) and files.exists(location) is False):
-                location = location or f"{ctx['stage_location']}/empty-{n}"
-                spark.sql(macros.render("empty_partition_sql", table, location))
-            elif files.exists(location) is False:
-                raise UnsupportedError(
-                    f"cannot roll back {table['name']} to before {to_merge_id}: {location}, which "
-                    f"{_where(target['partition'], table)} had then, was removed by vacuum"
-                )
-            repoints.append({"partition": target["partition"], "location": location,
-                             "old_location": now_at, "exists": True})
-        entry = {
-            "merge_id": rollback_id, "target": table["name"], "kind": "rollback", "paradigm": "ROLLBACK",
-            "status": "committed", "statement": f"ROLLBACK {table['name']} TO BEFORE {to_merge_id}",
-            "metrics": {"numTargetPartitionsRewritten": len(repoints), "executionTimeMs": int((time.monotonic() - t0) * 1000)},
-            "partitions": [r["partition"] or {} for r in repoints], "repoints": repoints,
-            "version_before": table["version"], "version_after": table["version"] + 1,
-            "rolled_back": ids[ids.index(to_merge_id):],
-        }
-        paradigms.write_journal(spark, table, rollback_id, repoints, entry)
-        host.apply_journal(spark, table, rollback_id, repoints, entry)
+    def make() -> RollbackRun:
+        runs.append(RollbackRun(spark, table_name, to_merge_id))
+        return runs[-1]
+
+    result = drive(make)
+    entry = runs[-1].s["entry"]
     log.info("rolled %s back to before %s: %d partition(s) repointed (rollback %s)",
-             table["name"], to_merge_id, len(repoints), rollback_id)
+             entry["target"], to_merge_id, len(entry["repoints"]), result.merge_id)
     return entry
 
 

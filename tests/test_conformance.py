@@ -47,6 +47,12 @@ SHAPES = {
                   f"WHEN MATCHED THEN UPDATE SET " + ", ".join(f"`{c}` = {S}.`{c}`" for c in COLUMNS) + " "
                   f"WHEN NOT MATCHED THEN INSERT (" + ", ".join(f"`{c}`" for c in COLUMNS) + ") VALUES ("
                   + ", ".join(f"{S}.`{c}`" for c in COLUMNS) + ")", 4),
+    # upserts: the Python host gets the same options as keywords (a dict spec, dbt's aliases)
+    "watermark_upsert": ("unique_key='id', watermark_key='batch'", {"primary_key": "id", "watermark_key": "batch"}, 2),
+    "engine_upsert": ("unique_key='id', merge_engine='aggregation', aggregate_function={'amount': 'sum'}",
+                      {"primary_key": "id", "merge_engine": "aggregation", "aggregate_function": {"amount": "sum"}}, 2),
+    "merge_on_read": ("unique_key='id', watermark_key='batch', upsert_mode='merge-on-read'",
+                      {"primary_key": "id", "watermark_key": "batch", "upsert_mode": "merge-on-read"}, 2),
 }
 BATCH_SQL = "select id, name, amount, region{op} from {updates} where batch = {batch}"
 DUPLICATES = "select id, name, amount, region from {updates} where batch = 2 union all select 2, 'twin', 1.0, 'us'"
@@ -65,7 +71,7 @@ def _normalize(trace: list, names: dict[str, str]) -> list[tuple[str, str]]:
         text = re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00", "<ts>", text)
         text = re.sub(r'(executionTimeMs\\*"\s*:\s*)\d+', r"\1<ms>", text)
         text = re.sub(r'(plan_hash\\*"\s*:\s*\\*")[0-9a-f]*', r"\1<hash>", text)
-        text = re.sub(r'(statement\\*"\s*:\s*\\*").*?(\\*",)', r"\1<statement>\2", text)
+        text = re.sub(r'(statement\\*"\s*:\s*)(?:null|\\*".*?\\*")(,)', r"\1<statement>\2", text)
         # the specs come from two parsers (sqlglot, dbt's config): they may quote identifiers differently
         out.append((kind, text.replace("`", "")))
     return out
@@ -80,14 +86,23 @@ def test_dbt_and_python_issue_the_same_statements(spark, project, shape):
     config, statement, batch = SHAPES[shape]
     updates = f"{project.schema}.account_updates"
     name = f"conf_{shape}"
-    op = ", op" if shape == "delete_and_update" else ""
+    op = {"delete_and_update": ", op", "watermark_upsert": ", batch", "merge_on_read": ", batch"}.get(shape, "")
     _model(project, name, config, BATCH_SQL.format(op=op, updates="{{ ref('account_updates') }}", batch=1))
     project.dbt("run", "-s", name)
     dbt_table = project.table(name)
     py_table = f"{project.schema}.{name}_py"
-    spark.sql(f"DROP TABLE IF EXISTS {py_table}")
+    for leftover in (py_table, py_table + "__sm_log"):  # a merge-on-read table is a view over its log
+        spark.sql(f"DROP VIEW IF EXISTS {leftover}")
+        spark.sql(f"DROP TABLE IF EXISTS {leftover}")
     partitioned = "PARTITIONED BY (region)" if "partition_by" in config else ""
-    spark.sql(f"CREATE TABLE {py_table} USING parquet {partitioned} AS SELECT * FROM {dbt_table}")
+    # the Python table starts as the dbt model's first run left it: a CTAS, or for an upsert an empty
+    # CTAS and an upsert of the first batch (a merge-on-read one converts the table to log + view)
+    upsert = isinstance(statement, dict)
+    spark.sql(f"CREATE TABLE {py_table} USING parquet {partitioned} AS SELECT * FROM {dbt_table}"
+              + (" WHERE false" if upsert else ""))
+    if upsert:
+        first = BATCH_SQL.format(op=op, updates=updates, batch=1)
+        merge(spark, {"target": py_table, "source": first, "source_alias": S, "target_alias": T}, **statement)
 
     body = (DUPLICATES.format(updates="{{ ref('account_updates') }}") if shape == "duplicate"
             else BATCH_SQL.format(op=op, updates="{{ ref('account_updates') }}", batch=batch))
@@ -104,6 +119,8 @@ def test_dbt_and_python_issue_the_same_statements(spark, project, shape):
         if shape == "duplicate":
             with pytest.raises(DuplicateMatchError):
                 merge(spark, statement.format(target=py_table, source=f"`{view}`"))
+        elif isinstance(statement, dict):
+            merge(spark, {"target": py_table, "source": f"`{view}`", "source_alias": S, "target_alias": T}, **statement)
         else:
             merge(spark, statement.format(target=py_table, source=f"`{view}`"))
         from_python = list(host.trace)
@@ -112,6 +129,14 @@ def test_dbt_and_python_issue_the_same_statements(spark, project, shape):
         spark.sql(f"DROP VIEW IF EXISTS `{view}`")
 
     names = {}
+    if shape == "merge_on_read":  # the log is the table the lifecycle writes; the view reads it
+        for table in (py_table, dbt_table):
+            names[f"`{table.split('.')[0]}`.`{table.split('.')[1]}__sm_log`"] = "<log>"
+            names[f"{table}__sm_log"] = "<log>"
+            names[f"__sm_lock_{table.split('.')[1]}__sm_log"] = "__sm_lock_<log>"
+        for table in (py_table, dbt_table):
+            names[f"`{table.split('.')[0]}`.`{table.split('.')[1]}`"] = "<view>"
+        dbt_table, py_table = dbt_table + "__sm_log", py_table + "__sm_log"
     for table, placeholder in ((py_table, "<target>"), (dbt_table, "<target>")):
         names[describe_table(spark, table.split("."))["root"].rstrip("/")] = "<root>"
         names[f"`{table.split('.')[0]}`.`{table.split('.')[1]}`"] = placeholder

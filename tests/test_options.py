@@ -67,3 +67,30 @@ def test_the_airflow_operator_documents_every_option():
 
     missing = [n for n in options.merge_keywords() if n not in SparkMergeOperator.__doc__]
     assert not missing, f"SparkMergeOperator's docstring does not name {missing}"
+
+
+def test_codes_are_declared_once():
+    """Error and operation codes live in spark_merge_codes.sql: no other macro or module spells one
+    as a literal (a comment may name it), and each exception class carries its declared code."""
+    import re
+    from pathlib import Path
+
+    from merge_core import errors, macros
+
+    root = Path(__file__).resolve().parent.parent
+    codes = macros.fill("codes")
+    declared = set(codes["error"].values())
+    assert len(declared) == len(codes["error"]) and sorted(codes["op"].values()) == [-1, 1, 2, 3]
+    spelled = []
+    for path in [*root.glob("dbt_macros/macros/**/*.sql"), *root.glob("merge_core/*.py"), *root.glob("airflow_provider/*.py")]:
+        if path.name == "spark_merge_codes.sql":
+            continue
+        text = re.sub(r"\{#.*?#\}", "", path.read_text(), flags=re.S)  # Jinja comments
+        spelled += [f"{path.name}: {m}" for m in re.findall(r"""["']MERGE_(?!ON_READ|ID)[A-Z_]+\b""", text)]
+        spelled += [f"{path.name}: {m}" for m in re.findall(r"__sm_op\s*(?:=|IN\s*\()\s*-?\d", text)]
+    assert spelled == []
+    classes = errors._all(errors.MergeError)
+    assert {c.code for c in classes} <= declared
+    # a planned-rows check raised inside Spark maps back to its class
+    assert isinstance(errors.error_for(codes["error"]["conflict"], "x"), errors.ConflictError)
+    assert isinstance(errors.error_for(codes["error"]["version_moved"], "x"), errors.RetryableConflict)

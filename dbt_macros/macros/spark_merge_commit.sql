@@ -33,8 +33,9 @@ ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge.spark_merge__j
 {%- endmacro %}
 
 {#- A commit that writes no journal (an append) still moves the version on. -#}
-{% macro spark_merge__version_sql(table) -%}
-ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.version' = '{{ table.version + 1 }}', 'spark_merge.root' = {{ spark_merge.spark_merge__literal(table.root) }})
+{% macro spark_merge__version_sql(table, properties={}) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.version' = '{{ table.version + 1 }}', 'spark_merge.root' = {{ spark_merge.spark_merge__literal(table.root) }}
+{%- for k, v in properties.items() %}, {{ spark_merge.spark_merge__literal(k) }} = {{ spark_merge.spark_merge__literal(v) }}{% endfor %})
 {%- endmacro %}
 
 {#- One statement per entry of `out`; idempotent, so recovery replays them. -#}

@@ -456,7 +456,7 @@ FROM (SELECT {% for k in e.pk %}__sm_p{{ loop.index0 }}, {% endfor %}{{ spark_me
 WHERE
 {%- if checks %} CASE
 {%- for chk in checks %}
-  WHEN __sm_bad{{ loop.index0 }} THEN raise_error(concat({{ spark_merge.spark_merge__literal('MERGE_ENGINE_REJECTED: ' ~ chk[1] ~ ' (key ') }}, to_json(named_struct({{ keys | join(', ') }})), ')'))
+  WHEN __sm_bad{{ loop.index0 }} THEN raise_error(concat({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('engine_rejected') ~ ': ' ~ chk[1] ~ ' (key ') }}, to_json(named_struct({{ keys | join(', ') }})), ')'))
 {%- endfor %}
   ELSE {% endif %}(__sm_v.__sm_n OR __sm_v.__sm_t){% if checks %} END{% endif %}
 {%- endmacro %}

@@ -49,7 +49,7 @@
 {%- endmacro %}
 
 {% macro spark_merge__lifecycle_cleanup(host, s) -%}
-{%- if not s.get('cleaned') -%}
+{%- if not s.get('cleaned') and s.get('ctx') -%}
   {%- set statements = [] -%}
   {%- do spark_merge.spark_merge__cleanup_statements(s.ctx, statements) -%}
   {%- for stmt in statements -%}{%- do host.run(stmt, tolerate=true) -%}{%- endfor -%}
@@ -89,7 +89,7 @@
 {%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
 {%- do host.failpoint('after_validation') -%}
 {%- set narrowed = {'matched_by': 'join'} -%}
-{%- do m.update({'numSourceRows': 0}) -%}
+{%- do spark_merge.spark_merge__zero_metrics(m) -%}
 {%- if spec.source_kind != 'none' -%}
   {%- do host.step('plan: read the source once') -%}
   {%- do host.run(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
@@ -117,14 +117,13 @@
   {%- if dups -%}
     {%- set shown = [] -%}
     {%- for d in dups -%}{%- set kv = [] -%}{%- for k, v in d.items() -%}{%- do kv.append(k ~ '=' ~ spark_merge.spark_merge__shown(v)) -%}{%- endfor -%}{%- do shown.append(kv | join(', ')) -%}{%- endfor -%}
-    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_TARGET_ROW_MULTIPLE_MATCHES', 'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '). Offending target rows: ' ~ shown | join('; '), dups) -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'), 'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '). Offending target rows: ' ~ shown | join('; '), dups) -%}
   {%- endif -%}
 {%- endif -%}
 {%- do host.step('plan: ' ~ ('' if dup_sql else 'join target and source, ') ~ 'count changes and find the partitions they touch') -%}
 {%- set summary = {} -%}
 {%- do spark_merge.spark_merge__summarize_changes(table, host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx)), summary) -%}
 {%- do m.update(summary.metrics) -%}
-{%- for k in ['numTargetRowsCopied', 'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved', 'numTargetPartitionsRewritten'] -%}{%- do m.update({k: 0}) -%}{%- endfor -%}
 {#- for an append these are the partitions it adds files to (rollback needs to know) -#}
 {%- do s.update({'partitions': summary.partitions, 'deltas': summary.deltas}) -%}
 {%- set broadcast = {} -%}
@@ -141,7 +140,7 @@
 {% macro spark_merge__lifecycle_unchanged(host, s, out) -%}
 {%- set fresh = host.describe(s.table) -%}
 {%- if fresh.version != s.table.version -%}
-  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_VERSION_MOVED', fresh.name ~ ' moved from version ' ~ s.table.version ~ ' to ' ~ fresh.version ~ ' since this merge began') -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('version_moved'), fresh.name ~ ' moved from version ' ~ s.table.version ~ ' to ' ~ fresh.version ~ ' since this merge began') -%}
 {%- endif -%}
 {%- do out.update(fresh) -%}
 {%- endmacro %}
@@ -151,6 +150,15 @@
 {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__file_stats_sql(table, relation, where)), out) -%}
 {%- endmacro %}
 
+{#- Every metric a commit reports (Delta's names), set to zero: the one list of them. -#}
+{% macro spark_merge__zero_metrics(out) -%}
+{%- for k in ['numSourceRows', 'numTargetRowsInserted', 'numTargetRowsUpdated', 'numTargetRowsDeleted', 'numTargetRowsCopied',
+              'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved',
+              'numTargetPartitionsRewritten', 'executionTimeMs'] -%}
+  {%- do out.update({k: 0}) -%}
+{%- endfor -%}
+{%- endmacro %}
+
 {#- The one history-entry builder: what a commit records (the journal carries it). -#}
 {% macro spark_merge__history_entry(s, version_after, out) -%}
 {%- do out.update({
@@ -158,13 +166,19 @@
   'status': 'committed', 'statement': s.statement, 'metrics': s.metrics.copy(), 'partitions': s.partitions,
   'repoints': s.get('repoints', []), 'version_before': s.table.version, 'version_after': version_after,
 }) -%}
+{%- do out.update(s.get('entry_extra', {})) -%}
 {%- endmacro %}
 
-{#- Execute: write the planned changes and commit them. An insert-only merge appends under the
-    lock; anything else stages the touched partitions and commits them with a journal. -#}
+{#- Execute: write the planned changes and commit them. The write mode is a branch here:
+    an insert-only merge or a merge-on-read upsert (s.append_statements) appends under the lock;
+    a rollback (s.repoints given) commits its repoints; anything else stages the touched
+    partitions (s.stage_statement: a compaction's query instead of the merge's) and commits them
+    with a journal. -#}
 {% macro spark_merge__lifecycle_write(host, s) -%}
 {%- set m = s.metrics -%}
-{%- if s.get('stage_statement') or m.numTargetRowsInserted or m.numTargetRowsUpdated or m.numTargetRowsDeleted -%}
+{%- if s.get('commit_repoints') -%}
+  {%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s) -%}
+{%- elif s.get('append_statements') or s.get('stage_statement') or m.numTargetRowsInserted or m.numTargetRowsUpdated or m.numTargetRowsDeleted -%}
   {%- if s.get('insert_only') -%}
     {%- do spark_merge.spark_merge__lifecycle_append(host, s) -%}
   {%- else -%}
@@ -179,8 +193,8 @@
 {%- set fresh = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
 {%- do host.failpoint('before_append') -%}
-{%- do host.run(spark_merge.spark_merge__append_sql(s.table, s.ctx)) -%}
-{%- do host.run(spark_merge.spark_merge__version_sql(fresh)) -%}
+{%- for stmt in s.get('append_statements') or [spark_merge.spark_merge__append_sql(s.table, s.ctx)] -%}{%- do host.run(stmt) -%}{%- endfor -%}
+{%- do host.run(spark_merge.spark_merge__version_sql(fresh, s.get('properties', {}))) -%}
 {%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false, 'version_after': fresh.version + 1}) -%}
 {%- do s.metrics.update({'numOutputRows': s.metrics.numTargetRowsInserted}) -%}
 {%- endmacro %}
@@ -200,7 +214,7 @@
   {%- set stale = host.rows(spark_merge.spark_merge__stale_files_sql(table, ctx, where)) -%}
   {%- if stale -%}
     {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, {}) -%}
-    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_CONFLICT', 'this merge read rows of ' ~ table.name ~ ' from file(s) the table no longer holds (' ~ stale[0].file ~ '): the data changed while it planned; nothing was written, run it again') -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'this merge read rows of ' ~ table.name ~ ' from file(s) the table no longer holds (' ~ stale[0].file ~ '): the data changed while it planned; nothing was written, run it again') -%}
   {%- endif -%}
 {%- endif -%}
 {%- do host.step('execute: write ' ~ s.partitions | length ~ ' partition(s) to staging') -%}
@@ -227,7 +241,7 @@
 {%- if changed -%}
   {%- set names = [] -%}
   {%- for k in changed[:5] -%}{%- do names.append(k | replace('"', '') | trim('/') or 'all') -%}{%- endfor -%}
-  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_CONFLICT', 'partition(s) ' ~ names | join(', ') ~ ' of ' ~ table.name ~ ' changed since this merge read them; nothing was written, run it again') -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'partition(s) ' ~ names | join(', ') ~ ' of ' ~ table.name ~ ' changed since this merge read them; nothing was written, run it again') -%}
 {%- endif -%}
 {%- set fresh = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
@@ -235,21 +249,32 @@
 {%- set violations = [] -%}
 {%- do spark_merge.spark_merge__output_errors(table, s.partitions, s.deltas if merging else none, old, new, violations) -%}
 {%- if violations -%}
-  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_PLAN_VIOLATION', violations[:5] | join('; ') ~ '; nothing was committed') -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('plan_violation'), violations[:5] | join('; ') ~ '; nothing was committed') -%}
 {%- endif -%}
 {%- for r in s.repoints if host.exists(r.location) is sameas false -%}
   {%- if loop.first -%}
-    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, 'MERGE_CONFLICT', 'the staged data of this merge (' ~ r.location ~ ') was removed, most likely by a vacuum with a retention shorter than the merge took; nothing was written, run it again') -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'the staged data of this merge (' ~ r.location ~ ') was removed, most likely by a vacuum with a retention shorter than the merge took; nothing was written, run it again') -%}
   {%- endif -%}
 {%- endfor -%}
-{%- do m.update({'executionTimeMs': host.elapsed_ms(s)}) -%}
+{%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s, fresh) -%}
+{%- endmacro %}
+
+{#- The commit point and after, under the lock: the history entry goes into the journal, then the
+    journal is applied. A rollback comes here directly: its caller took the lock and checked
+    that each partition is where the history says (s.repoints, s.commit_repoints). -#}
+{% macro spark_merge__lifecycle_journal_commit(host, s, fresh=none) -%}
+{%- if fresh is none -%}
+  {%- set fresh = {} -%}
+  {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
+{%- endif -%}
+{%- do s.metrics.update({'executionTimeMs': host.elapsed_ms(s)}) -%}
 {%- set entry = {} -%}
 {%- do spark_merge.spark_merge__history_entry(s, fresh.version + 1, entry) -%}
 {%- do host.journal(spark_merge.spark_merge__journal_sql(fresh, s.merge_id, s.repoints, entry)) -%}
-{%- do s.update({'journaled': true, 'version_after': fresh.version + 1}) -%}
+{%- do s.update({'journaled': true, 'version_after': fresh.version + 1, 'entry': entry}) -%}
 {%- do host.failpoint('after_journal') -%}
 {%- do spark_merge.spark_merge__lifecycle_apply_journal(host, fresh, s.merge_id, s.repoints, entry, false) -%}
-{%- do host.unlock(table, s.merge_id) -%}{%- do s.update({'locked': false}) -%}
+{%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false}) -%}
 {%- endmacro %}
 
 {#- Complete a journaled commit: repoint, write the history entry, mark done, refresh. Every
@@ -281,7 +306,7 @@
 {%- set journal = {} -%}
 {%- do spark_merge.spark_merge__pending_journal(table, journal) -%}
 {%- if journal.get('corrupt') -%}
-  {%- do host.fail('MERGE_CORRUPT_JOURNAL', spark_merge.spark_merge__corrupt_journal_message(table, journal) | trim) -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('corrupt_journal'), spark_merge.spark_merge__corrupt_journal_message(table, journal) | trim) -%}
 {%- endif -%}
 {%- set finished = {'id': table.properties.get('spark_merge.last_merge_id')} -%}
 {%- if journal -%}
@@ -299,4 +324,21 @@
 {%- endif -%}
 {%- do host.release_finished(table, finished.id) -%}
 {%- do out.update({'recovered': journal | length > 0}) -%}
+{%- endmacro %}
+
+{#- Plan a merge-on-read upsert: no join, no rewrite; the source's rows are appended to the log
+    (s.table) and the view (s.view) is re-created over it, with the upsert options (s.upsert,
+    s.log_plan) kept in the log's properties for the view and compaction. -#}
+{% macro spark_merge__lifecycle_plan_log(host, s) -%}
+{%- do host.failpoint('after_validation') -%}
+{%- do spark_merge.spark_merge__zero_metrics(s.metrics) -%}
+{%- do host.step('plan: count the source rows (merge-on-read: appended to the log, no join)') -%}
+{%- set n = host.rows('SELECT count(*) AS n FROM ' ~ spark_merge.spark_merge__source_relation(s.spec) ~ ' AS s')[0].n | int -%}
+{%- do s.metrics.update({'numSourceRows': n, 'numTargetRowsInserted': n}) -%}
+{#- what the view and compaction need, the same keys from either host (an empty list as null) -#}
+{%- set options = {} -%}
+{%- for k in ['primary_key', 'watermark_key', 'tombstone_key', 'tombstone_string_key_value', 'upsert_mode'] -%}{%- set v = s.upsert.get(k) -%}{%- do options.update({k: none if v is none or v == [] else v}) -%}{%- endfor -%}
+{%- do s.update({'insert_only': true, 'partitions': [], 'deltas': none,
+                 'append_statements': [spark_merge.spark_merge__mor_append_sql(s.table, s.spec), spark_merge.spark_merge__mor_view_sql(s.view, s.table, s.log_plan)],
+                 'properties': {'spark_merge.upsert': options | tojson}}) -%}
 {%- endmacro %}

@@ -240,7 +240,7 @@ SELECT
 {%- endfor %}
     ELSE -1
   END AS __sm_case,
-  CASE __sm_case{% for cl in resolved.clauses %} WHEN {{ cl.index }} THEN {{ cl.op }}{% endfor %} ELSE -1 END AS __sm_op
+  CASE __sm_case{% for cl in resolved.clauses %} WHEN {{ cl.index }} THEN {{ cl.op }}{% endfor %} ELSE {{ spark_merge.spark_merge__op('none') }} END AS __sm_op
 {%- for c in table.columns %},
   {% if writers | length == 0 -%}
   CAST(NULL AS {{ c.type }})
@@ -251,7 +251,7 @@ SELECT
   {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
   {%- set writers_of_c = [] -%}
   {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor %}
-  CASE WHEN {% if c.get('has_default') %}__sm_case IN ({{ (writers_of_c or [-2]) | join(', ') }}){% else %}__sm_op IN (1, 3){% endif %} AND __sm_c{{ loop.index0 }} IS NULL THEN raise_error({{ spark_merge.spark_merge__literal('MERGE_NOT_NULL_VIOLATION: a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ loop.index0 }}
+  CASE WHEN {% if c.get('has_default') %}__sm_case IN ({{ (writers_of_c or [-2]) | join(', ') }}){% else %}__sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}){% endif %} AND __sm_c{{ loop.index0 }} IS NULL THEN raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ loop.index0 }}
 {%- endif %}
 {%- endfor %}
 {% if has_source -%}
@@ -293,7 +293,7 @@ CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK
     joined row and count(*) counts source rows; an ORC row id is shared by identical rows -#}
 {%- set parquet = table.provider in ['parquet', 'jdbc'] -%}
 {%- set n = 'count(*)' if parquet else 'count(DISTINCT __sm_srow)' -%}
-{%- set mods = 'count_if(__sm_op IN (2, 3))' if parquet else 'count(DISTINCT CASE WHEN __sm_op IN (2, 3) THEN __sm_srow END)' -%}
+{%- set mods = 'count_if(__sm_op IN (' ~ spark_merge.spark_merge__op('delete', 'update') ~ '))' if parquet else 'count(DISTINCT CASE WHEN __sm_op IN (' ~ spark_merge.spark_merge__op('delete', 'update') ~ ') THEN __sm_srow END)' -%}
 {%- set tests = [] -%}
 {%- if not lone_delete -%}{%- do tests.append('sum(__sm_mods) > 1') -%}{%- endif -%}
 {%- if spec.duplicate_rule == 'trino' -%}{%- do tests.append('max(__sm_n) > 1') -%}
@@ -338,9 +338,9 @@ LIMIT {{ limit }}
 SELECT __sm_op AS op, __sm_old, __sm_new, {% if dedupe %}CAST(round(sum(__sm_w)) AS BIGINT){% else %}count(*){% endif %} AS n
 FROM (
   SELECT __sm_op, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new) }} AS __sm_new
-  {%- if dedupe %}, CASE WHEN __sm_op = 2 THEN 1.0 / size(collect_set(__sm_srow) OVER (PARTITION BY __sm_file, __sm_row)) ELSE 1.0 END AS __sm_w{% endif %}
+  {%- if dedupe %}, CASE WHEN __sm_op = {{ spark_merge.spark_merge__op('delete') }} THEN 1.0 / size(collect_set(__sm_srow) OVER (PARTITION BY __sm_file, __sm_row)) ELSE 1.0 END AS __sm_w{% endif %}
   FROM {{ ctx.changes }}
-  WHERE __sm_op IN (1, 2, 3)
+  WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'delete', 'update') }})
 )
 GROUP BY __sm_op, __sm_old, __sm_new
 {%- endmacro %}
@@ -382,12 +382,14 @@ GROUP BY __sm_op, __sm_old, __sm_new
 -#}
 {% macro spark_merge__summarize_changes(table, rows, out) -%}
 {%- set m = {'numTargetRowsInserted': 0, 'numTargetRowsDeleted': 0, 'numTargetRowsUpdated': 0} -%}
-{%- set names = {1: 'numTargetRowsInserted', 2: 'numTargetRowsDeleted', 3: 'numTargetRowsUpdated'} -%}
+{%- set codes = {} -%}{%- do spark_merge.spark_merge__codes(codes) -%}
+{%- set op = codes.op -%}
+{%- set names = {op['insert']: 'numTargetRowsInserted', op['delete']: 'numTargetRowsDeleted', op['update']: 'numTargetRowsUpdated'} -%}
 {%- set seen, deltas, partitions = {}, {}, [] -%}
 {%- for r in rows -%}
   {%- set n = r.n | int -%}
   {%- do m.update({names[r.op | int]: m[names[r.op | int]] + n}) -%}
-  {%- for side in ['old', 'new'] if (r.op | int) in ({'old': [2, 3], 'new': [1, 3]}[side]) -%}
+  {%- for side in ['old', 'new'] if (r.op | int) in ({'old': [op['delete'], op['update']], 'new': [op['insert'], op['update']]}[side]) -%}
     {%- set values = fromjson(r['__sm_' ~ side]) -%}
     {%- set part = {} -%}
     {%- for p in table.partition_columns -%}{%- do part.update({p: values[loop.index0]}) -%}{%- endfor -%}
@@ -407,11 +409,11 @@ GROUP BY __sm_op, __sm_old, __sm_new
 SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns) }}) */{% else %}/*+ REBALANCE */{% endif %} * FROM (
   SELECT {{ spark_merge.spark_merge__column_list(names, '__sm_t.') }}
   FROM {{ spark_merge.spark_merge__target_scan(table, where) }} AS __sm_t
-  LEFT ANTI JOIN (SELECT {% if ctx.get('broadcast_changed') %}/*+ BROADCAST */ {% endif %}__sm_file, __sm_row FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)) AS __sm_d
+  LEFT ANTI JOIN (SELECT {% if ctx.get('broadcast_changed') %}/*+ BROADCAST */ {% endif %}__sm_file, __sm_row FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('delete', 'update') }})) AS __sm_d
     ON __sm_t.__sm_file = __sm_d.__sm_file AND __sm_t.__sm_row = __sm_d.__sm_row
   UNION ALL
   SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
-  FROM {{ ctx.changes }} WHERE __sm_op IN (1, 3)
+  FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }})
 ) AS __sm_new
 {%- endmacro %}
 
@@ -419,11 +421,11 @@ SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge_
 {% macro spark_merge__jdbc_stage_select(table, ctx) -%}
 SELECT __sm_op, __sm_case{% for k in table.primary_key %}, __sm_pk{{ loop.index0 }}{% endfor -%}
 {% for c in table.columns %}, __sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{% endfor %}
-FROM {{ ctx.changes }} WHERE __sm_op IN (1, 2, 3)
+FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'delete', 'update') }})
 {%- endmacro %}
 
 {% macro spark_merge__jdbc_case_counts_sql(ctx) -%}
-SELECT __sm_case AS `case`, count(*) AS n FROM {{ ctx.changes }} WHERE __sm_op IN (1, 2, 3) GROUP BY __sm_case
+SELECT __sm_case AS `case`, count(*) AS n FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'delete', 'update') }}) GROUP BY __sm_case
 {%- endmacro %}
 
 {% macro spark_merge__stage_sql(table, ctx, partitions) -%}
@@ -444,7 +446,7 @@ AS {{ select }}
 {% macro spark_merge__append_sql(table, ctx) -%}
 INSERT INTO {{ table.relation }}
 SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns | map('lower') | list) }}) */{% else %}/*+ REBALANCE */{% endif %} {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
-FROM {{ ctx.changes }} WHERE __sm_op = 1
+FROM {{ ctx.changes }} WHERE __sm_op = {{ spark_merge.spark_merge__op('insert') }}
 {%- endmacro %}
 
 {#- Files, bytes, rows and directory per partition (__sm_part, as partition_json) of `relation`
@@ -469,7 +471,7 @@ GROUP BY __sm_part, dir
     from files that are not the ones the commit replaces (another merge's cache, or a write that
     bypassed spark-merge); up to 3 such files. -#}
 {% macro spark_merge__stale_files_sql(table, ctx, where=none) -%}
-SELECT __sm_file AS file FROM (SELECT DISTINCT __sm_file FROM {{ ctx.changes }} WHERE __sm_op IN (2, 3)) AS __sm_c
+SELECT __sm_file AS file FROM (SELECT DISTINCT __sm_file FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('delete', 'update') }})) AS __sm_c
 LEFT ANTI JOIN (SELECT DISTINCT _metadata.file_path AS __sm_f FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %}) AS __sm_t
   ON __sm_c.__sm_file = __sm_t.__sm_f
 LIMIT 3

@@ -92,7 +92,7 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
   {%- endif -%}
   {%- set scope = 'both' if cl.matched else 'source' -%}
   {%- set outputs = {} -%}
-  {%- set op = {'insert': 1, 'delete': 2, 'update': 3}[cl.action] -%}
+  {%- set op = spark_merge.spark_merge__op(cl.action) | int -%}
   {%- if cl.action in ['update', 'delete'] and not cl.matched -%}
     {%- do errors.append(label ~ ': ' ~ cl.action | upper ~ ' is only allowed in WHEN MATCHED clauses') -%}
   {%- elif cl.action == 'insert' and cl.matched -%}

@@ -20,6 +20,9 @@
     {%- set result = spark_merge.spark_merge__dbt_mor_upsert(cfg, sql) -%}
     {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
   {%- elif existing is none or should_full_refresh() -%}
+    {%- set model_columns = [] -%}
+    {%- for row in run_query('DESCRIBE QUERY ' ~ sql).rows -%}{%- do model_columns.append(row[0]) -%}{%- endfor -%}
+    {%- do spark_merge.spark_merge__dbt_check_columns(cfg, model_columns, 'the model') -%}
     {%- if existing is not none and existing.is_view -%}
       {%- do adapter.drop_relation(existing) -%}
     {%- elif existing is not none -%}
@@ -83,7 +86,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ rel).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
 {%- set table = {} -%}
 {%- do spark_merge.spark_merge__table_info(desc, types, table) -%}
-{%- if table.errors -%}{{ spark_merge.spark_merge__dbt_fail(table.errors | join('; ')) }}{%- endif -%}
+{%- if table.errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(table.errors | join('; ')) }}{%- endif -%}
 {{ return(table) }}
 {%- endmacro %}
 
@@ -138,11 +141,16 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- if spark_merge.spark_merge__dbt_schema_change(cfg, table, source_view) -%}{%- set table = spark_merge.spark_merge__dbt_describe() -%}{%- endif -%}
 {%- set source_columns = [] -%}
 {%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ source_view).rows -%}{%- do source_columns.append(row[0]) -%}{%- endfor -%}
+{%- do spark_merge.spark_merge__dbt_check_columns(cfg, source_columns, 'the model') -%}
+{%- if not cfg.merge_on -%}
+  {%- do spark_merge.spark_merge__dbt_check_columns({'unique_key': cfg.unique_key, 'partition_by': [], 'update_columns': [], 'exclude_columns': []},
+                                                    table.columns | map(attribute='name') | list, table.name) -%}
+{%- endif -%}
 {%- set spec = spark_merge.spark_merge__dbt_spec(cfg, table, source_view, source_columns) -%}
 {%- if spec.upsert -%}
   {%- set compiled = {} -%}
   {%- do spark_merge.spark_merge__upsert_spec(spec, table, compiled) -%}
-  {%- if compiled.errors -%}{{ spark_merge.spark_merge__dbt_fail('MERGE_VALIDATION_ERROR: ' ~ compiled.errors | join('; ')) }}{%- endif -%}
+  {%- if compiled.errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ compiled.errors | join('; ')) }}{%- endif -%}
   {%- set spec = compiled -%}
 {%- endif -%}
 {%- set resolved = {} -%}
@@ -157,7 +165,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
   {%- endif -%}
 {%- endfor -%}
 {%- do spark_merge.spark_merge__check_types(parts, types, errors) -%}
-{%- if errors -%}{{ spark_merge.spark_merge__dbt_fail('MERGE_VALIDATION_ERROR: ' ~ errors | join('; ')) }}{%- endif -%}
+{%- if errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ errors | join('; ')) }}{%- endif -%}
 {%- for scope in ['both', 'source', 'target'] -%}
   {%- set conditions = [] -%}
   {%- do spark_merge.spark_merge__conditions(resolved.parts, scope, conditions) -%}
@@ -167,7 +175,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
     {%- endfor -%}
   {%- endif -%}
 {%- endfor -%}
-{%- if errors -%}{{ spark_merge.spark_merge__dbt_fail('MERGE_VALIDATION_ERROR: ' ~ errors | join('; ')) }}{%- endif -%}
+{%- if errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ errors | join('; ')) }}{%- endif -%}
 {%- set ctx = {} -%}
 {%- do spark_merge.spark_merge__context(spec, table, merge_id, ctx) -%}
 {#- ON equates each unique_key column of target and source (`<=>` in an upsert): plan step 0 narrows by them -#}
@@ -203,42 +211,37 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set started = modules.datetime.datetime.now(modules.pytz.utc) -%}
 {%- set merge_id = started.strftime('%Y%m%d%H%M%S') ~ '_' ~ local_md5(invocation_id ~ this ~ started.isoformat())[:8] -%}
 {%- set log_name = this.identifier ~ '__sm_log' -%}
+{%- set source_view = spark_merge.spark_merge__quote(this.identifier ~ '__sm_source_' ~ merge_id) -%}
+{%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
+{%- set source_columns = [] -%}
+{%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ source_view).rows -%}{%- do source_columns.append(row[0]) -%}{%- endfor -%}
+{%- do spark_merge.spark_merge__dbt_check_columns(cfg, source_columns, 'the model') -%}
 {%- set kind = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ spark_merge.spark_merge__dbt_relation() ~ ' AS JSON').rows[0][0]).get('type', '') | upper -%}
 {%- if kind != 'VIEW' -%}
   {%- do run_query('ALTER TABLE ' ~ spark_merge.spark_merge__dbt_relation() ~ ' RENAME TO ' ~ spark_merge.spark_merge__dbt_relation(log_name)) -%}
 {%- endif -%}
 {%- set table = spark_merge.spark_merge__dbt_describe(log_name) -%}
+{%- set host = spark_merge.spark_merge__dbt_host() -%}
 {%- set settled = {} -%}
-{%- do spark_merge.spark_merge__lifecycle_settle(spark_merge.spark_merge__dbt_host(), table, settled) -%}
+{%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
 {%- if settled.recovered -%}{%- set table = spark_merge.spark_merge__dbt_describe(log_name) -%}{%- endif -%}
 {%- set upsert = {'primary_key': cfg.unique_key, 'watermark_key': cfg.watermark_key, 'tombstone_key': cfg.tombstone_key,
                   'tombstone_string_key_value': cfg.tombstone_string_key_value, 'upsert_mode': 'merge-on-read'} -%}
 {%- set plan = {} -%}
 {%- do spark_merge.spark_merge__upsert_plan(upsert, table, plan) -%}
-{%- if plan.errors -%}{{ spark_merge.spark_merge__dbt_fail('MERGE_VALIDATION_ERROR: ' ~ plan.errors | join('; ')) }}{%- endif -%}
-{%- set source_view = spark_merge.spark_merge__quote(this.identifier ~ '__sm_source_' ~ merge_id) -%}
-{%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
+{%- if plan.errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ plan.errors | join('; ')) }}{%- endif -%}
 {%- set spec = {'source': source_view, 'source_kind': 'table', 'source_alias': 'DBT_INTERNAL_SOURCE'} -%}
 {%- do run_query('DESCRIBE QUERY ' ~ spark_merge.spark_merge__mor_rows_sql(table, spec)) -%}
-{%- set rows = run_query('SELECT count(*) FROM ' ~ source_view).rows[0][0] | int -%}
-{%- do spark_merge.spark_merge__dbt_lock(table, merge_id) -%}
-{%- do run_query(spark_merge.spark_merge__mor_append_sql(table, spec)) -%}
-{%- do run_query('ALTER TABLE ' ~ table.relation ~ " SET TBLPROPERTIES ('spark_merge.upsert' = "
-                 ~ spark_merge.spark_merge__literal(tojson(upsert)) ~ ", 'spark_merge.version' = '" ~ (table.version + 1)
-                 ~ "', 'spark_merge.root' = " ~ spark_merge.spark_merge__literal(table.root) ~ ")") -%}
-{%- do run_query(spark_merge.spark_merge__mor_view_sql(spark_merge.spark_merge__dbt_relation(), table, plan)) -%}
-{%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+{#- plan, execute, finish: the lifecycle merge_core runs too (merge_on_read.UpsertRun) -#}
+{%- set m = {} -%}
+{%- set s = {'spec': spec, 'table': table, 'merge_id': merge_id, 'metrics': m, 'kind': 'upsert', 'paradigm': 'MERGE_ON_READ',
+             'plan_hash': '', 'statement': 'dbt model ' ~ this, 'started': started.isoformat(), 'partitions': [], 'deltas': none,
+             'view': spark_merge.spark_merge__dbt_relation(), 'log_plan': plan, 'upsert': upsert} -%}
+{%- do spark_merge.spark_merge__lifecycle_plan_log(host, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_write(host, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
 {%- do run_query('DROP VIEW IF EXISTS ' ~ source_view) -%}
-{%- set ctx = {} -%}
-{%- do spark_merge.spark_merge__context({}, table, merge_id, ctx) -%}
-{%- set finished = modules.datetime.datetime.now(modules.pytz.utc) -%}
-{%- set m = {'numSourceRows': rows, 'numTargetRowsInserted': rows, 'numTargetRowsUpdated': 0, 'numTargetRowsDeleted': 0,
-             'numTargetRowsCopied': 0, 'numOutputRows': rows, 'numTargetPartitionsRewritten': 0,
-             'executionTimeMs': ((finished - started).total_seconds() * 1000) | int} -%}
-{%- do run_query(spark_merge.spark_merge__history_write_sql(ctx, {
-  'merge_id': merge_id, 'target': table.name, 'kind': 'upsert', 'paradigm': 'MERGE_ON_READ', 'status': 'committed',
-  'finished_at': finished.isoformat(timespec='milliseconds'), 'statement': 'dbt model ' ~ this, 'metrics': m,
-  'partitions': [], 'repoints': [], 'version_before': table.version, 'version_after': table.version + 1})) -%}
+{%- set rows = m.numTargetRowsInserted -%}
 {{ return({'message': 'MERGE ' ~ merge_id ~ ': appended ' ~ rows ~ ' row(s) to the log (merge-on-read)', 'rows_affected': rows}) }}
 {%- endmacro %}
 

@@ -8,6 +8,27 @@
 {{ exceptions.raise_compiler_error("spark_merge (" ~ this ~ "): " ~ message) }}
 {%- endmacro %}
 
+{#- A failure while the model runs (a conflict, a duplicate match, rows that do not fit the table):
+    dbt labels it a Database Error; a wrong config stays a Compilation Error (spark_merge__dbt_fail). -#}
+{% macro spark_merge__dbt_runtime_fail(message) -%}
+{{ exceptions.raise_database_error("spark_merge (" ~ this ~ "): " ~ message) }}
+{%- endmacro %}
+
+{#- Config keys that name columns must name columns of `columns` (the model's, on every run; the
+    first run's CTAS too), or the error names the key instead of a generated column reference. -#}
+{% macro spark_merge__dbt_check_columns(cfg, columns, what) -%}
+{%- set known = columns | map('lower') | list -%}
+{%- set errors = [] -%}
+{%- for key, names in [('unique_key', cfg.unique_key), ('partition_by', cfg.partition_by), ('watermark_key', cfg.get('watermark_key')),
+                       ('tombstone_key', cfg.get('tombstone_key')), ('merge_update_columns', cfg.update_columns),
+                       ('merge_exclude_columns', cfg.exclude_columns)] -%}
+  {%- for n in ([names] if names is string else (names or [])) if (n | lower) not in known -%}
+    {%- do errors.append(key ~ " names column '" ~ n ~ "', which " ~ what ~ " does not have (its columns: " ~ columns | join(', ') ~ ")") -%}
+  {%- endfor -%}
+{%- endfor -%}
+{%- if errors -%}{{ spark_merge.spark_merge__dbt_fail(errors | join('; ')) }}{%- endif -%}
+{%- endmacro %}
+
 {% macro spark_merge__dbt_as_list(value, name) -%}
 {%- if value is none -%}{{ return([]) }}
 {%- elif value is string -%}{{ return([value]) }}

@@ -42,10 +42,10 @@
 {#- MERGE_VERSION_MOVED: Python plans again; a dbt model fails, to be run again. -#}
 {% macro spark_merge__dbt_host_fail(code, message, rows=none) -%}
 {%- do spark_merge.spark_merge__dbt_trace('fail', code) -%}
-{%- if code == 'MERGE_VERSION_MOVED' -%}
-  {{ spark_merge.spark_merge__dbt_fail('MERGE_CONFLICT: ' ~ message ~ '; nothing was written, run the model again') }}
+{%- if code == spark_merge.spark_merge__error_code('version_moved') -%}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ': ' ~ message ~ '; nothing was written, run the model again') }}
 {%- else -%}
-  {{ spark_merge.spark_merge__dbt_fail(code ~ ': ' ~ message) }}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(code ~ ': ' ~ message) }}
 {%- endif -%}
 {%- endmacro %}
 
@@ -128,7 +128,7 @@
   {%- endif -%}
 {%- endfor -%}
 {%- if not state.free -%}
-  {{ spark_merge.spark_merge__dbt_fail("MERGE_CONFLICT: " ~ table.name ~ " is being committed by merge " ~ state.holder.merge_id ~ " on " ~ state.holder.owner ~ " (since " ~ state.holder.since ~ ", lease until " ~ state.holder.expires ~ "), which is alive; gave up after 120 s; nothing was written, run the model again once it finishes") }}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": " ~ table.name ~ " is being committed by merge " ~ state.holder.merge_id ~ " on " ~ state.holder.owner ~ " (since " ~ state.holder.since ~ ", lease until " ~ state.holder.expires ~ "), which is alive; gave up after 120 s; nothing was written, run the model again once it finishes") }}
 {%- endif -%}
 {%- endmacro %}
 
