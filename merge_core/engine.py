@@ -197,10 +197,13 @@ class MergeRun(Lifecycle):
             f"it, every later step reads it; written once to {ctx['changes_table']} when Spark will not serve the cache)",
             macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
         ]
+        parts += ["-- 3. one aggregation over the changes: the duplicate check (no target row may receive two "
+                  f"modifying actions under any rule; here duplicate_rule={spec['duplicate_rule']}), the counts per "
+                  "operation and the partitions touched",
+                  macros.render("change_summary_sql", spec, table, self.resolved, ctx)]
         dup = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
-        parts += ["-- 3. duplicate check (fails the merge if it returns rows): no target row may receive two "
-                  "modifying actions, under every rule", dup or "-- (not needed)"]
-        parts += ["-- 4. counts per operation and the partitions touched", macros.render("change_summary_sql", spec, table, self.resolved, ctx)]
+        if dup:
+            parts += ["-- 4. only when step 3 finds duplicates: which target rows, for the error", dup]
         parts += self.paradigm.explain(self.spark, self.s, ctx)
         return ";\n\n".join(parts) + ";\n"
 

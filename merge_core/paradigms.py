@@ -60,12 +60,12 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
         repoint = {"partition": sample, "location": ctx["stage_location"] + "/...", "old_location": "...",
                    "exists": True}
         return [
-            "-- 5. stage the new version of the touched partitions; before it, the changed rows' files must still "
-            "be the table's (no rows below: else MERGE_CONFLICT)",
-            macros.render("stale_files_sql", table, ctx, macros.render("partition_filter", table, [sample]) if sample else None),
+            "-- 5. stage the new version of the touched partitions (the file stats of the partitions it replaces "
+            "are taken first)",
             macros.render("stage_sql", table, ctx, [sample] if sample else []),
             "-- 6. commit, under the lock: the partitions unchanged since read, the staged rows exactly the plan's "
-            "(only planned partitions, each with its rows before plus the plan's change; else MERGE_PLAN_VIOLATION), "
+            "(only planned partitions, each with its rows before plus the plan's change; more rows than planned means "
+            "the changes were read from files the table no longer holds: MERGE_CONFLICT; else MERGE_PLAN_VIOLATION), "
             "then the journal (with the history entry), then repoint: "
             + ("all moved partitions in one metastore call (ExternalCatalog.alterPartitions) and created ones in one "
                "ADD, as below" if metastore.batch_available(spark) and pcols

@@ -228,8 +228,13 @@ def test_the_write_guard_names_rows_outside_the_plan_and_wrong_counts():
     assert ok == []
     bad = macros.fill_list("output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]),
                            stats([("1", 13), (None, 4), ("7", 3)]))
-    assert bad == ["the rewrite wrote 3 row(s) into partition \"7\", which the plan did not list",
-                   "the rewrite wrote 13 row(s) into partition \"1\" where the plan gives 12 (10 before, +2)"]
+    assert bad == [{"excess": None, "message": "the rewrite wrote 3 row(s) into partition \"7\", which the plan did not list"},
+                   {"excess": 1, "message": "the rewrite wrote 13 row(s) into partition \"1\" where the plan gives 12 "
+                                            "(10 before, +2)"}]
+    # fewer rows than planned is no excess
+    short = macros.fill_list("output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]),
+                             stats([("1", 11), (None, 4)]))
+    assert [v["excess"] for v in short] == [None]
     # the string 'None' is another partition than NULL
     assert macros.fill_list("output_errors", table, [{"p": "None"}], {'"None"/': 0}, stats([(None, 5)]),
                             stats([(None, 5)])) != []

@@ -184,3 +184,26 @@ def test_local_cores_of_a_master(master, cores):
 def test_the_local_session_lists_partitions_with_one_task_per_core(spark):
     """conftest's session is local[2]: partition listing jobs get 2 tasks, not one per directory."""
     assert spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.parallelism") == "2"
+
+
+def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, fifty):
+    """Counted, not timed (bench/counts.py counts the same way): the plan fuses the duplicate check,
+    the counts and the touched partitions into one aggregation, and the write checks its rows
+    against the plan instead of a separate stale-file join. Bounds at today's counts, so a step
+    that adds Spark work fails here and has to say why."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from counts import count
+
+    sql = (f"MERGE INTO {fifty} t USING (SELECT id, id % 7 = 0 AS gone, CAST(id % 50 AS INT) AS dt FROM range(90, 110) "
+           f"UNION ALL SELECT id, false, 49 FROM range(5000, 5010)) s ON t.id = s.id "
+           "WHEN MATCHED AND s.gone THEN DELETE WHEN MATCHED THEN UPDATE SET name = 'x' "
+           "WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, 'new', 0, s.dt)")
+    c = count(spark, lambda: merge(spark, sql))
+    m = c["result"].metrics
+    assert (m["numTargetRowsDeleted"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == (3, 17, 10)
+    # bench/counts.py: source statistics 3, matched partitions 3, the fused summary 5, file stats
+    # before, of the staged data and under the lock 2 each, the staging write 3 (adaptive execution
+    # runs one job per query stage); this session's configuration adds 2. Before the fusion: 32.
+    assert c["jobs"] <= 24, c
+    assert c["data statements"] <= 9 and c["metastore statements"] <= 20, c

@@ -186,7 +186,6 @@ CASES = [
     ("cache_changes_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
     ("duplicates_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
     ("change_summary_sql", ["SPEC", "TABLE", "RESOLVED", "CTX"]),
-    ("stale_files_sql", ["TABLE", "CTX", "dt = '2026-01-01'"]),
     ("read_once_probe_sql", ["CTX", "source"]),
     ("determinism_probe_sql", ["SPEC", "TABLE", "PARTS"]),
     ("stage_sql", ["TABLE", "CTX", [{"dt": "2026-01-01"}]]),

@@ -84,7 +84,8 @@
 {%- endmacro %}
 
 {#- Plan: the source once (with its ON-key statistics), the partitions holding matched rows, the
-    changes (cached), the duplicate check, the counts and touched partitions. Writes nothing. -#}
+    changes (cached) with, in one aggregation, the duplicate check, the counts and the touched
+    partitions. Writes nothing. -#}
 {% macro spark_merge__lifecycle_plan(host, s) -%}
 {%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
 {%- do host.failpoint('after_validation') -%}
@@ -107,22 +108,19 @@
     {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
   {%- endif -%}
 {%- endif -%}
-{#- the cache is lazy: the first statement reading it (the duplicate check, else the summary) runs the join -#}
+{#- the cache is lazy: the summary, the first statement reading it, runs the join -#}
 {%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
 {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx)) -%}
-{%- set dup_sql = spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx) | trim -%}
-{%- if dup_sql -%}
-  {%- do host.step('plan: join target and source, duplicate check (' ~ spec.duplicate_rule ~ ' rule)') -%}
-  {%- set dups = host.rows(dup_sql) -%}
-  {%- if dups -%}
-    {%- set shown = [] -%}
-    {%- for d in dups -%}{%- set kv = [] -%}{%- for k, v in d.items() -%}{%- do kv.append(k ~ '=' ~ spark_merge.spark_merge__shown(v)) -%}{%- endfor -%}{%- do shown.append(kv | join(', ')) -%}{%- endfor -%}
-    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'), 'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '). Offending target rows: ' ~ shown | join('; '), dups) -%}
-  {%- endif -%}
-{%- endif -%}
-{%- do host.step('plan: ' ~ ('' if dup_sql else 'join target and source, ') ~ 'count changes and find the partitions they touch') -%}
+{%- do host.step('plan: join target and source; in one aggregation the duplicate check (' ~ spec.duplicate_rule ~ ' rule), the counts and the partitions the changes touch') -%}
 {%- set summary = {} -%}
 {%- do spark_merge.spark_merge__summarize_changes(table, host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx)), summary) -%}
+{%- if summary.dups -%}
+  {#- the failure path only: which target rows, for the message -#}
+  {%- set dups = host.rows(spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx)) -%}
+  {%- set shown = [] -%}
+  {%- for d in dups -%}{%- set kv = [] -%}{%- for k, v in d.items() -%}{%- do kv.append(k ~ '=' ~ spark_merge.spark_merge__shown(v)) -%}{%- endfor -%}{%- do shown.append(kv | join(', ')) -%}{%- endfor -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'), 'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '), ' ~ summary.dups ~ ' target row(s) in all. Offending target rows: ' ~ shown | join('; '), dups) -%}
+{%- endif -%}
 {%- do m.update(summary.metrics) -%}
 {#- for an append these are the partitions it adds files to (rollback needs to know) -#}
 {%- do s.update({'partitions': summary.partitions, 'deltas': summary.deltas}) -%}
@@ -210,13 +208,6 @@
 {%- do host.step('execute: measure partitions to replace') -%}
 {%- set old = [] -%}
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.relation, where, old) -%}
-{%- if merging -%}
-  {%- set stale = host.rows(spark_merge.spark_merge__stale_files_sql(table, ctx, where)) -%}
-  {%- if stale -%}
-    {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, {}) -%}
-    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'this merge read rows of ' ~ table.name ~ ' from file(s) the table no longer holds (' ~ stale[0].file ~ '): the data changed while it planned; nothing was written, run it again') -%}
-  {%- endif -%}
-{%- endif -%}
 {%- do host.step('execute: write ' ~ s.partitions | length ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}
 {%- do host.run(s.stage_statement if not merging else spark_merge.spark_merge__stage_sql(table, ctx, s.partitions)) -%}
@@ -248,8 +239,11 @@
 {#- nothing moved under us (checked above): the staged rows must be exactly the plan's -#}
 {%- set violations = [] -%}
 {%- do spark_merge.spark_merge__output_errors(table, s.partitions, s.deltas if merging else none, old, new, violations) -%}
-{%- if violations -%}
-  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('plan_violation'), violations[:5] | join('; ') ~ '; nothing was committed') -%}
+{%- set messages = violations | map(attribute='message') | list -%}
+{%- if violations and merging and violations | selectattr('excess', 'none') | list | length == 0 -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'this merge read rows of ' ~ table.name ~ ' from file(s) the table no longer holds (' ~ messages[:3] | join('; ') ~ '): the data changed while it planned, by a write that bypassed spark-merge; nothing was written, run it again') -%}
+{%- elif violations -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('plan_violation'), messages[:5] | join('; ') ~ '; nothing was committed') -%}
 {%- endif -%}
 {%- for r in s.repoints if host.exists(r.location) is sameas false -%}
   {%- if loop.first -%}

@@ -271,62 +271,73 @@ CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK
 {%- endmacro %}
 
 {#-
-  Which target rows break the duplicate rule; empty text when nothing can break
-  it. Every rule refuses a target row that receives more than one modifying
-  action (two source rows choosing UPDATE or DELETE for it, through the same
-  clause or different ones): the rewrite would emit two versions of the row, or
-  update a row it also deletes. The rules differ in what else they refuse:
+  The duplicate rule. Every rule refuses a target row that receives more than one
+  modifying action (two source rows choosing UPDATE or DELETE for it, through the
+  same clause or different ones): the rewrite would emit two versions of the row,
+  or update a row it also deletes. The rules differ in what else they refuse:
     trino:    also two source rows choosing the same clause, "no clause" (-1) included
     postgres: nothing else (PostgreSQL's and DuckDB's rule)
     strict:   any target row matched by two source rows (Spark, Delta, Iceberg), except
               when the only MATCHED clause is an unconditional DELETE (deleting a row
               twice deletes it once), or there is no MATCHED clause (no target row changes)
-  One aggregation per (row id, clause), then per row id: n = source rows per
-  clause, mods = source rows choosing UPDATE or DELETE.
+  Fills `out`: tests, the conditions on one target row's groups (__sm_n: source rows
+  of one clause, __sm_mods: of them choosing UPDATE or DELETE) that break the rule, none
+  when nothing can break it; lone_delete (the one case where several source rows may
+  delete one target row, counted once); n and mods, their aggregates over joined rows
+  (a parquet row id is unique per target row and __sm_srow per source row, so each pair
+  is one joined row; an ORC row id is shared by identical rows).
 -#}
-{% macro spark_merge__duplicates_sql(spec, table, resolved, ctx, limit=5) -%}
+{% macro spark_merge__duplicate_rule(spec, table, resolved, out) -%}
 {%- set matched = resolved.clauses | selectattr('matched') | list -%}
 {%- set lone_delete = spec.duplicate_rule == 'strict' and matched | length == 1 and matched[0].action == 'delete' and not matched[0].condition -%}
-{%- set keys = [] -%}
-{%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do keys.append(k) -%}{%- endfor -%}
-{#- a parquet row id is unique per target row and __sm_srow per source row, so each pair is one
-    joined row and count(*) counts source rows; an ORC row id is shared by identical rows -#}
 {%- set parquet = table.provider in ['parquet', 'jdbc'] -%}
-{%- set n = 'count(*)' if parquet else 'count(DISTINCT __sm_srow)' -%}
-{%- set mods = 'count_if(__sm_op IN (' ~ spark_merge.spark_merge__op('delete', 'update') ~ '))' if parquet else 'count(DISTINCT CASE WHEN __sm_op IN (' ~ spark_merge.spark_merge__op('delete', 'update') ~ ') THEN __sm_srow END)' -%}
+{%- set modifying = spark_merge.spark_merge__op('delete', 'update') -%}
 {%- set tests = [] -%}
 {%- if not lone_delete -%}{%- do tests.append('sum(__sm_mods) > 1') -%}{%- endif -%}
 {%- if spec.duplicate_rule == 'trino' -%}{%- do tests.append('max(__sm_n) > 1') -%}
 {%- elif spec.duplicate_rule == 'strict' and matched and not lone_delete -%}{%- do tests.append('sum(__sm_n) > 1') -%}
 {%- endif -%}
-{%- if spec.source_kind != 'none' and tests -%}
+{%- do out.update({
+  'tests': tests if spec.source_kind != 'none' else [],
+  'lone_delete': lone_delete,
+  'n': 'count(*)' if parquet else 'count(DISTINCT __sm_srow)',
+  'mods': ('count_if(__sm_op IN (' ~ modifying ~ '))') if parquet else ('count(DISTINCT CASE WHEN __sm_op IN (' ~ modifying ~ ') THEN __sm_srow END)'),
+}) -%}
+{%- endmacro %}
+
+{#- The failure path only: up to `limit` target rows that break the duplicate rule, with their
+    key values (or row ids) and how many source rows matched them. Empty text when nothing can
+    break the rule. -#}
+{% macro spark_merge__duplicates_sql(spec, table, resolved, ctx, limit=5) -%}
+{%- set rule = {} -%}
+{%- do spark_merge.spark_merge__duplicate_rule(spec, table, resolved, rule) -%}
+{%- set keys = [] -%}
+{%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do keys.append(k) -%}{%- endfor -%}
+{%- if rule.tests -%}
 SELECT {% for k in keys %}CAST(first(__sm_key{{ loop.index0 }}) AS STRING) AS {{ spark_merge.spark_merge__quote(k) }}, {% endfor -%}
 {% if keys | length == 0 %}first(__sm_file) AS file, first(__sm_row) AS row, {% endif -%}
 sum(__sm_n) AS source_rows
 FROM (
-  SELECT __sm_file, __sm_row, {% for k in keys %}first(__sm_key{{ loop.index0 }}) AS __sm_key{{ loop.index0 }}, {% endfor %}{{ n }} AS __sm_n, {{ mods }} AS __sm_mods
+  SELECT __sm_file, __sm_row, {% for k in keys %}first(__sm_key{{ loop.index0 }}) AS __sm_key{{ loop.index0 }}, {% endfor %}{{ rule.n }} AS __sm_n, {{ rule.mods }} AS __sm_mods
   FROM {{ ctx.changes }}
   WHERE __sm_matched
   GROUP BY __sm_file, __sm_row, __sm_case
 )
 GROUP BY __sm_file, __sm_row
-HAVING {{ tests | join(' OR ') }}
+HAVING {{ rule.tests | join(' OR ') }}
 LIMIT {{ limit }}
 {%- endif -%}
 {%- endmacro %}
 
-{#- Whether the summary counts a target row deleted by several source rows once: under the strict
-    rule with a lone unconditional DELETE, the one case where several source rows may delete one
-    target row (see duplicates_sql). Renders 'yes' or nothing. -#}
-{% macro spark_merge__dedupes_deletes(spec, resolved) -%}
-{%- set matched = resolved.clauses | selectattr('matched') | list -%}
-{%- if spec.duplicate_rule == 'strict' and matched | length == 1 and matched[0].action == 'delete' and not matched[0].condition -%}yes{%- endif -%}
-{%- endmacro %}
-
-{#- Changed rows grouped by operation, old partition and new partition (__sm_old / __sm_new, as
-    partition_json): small, one job. A target row deleted by k source rows weighs 1/k where
-    dedupes_deletes says so (its row id joined each of them; identical ORC rows share a row id
-    and the same k). -#}
+{#-
+  The plan's one aggregation over the changes: per operation, old partition and new
+  partition (__sm_old / __sm_new, as partition_json) the rows changed (n), and in
+  `dups` the target rows that break the duplicate rule (duplicate_rule). Three
+  levels in one query: the joined rows grouped by (row id, clause, partitions); then
+  per row id (the duplicate verdict, and a deleted row counted once however many
+  source rows deleted it, where the rule lets several); then per (op, old, new).
+  Rows of op none carry only verdicts. Small result, one statement.
+-#}
 {% macro spark_merge__change_summary_sql(spec, table, resolved, ctx) -%}
 {%- set idx = [] -%}
 {%- for p in table.partition_columns -%}
@@ -334,15 +345,29 @@ LIMIT {{ limit }}
 {%- endfor -%}
 {%- set old, new = [], [] -%}
 {%- for p in table.partition_columns -%}{%- do old.append('__sm_old' ~ loop.index0) -%}{%- do new.append('__sm_c' ~ idx[loop.index0]) -%}{%- endfor -%}
-{%- set dedupe = spark_merge.spark_merge__dedupes_deletes(spec, resolved) | trim -%}
-SELECT __sm_op AS op, __sm_old, __sm_new, {% if dedupe %}CAST(round(sum(__sm_w)) AS BIGINT){% else %}count(*){% endif %} AS n
+{%- set rule = {} -%}
+{%- do spark_merge.spark_merge__duplicate_rule(spec, table, resolved, rule) -%}
+{%- set delete = spark_merge.spark_merge__op('delete') -%}
+SELECT __sm_e.op AS op, __sm_e.old AS __sm_old, __sm_e.new AS __sm_new, CAST(round(sum(__sm_e.w)) AS BIGINT) AS n, CAST(sum(CASE WHEN __sm_pos = 0 THEN __sm_dup ELSE 0 END) AS BIGINT) AS dups
 FROM (
-  SELECT __sm_op, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new) }} AS __sm_new
-  {%- if dedupe %}, CASE WHEN __sm_op = {{ spark_merge.spark_merge__op('delete') }} THEN 1.0 / size(collect_set(__sm_srow) OVER (PARTITION BY __sm_file, __sm_row)) ELSE 1.0 END AS __sm_w{% endif %}
-  FROM {{ ctx.changes }}
-  WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'delete', 'update') }})
+  SELECT {% if rule.tests %}CASE WHEN __sm_file IS NOT NULL AND ({{ rule.tests | join(' OR ') }}) THEN 1 ELSE 0 END{% else %}0{% endif %} AS __sm_dup,
+         collect_list(named_struct('op', __sm_op, 'old', __sm_old, 'new', __sm_new, 'w', __sm_w)) AS __sm_es
+  FROM (
+    SELECT __sm_file, __sm_row, __sm_op, __sm_old, __sm_new, {{ rule.n }} AS __sm_n, {{ rule.mods }} AS __sm_mods,
+           {#- a row deleted by k source rows: 1 (k joined rows per identical ORC row) -#}
+           {% if rule.lone_delete %}CASE WHEN __sm_op = {{ delete }} AND __sm_file IS NOT NULL THEN count(*) / count(DISTINCT __sm_srow) ELSE count(*) END{% else %}count(*){% endif %} AS __sm_w
+    FROM (
+      SELECT __sm_file, __sm_row, __sm_srow, __sm_case, __sm_op,
+             {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new) }} AS __sm_new
+      FROM {{ ctx.changes }}
+      WHERE __sm_matched OR __sm_op = {{ spark_merge.spark_merge__op('insert') }}
+    )
+    GROUP BY __sm_file, __sm_row, __sm_case, __sm_op, __sm_old, __sm_new
+  )
+  GROUP BY __sm_file, __sm_row
 )
-GROUP BY __sm_op, __sm_old, __sm_new
+LATERAL VIEW posexplode(__sm_es) AS __sm_pos, __sm_e
+GROUP BY __sm_e.op, __sm_e.old, __sm_e.new
 {%- endmacro %}
 
 {#- A JSON array of the given columns as strings: partition values as text that keeps NULL apart
@@ -386,7 +411,9 @@ GROUP BY __sm_op, __sm_old, __sm_new
 {%- set op = codes.op -%}
 {%- set names = {op['insert']: 'numTargetRowsInserted', op['delete']: 'numTargetRowsDeleted', op['update']: 'numTargetRowsUpdated'} -%}
 {%- set seen, deltas, partitions = {}, {}, [] -%}
-{%- for r in rows -%}
+{%- set ns = namespace(dups=0) -%}
+{%- for r in rows -%}{%- set ns.dups = ns.dups + (r.get('dups') or 0) | int -%}{%- endfor -%}
+{%- for r in rows if (r.op | int) in names -%}
   {%- set n = r.n | int -%}
   {%- do m.update({names[r.op | int]: m[names[r.op | int]] + n}) -%}
   {%- for side in ['old', 'new'] if (r.op | int) in ({'old': [op['delete'], op['update']], 'new': [op['insert'], op['update']]}[side]) -%}
@@ -399,7 +426,7 @@ GROUP BY __sm_op, __sm_old, __sm_new
   {%- endfor -%}
 {%- endfor -%}
 {%- for k in seen.keys() | sort -%}{%- do partitions.append(seen[k]) -%}{%- endfor -%}
-{%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas}) -%}
+{%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas, 'dups': ns.dups}) -%}
 {%- endmacro %}
 
 {#- New content of the touched partitions (or of the whole unpartitioned table). -#}
@@ -450,9 +477,18 @@ FROM {{ ctx.changes }} WHERE __sm_op = {{ spark_merge.spark_merge__op('insert') 
 {%- endmacro %}
 
 {#- Files, bytes, rows and directory per partition (__sm_part, as partition_json) of `relation`
-    (metadata columns only); decode_partitions reads the partitions. -#}
+    (metadata columns only); decode_partitions reads the partitions. A parquet file is counted at
+    its first row (row_index 0): one aggregation, no per-file step; other formats group per file
+    first. Files without rows are not seen either way. -#}
 {% macro spark_merge__file_stats_sql(table, relation, where=none) -%}
-{%- set pcols = table.partition_columns -%}
+{%- set dir = "url_decode(replace(regexp_extract(_metadata.file_path, '^(.*)/[^/]*$', 1), '+', '%2B'))" -%}
+{%- if table.provider == 'parquet' -%}
+SELECT {{ spark_merge.spark_merge__partition_json(table) }} AS __sm_part, {{ dir }} AS dir,
+       count_if(_metadata.row_index = 0) AS files, sum(CASE WHEN _metadata.row_index = 0 THEN _metadata.file_size END) AS bytes,
+       count(*) AS rows
+FROM {{ relation }}{% if where %} WHERE {{ where }}{% endif %}
+GROUP BY 1, 2
+{%- else -%}
 SELECT __sm_part, dir, count(*) AS files, sum(__sm_size) AS bytes, sum(__sm_rows) AS rows
 FROM (
   SELECT __sm_part, url_decode(replace(regexp_extract(__sm_f, '^(.*)/[^/]*$', 1), '+', '%2B')) AS dir, __sm_size, __sm_rows
@@ -465,16 +501,7 @@ FROM (
   )
 )
 GROUP BY __sm_part, dir
-{%- endmacro %}
-
-{#- Changed target rows whose file the touched partitions no longer hold: the changes were read
-    from files that are not the ones the commit replaces (another merge's cache, or a write that
-    bypassed spark-merge); up to 3 such files. -#}
-{% macro spark_merge__stale_files_sql(table, ctx, where=none) -%}
-SELECT __sm_file AS file FROM (SELECT DISTINCT __sm_file FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('delete', 'update') }})) AS __sm_c
-LEFT ANTI JOIN (SELECT DISTINCT _metadata.file_path AS __sm_f FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %}) AS __sm_t
-  ON __sm_c.__sm_file = __sm_t.__sm_f
-LIMIT 3
+{%- endif -%}
 {%- endmacro %}
 
 {#- An empty directory for a touched partition that ends up with no rows. -#}
@@ -557,8 +584,12 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
   The write guards the plan: the staged rows (`new`, decoded file stats of the
   staging table) lie only in the planned partitions, and each planned partition
   holds exactly its rows before (`old`) plus the plan's delta (summarize_changes'
-  deltas; none: counts unchecked). Appends to `out` one message per violation;
-  any message stops the merge before its journal.
+  deltas; none: counts unchecked). Appends to `out` one {message, excess} per
+  violation (excess: rows beyond the plan in a planned partition, else none); any
+  violation stops the merge before its journal. A merge's rewrite copies every row
+  of a partition whose row id the changes do not name, so changes read from files
+  the partition no longer holds (a write that bypassed spark-merge while the merge
+  planned) show as excess rows, one per changed row of those files.
 -#}
 {% macro spark_merge__output_errors(table, partitions, deltas, old, new, out) -%}
 {%- set pcols = table.partition_columns -%}
@@ -567,12 +598,13 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
 {%- for r in old -%}{%- set k = spark_merge.spark_merge__partition_key(pcols, r.partition) -%}{%- do before.update({k: before.get(k, 0) + r.rows | int}) -%}{%- endfor -%}
 {%- for r in new -%}{%- set k = spark_merge.spark_merge__partition_key(pcols, r.partition) -%}{%- do after.update({k: after.get(k, 0) + r.rows | int}) -%}{%- endfor -%}
 {%- for k in after.keys() | sort if k not in planned -%}
-  {%- do out.append('the rewrite wrote ' ~ after[k] ~ ' row(s) into partition ' ~ (k.rstrip('/') or 'of the table') ~ ', which the plan did not list') -%}
+  {%- do out.append({'excess': none, 'message': 'the rewrite wrote ' ~ after[k] ~ ' row(s) into partition ' ~ (k.rstrip('/') or 'of the table') ~ ', which the plan did not list'}) -%}
 {%- endfor -%}
 {%- for k in planned if deltas is not none -%}
   {%- set expected = before.get(k, 0) + deltas.get(k, 0) -%}
   {%- if after.get(k, 0) != expected -%}
-    {%- do out.append('the rewrite wrote ' ~ after.get(k, 0) ~ ' row(s) into partition ' ~ (k.rstrip('/') or 'of the table') ~ ' where the plan gives ' ~ expected ~ ' (' ~ before.get(k, 0) ~ ' before, ' ~ '%+d' | format(deltas.get(k, 0)) ~ ')') -%}
+    {%- do out.append({'excess': after.get(k, 0) - expected if after.get(k, 0) > expected else none,
+                       'message': 'the rewrite wrote ' ~ after.get(k, 0) ~ ' row(s) into partition ' ~ (k.rstrip('/') or 'of the table') ~ ' where the plan gives ' ~ expected ~ ' (' ~ before.get(k, 0) ~ ' before, ' ~ '%+d' | format(deltas.get(k, 0)) ~ ')'}) -%}
   {%- endif -%}
 {%- endfor -%}
 {%- endmacro %}

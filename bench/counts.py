@@ -1,0 +1,80 @@
+"""Spark jobs, SQL statements and metastore statements per merge: counted, not timed.
+
+    .venv/bin/python bench/counts.py                 # N=200k rows over 100 days, M=20k
+    .venv/bin/python bench/counts.py --rows 1000000 --changes 100000
+
+Counts are deterministic (they do not depend on the machine's speed), so tests may assert them
+(tests/test_cost_and_commit.py does). How they are counted:
+- Spark jobs: every job Spark runs for the merge, found by a job group set on the calling thread
+  (SQL executions carry it into their own jobs, broadcasts and adaptive query stages included);
+- SQL statements: what the lifecycle issues (merge_core.host.trace);
+- metastore statements: those of them that read or write the catalog (DDL, ALTER, REFRESH, CACHE
+  of a view) plus the host's catalog primitives (describe, lock table rows, the batched repoint).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from merge_cost import fresh_target, generate, scenarios  # noqa: E402
+
+from merge_core import host, merge  # noqa: E402
+from merge_core.session import get_session  # noqa: E402
+
+_groups = 0
+CATALOG_WORDS = ("ALTER ", "CREATE ", "DROP ", "REFRESH ", "CACHE ", "UNCACHE ", "DESCRIBE ", "SHOW ")
+
+
+def count(spark, fn) -> dict:
+    """Run fn(); the Spark jobs it ran, the statements the lifecycle issued, and its metastore statements."""
+    sc = spark.sparkContext
+    global _groups
+    _groups += 1
+    group = f"sm_count_{_groups}"
+    sc.setJobGroup(group, "spark-merge job count")
+    host.trace = []
+    try:
+        result = fn()
+    finally:
+        trace, host.trace = host.trace, None
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+    sql = [text for kind, text in trace if kind == "sql"]
+    catalog = [text for text in sql if text.upper().startswith(CATALOG_WORDS)]
+    primitives = [kind for kind, _ in trace if kind in ("lock", "unlock", "repoint", "wait_free", "release_finished")]
+    return {"jobs": jobs, "statements": len(sql), "data statements": len(sql) - len(catalog),
+            "metastore statements": len(catalog) + len(primitives), "result": result}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--changes", type=int, default=20_000)
+    args = ap.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="sm_counts_"))
+    spark = get_session(warehouse=str(home), conf={"spark.sql.shuffle.partitions": "8",
+                                                   "spark.ui.showConsoleProgress": "false"})
+    spark.sql("CREATE DATABASE IF NOT EXISTS bench")
+    try:
+        data = home / "data"
+        generate(spark, args.rows, args.changes, data)
+        print(f"\nN={args.rows:,} target rows, M={args.changes:,} source rows\n")
+        print("| scenario | partitions rewritten | Spark jobs | SQL statements | of them data | metastore statements |")
+        print("|---|---|---|---|---|---|")
+        for kind, sql in scenarios("bench.t").items():
+            fresh_target(spark, data)
+            c = count(spark, lambda: merge(spark, sql))
+            print(f"| {kind} | {len(c['result'].partitions)} | {c['jobs']} | {c['statements']} | "
+                  f"{c['data statements']} | {c['metastore statements']} |", flush=True)
+    finally:
+        spark.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
