@@ -173,6 +173,15 @@ def test_orc_table(spark, db):
     with pytest.raises(DuplicateMatchError):
         merge(spark, f"MERGE INTO {db}.o t USING (SELECT 2 AS id UNION ALL SELECT 2) s ON t.id = s.id "
                      f"WHEN MATCHED THEN DELETE", duplicate_rule="postgres")
+    # the trino rule: two identical target rows and one source row are no duplicate
+    r = merge(spark, f"MERGE INTO {db}.o t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'y'",
+              duplicate_rule="trino")
+    assert r.metrics["numTargetRowsUpdated"] == 2
+    # strict, a lone DELETE: two source rows delete the two identical rows, counted once each
+    r = merge(spark, f"MERGE INTO {db}.o t USING (SELECT 1 AS id UNION ALL SELECT 1) s ON t.id = s.id "
+                     f"WHEN MATCHED THEN DELETE", duplicate_rule="strict")
+    assert r.metrics["numTargetRowsDeleted"] == 2
+    assert rows(spark, f"{db}.o", "id") == [(2, "b", 1), (3, "c", 2), (4, "d", 3)]
 
 
 def test_no_change_writes_nothing(spark, kv):

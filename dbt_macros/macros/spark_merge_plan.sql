@@ -280,26 +280,39 @@ CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK
     strict:   any target row matched by two source rows (Spark, Delta, Iceberg), except
               when the only MATCHED clause is an unconditional DELETE (deleting a row
               twice deletes it once), or there is no MATCHED clause (no target row changes)
-  Fills `out`: tests, the conditions on one target row's groups (__sm_n: source rows
-  of one clause, __sm_mods: of them choosing UPDATE or DELETE) that break the rule, none
-  when nothing can break it; lone_delete (the one case where several source rows may
-  delete one target row, counted once); n and mods, their aggregates over joined rows
-  (a parquet row id is unique per target row and __sm_srow per source row, so each pair
-  is one joined row; an ORC row id is shared by identical rows).
+  Fills `out`: tests, the conditions on one row id's groups (__sm_n: source rows of one
+  clause, __sm_mods: of them choosing UPDATE or DELETE) that break the rule, none when
+  nothing can break it; row_test, the same as one aggregation over a row id's joined
+  rows; lone_delete (the one case where several source rows may delete one target
+  row, counted once); n and mods, the aggregates. A parquet row id is unique per target
+  row and __sm_srow per source row, so each pair is one joined row; an ORC row id is
+  shared by identical rows, so there source rows are counted as distinct __sm_srow.
 -#}
 {% macro spark_merge__duplicate_rule(spec, table, resolved, out) -%}
 {%- set matched = resolved.clauses | selectattr('matched') | list -%}
 {%- set lone_delete = spec.duplicate_rule == 'strict' and matched | length == 1 and matched[0].action == 'delete' and not matched[0].condition -%}
 {%- set parquet = table.provider in ['parquet', 'jdbc'] -%}
 {%- set modifying = spark_merge.spark_merge__op('delete', 'update') -%}
-{%- set tests = [] -%}
-{%- if not lone_delete -%}{%- do tests.append('sum(__sm_mods) > 1') -%}{%- endif -%}
-{%- if spec.duplicate_rule == 'trino' -%}{%- do tests.append('max(__sm_n) > 1') -%}
-{%- elif spec.duplicate_rule == 'strict' and matched and not lone_delete -%}{%- do tests.append('sum(__sm_n) > 1') -%}
+{%- set tests, row_tests = [], [] -%}
+{%- set sources = 'count(*)' if parquet else 'size(collect_set(__sm_srow))' -%}
+{%- if not lone_delete -%}
+  {%- do tests.append('sum(__sm_mods) > 1') -%}
+  {%- do row_tests.append(('count_if(__sm_op IN (' ~ modifying ~ '))' if parquet else 'size(collect_set(CASE WHEN __sm_op IN (' ~ modifying ~ ') THEN __sm_srow END))') ~ ' > 1') -%}
 {%- endif -%}
+{%- if spec.duplicate_rule == 'trino' -%}
+  {%- do tests.append('max(__sm_n) > 1') -%}
+  {#- some clause chosen by two source rows: more (clause, source row) pairs than clauses -#}
+  {%- do row_tests.append(('count(*)' if parquet else "size(collect_set(named_struct('c', __sm_case, 's', __sm_srow)))") ~ ' > size(collect_set(__sm_case))') -%}
+{%- elif spec.duplicate_rule == 'strict' and matched and not lone_delete -%}
+  {%- do tests.append('sum(__sm_n) > 1') -%}
+  {%- do row_tests.append(sources ~ ' > 1') -%}
+{%- endif -%}
+{%- set source_kind_none = spec.source_kind == 'none' -%}
 {%- do out.update({
-  'tests': tests if spec.source_kind != 'none' else [],
+  'tests': [] if source_kind_none else tests,
+  'row_test': '' if source_kind_none else row_tests | join(' OR '),
   'lone_delete': lone_delete,
+  'sources': sources,
   'n': 'count(*)' if parquet else 'count(DISTINCT __sm_srow)',
   'mods': ('count_if(__sm_op IN (' ~ modifying ~ '))') if parquet else ('count(DISTINCT CASE WHEN __sm_op IN (' ~ modifying ~ ') THEN __sm_srow END)'),
 }) -%}
@@ -332,11 +345,12 @@ LIMIT {{ limit }}
 {#-
   The plan's one aggregation over the changes: per operation, old partition and new
   partition (__sm_old / __sm_new, as partition_json) the rows changed (n), and in
-  `dups` the target rows that break the duplicate rule (duplicate_rule). Three
-  levels in one query: the joined rows grouped by (row id, clause, partitions); then
-  per row id (the duplicate verdict, and a deleted row counted once however many
-  source rows deleted it, where the rule lets several); then per (op, old, new).
-  Rows of op none carry only verdicts. Small result, one statement.
+  `dups` the target rows that break the duplicate rule (duplicate_rule). Two levels
+  in one query: the joined rows grouped per target row id (an inserting source row
+  is a group of its own), which gives the duplicate verdict and keeps each joined
+  row's (op, old, new) with its weight (a row deleted by k source rows, where the
+  rule lets several, weighs 1/k per joined row: counted once); then per (op, old,
+  new). Rows of op none carry only verdicts. A small result, one statement.
 -#}
 {% macro spark_merge__change_summary_sql(spec, table, resolved, ctx) -%}
 {%- set idx = [] -%}
@@ -347,24 +361,16 @@ LIMIT {{ limit }}
 {%- for p in table.partition_columns -%}{%- do old.append('__sm_old' ~ loop.index0) -%}{%- do new.append('__sm_c' ~ idx[loop.index0]) -%}{%- endfor -%}
 {%- set rule = {} -%}
 {%- do spark_merge.spark_merge__duplicate_rule(spec, table, resolved, rule) -%}
-{%- set delete = spark_merge.spark_merge__op('delete') -%}
-SELECT __sm_e.op AS op, __sm_e.old AS __sm_old, __sm_e.new AS __sm_new, CAST(round(sum(__sm_e.w)) AS BIGINT) AS n, CAST(sum(CASE WHEN __sm_pos = 0 THEN __sm_dup ELSE 0 END) AS BIGINT) AS dups
+SELECT __sm_e.op AS op, __sm_e.old AS __sm_old, __sm_e.new AS __sm_new,
+       CAST(round(sum(CASE WHEN __sm_e.op = {{ spark_merge.spark_merge__op('delete') }} THEN __sm_dw ELSE 1 END)) AS BIGINT) AS n,
+       CAST(sum(CASE WHEN __sm_pos = 0 THEN __sm_dup ELSE 0 END) AS BIGINT) AS dups
 FROM (
-  SELECT {% if rule.tests %}CASE WHEN __sm_file IS NOT NULL AND ({{ rule.tests | join(' OR ') }}) THEN 1 ELSE 0 END{% else %}0{% endif %} AS __sm_dup,
-         collect_list(named_struct('op', __sm_op, 'old', __sm_old, 'new', __sm_new, 'w', __sm_w)) AS __sm_es
-  FROM (
-    SELECT __sm_file, __sm_row, __sm_op, __sm_old, __sm_new, {{ rule.n }} AS __sm_n, {{ rule.mods }} AS __sm_mods,
-           {#- a row deleted by k source rows: 1 (k joined rows per identical ORC row) -#}
-           {% if rule.lone_delete %}CASE WHEN __sm_op = {{ delete }} AND __sm_file IS NOT NULL THEN count(*) / count(DISTINCT __sm_srow) ELSE count(*) END{% else %}count(*){% endif %} AS __sm_w
-    FROM (
-      SELECT __sm_file, __sm_row, __sm_srow, __sm_case, __sm_op,
-             {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new) }} AS __sm_new
-      FROM {{ ctx.changes }}
-      WHERE __sm_matched OR __sm_op = {{ spark_merge.spark_merge__op('insert') }}
-    )
-    GROUP BY __sm_file, __sm_row, __sm_case, __sm_op, __sm_old, __sm_new
-  )
-  GROUP BY __sm_file, __sm_row
+  SELECT {% if rule.row_test %}CASE WHEN first(__sm_matched) AND ({{ rule.row_test }}) THEN 1 ELSE 0 END{% else %}0{% endif %} AS __sm_dup,
+         {% if rule.lone_delete %}1.0 / {{ rule.sources }}{% else %}1{% endif %} AS __sm_dw,
+         collect_list(named_struct('op', __sm_op, 'old', {{ spark_merge.spark_merge__json_of(old) }}, 'new', {{ spark_merge.spark_merge__json_of(new) }})) AS __sm_es
+  FROM {{ ctx.changes }}
+  WHERE __sm_matched OR __sm_op = {{ spark_merge.spark_merge__op('insert') }}
+  GROUP BY __sm_file, __sm_row, CASE WHEN NOT __sm_matched THEN __sm_srow END
 )
 LATERAL VIEW posexplode(__sm_es) AS __sm_pos, __sm_e
 GROUP BY __sm_e.op, __sm_e.old, __sm_e.new
