@@ -206,4 +206,4 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     # before, of the staged data and under the lock 2 each, the staging write 3 (adaptive execution
     # runs one job per query stage); this session's configuration adds 2. Before the fusion: 32.
     assert c["jobs"] <= 23, c
-    assert c["data statements"] <= 9 and c["metastore statements"] <= 20, c
+    assert c["data statements"] <= 7 and c["metastore statements"] <= 9, c

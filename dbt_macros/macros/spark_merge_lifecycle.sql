@@ -213,7 +213,7 @@
 {%- do host.run(s.stage_statement if not merging else spark_merge.spark_merge__stage_sql(table, ctx, s.partitions)) -%}
 {%- set new = [] -%}
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage, none, new) -%}
-{%- do host.run('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}
+{%- do host.run('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- do ctx.update({'stage_dropped': true}) -%}
 {%- do host.failpoint('after_staging') -%}
 {%- set planned = {} -%}
 {%- do spark_merge.spark_merge__repoints(table, ctx, s.partitions, old, new, planned) -%}

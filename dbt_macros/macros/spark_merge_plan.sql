@@ -523,7 +523,7 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
 {%- do out.append('DROP VIEW IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
 {%- if ctx.get(kind ~ '_table') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx[kind ~ '_table']) -%}{%- endif -%}
 {%- endfor -%}
-{%- if ctx.get('stage') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- endif -%}
+{%- if ctx.get('stage') and not ctx.get('stage_dropped') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- endif -%}
 {%- endmacro %}
 
 {#-
