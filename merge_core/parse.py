@@ -10,6 +10,7 @@ import re
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from .errors import ParseError, UnsupportedError
 from .spec import MergeSpec, WhenClause
@@ -39,6 +40,7 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
         raise ParseError(f"cannot parse statement: {_ANSI.sub('', str(first_error))}")
 
     if isinstance(tree, exp.Merge):
+        _require_then(sql, used)
         spec = _merge(tree, used)
     elif isinstance(tree, exp.Update):
         spec = _update(tree, used)
@@ -50,6 +52,47 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
         )
     spec.sql = sql.strip()
     return spec
+
+
+_ACTIONS = {
+    # an action keyword only when followed by what its action needs (a column may be named `update`)
+    TokenType.UPDATE: {TokenType.SET},
+    TokenType.INSERT: {TokenType.STAR, TokenType.L_PAREN, TokenType.VALUES},
+    TokenType.DELETE: {TokenType.WHEN, TokenType.SEMICOLON, None},
+}
+
+
+def _require_then(sql: str, dialect: str) -> None:
+    """Refuse a MERGE clause without THEN before its action, as Spark's and Trino's grammars do.
+
+    sqlglot reads `WHEN MATCHED UPDATE SET ...` as if THEN were there, so this looks at the tokens:
+    after each clause's WHEN [NOT] MATCHED, outside any CASE ... END in its condition, the first
+    THEN or action keyword must be THEN.
+    """
+    tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    clause = 0
+    for i, tok in enumerate(tokens):
+        if tok.token_type != TokenType.WHEN:
+            continue
+        nxt = tokens[i + 1 : i + 3]
+        words = [t.text.upper() for t in nxt]
+        if not (words[:1] == ["MATCHED"] or words[:2] == ["NOT", "MATCHED"]):
+            continue  # a CASE WHEN
+        clause += 1
+        depth = 0
+        for j in range(i + 1, len(tokens)):
+            t = tokens[j].token_type
+            depth += (t == TokenType.CASE) - (t == TokenType.END)
+            if depth:
+                continue
+            if t == TokenType.THEN:
+                break
+            follows = tokens[j + 1].token_type if j + 1 < len(tokens) else None
+            if t in _ACTIONS and follows in _ACTIONS[t]:
+                raise ParseError(
+                    f"WHEN clause {clause}: THEN is missing before {tokens[j].text.upper()}; "
+                    f"write WHEN {' '.join(words[: 2 if words[0] == 'NOT' else 1])} ... THEN {tokens[j].text.upper()} ..."
+                )
 
 
 def _sql(node: exp.Expression) -> str:

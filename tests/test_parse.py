@@ -65,11 +65,22 @@ def test_subquery_and_table_sources_keep_their_column_aliases(using, source):
     ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET x.a = 1", ParseError, "not the target alias"),
     ("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED BY SOURCE THEN DELETE", UnsupportedError, "BY SOURCE"),
     ("SELECT 1", UnsupportedError, "got SELECT"),
+    # Spark's grammar requires THEN; sqlglot alone would read these as if it were there
+    ("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED UPDATE SET v = s.v", ParseError, "clause 1: THEN is missing before UPDATE"),
+    ("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED INSERT *", ParseError, "clause 2: THEN is missing before INSERT"),
+    ("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED AND CASE WHEN s.a THEN true END DELETE", ParseError, "clause 1: THEN is missing before DELETE"),
     ("DELETE FROM t WHERE a = 1; DELETE FROM t", ParseError, "exactly one statement"),
 ])
 def test_bad_statements(sql, error, fragment):
     with pytest.raises(error, match=fragment):
         parse(sql)
+
+
+def test_then_check_reads_past_case_expressions_and_columns_named_like_actions():
+    spec = parse("MERGE INTO t USING s ON t.id = s.id "
+                 "WHEN MATCHED AND CASE WHEN s.op = 'WHEN MATCHED UPDATE' THEN t.update = 1 ELSE false END THEN DELETE "
+                 "WHEN NOT MATCHED AND s.insert > 0 THEN INSERT *")
+    assert [c.action for c in spec.clauses] == ["delete", "insert"]
 
 
 def test_dict_spec_and_options():
