@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                     m = e["metrics"]
                     print(f"{e['finished_at']}  {e['merge_id']}  {e['kind']:<8}  +{m.get('numTargetRowsInserted', 0)} "
                           f"~{m.get('numTargetRowsUpdated', 0)} -{m.get('numTargetRowsDeleted', 0)}  "
-                          f"partitions {m['numTargetPartitionsRewritten']}  {m['executionTimeMs']} ms")
+                          f"partitions {m['numTargetPartitionsRewritten']}  {m['executionTimeMs']} ms"
+                          + ("  (no-op: changed nothing)" if e.get("status") == "no-op" else ""))
             return 0
         if args.command == "compact":
             done = compact(spark, args.table, args.tombstone_retention_hours)

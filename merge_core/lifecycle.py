@@ -104,7 +104,7 @@ class Lifecycle:
     def _finished(self) -> MergeResult:
         self.metrics["executionTimeMs"] = self.host.elapsed_ms()
         result = MergeResult(self.merge_id, self.s["table"]["name"], self.s["paradigm"], self.s.get("plan_hash", ""),
-                             dict(self.metrics), list(self.partitions))
+                             dict(self.metrics), list(self.partitions), noop="version_after" not in self.s)
         self._cleanup()
         self._tag(False)
         self.state = "finished"

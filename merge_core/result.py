@@ -15,9 +15,15 @@ class MergeResult:
     plan_hash: str
     metrics: dict[str, Any]
     partitions: list[dict] = field(default_factory=list)
+    noop: bool = False  # the statement changed nothing: the table kept its version
 
     def summary(self) -> str:
         m = self.metrics
+        if self.noop:
+            return (
+                f"merge {self.merge_id} into {self.target} ({self.paradigm}): no changes, nothing written "
+                f"(source rows {m['numSourceRows']}); {m['executionTimeMs'] / 1000:.1f} s"
+            )
         return (
             f"merge {self.merge_id} into {self.target} ({self.paradigm}): "
             f"source rows {m['numSourceRows']}, inserted {m['numTargetRowsInserted']}, "

@@ -191,6 +191,12 @@ def test_no_change_writes_nothing(spark, kv):
     r = merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN MATCHED THEN DELETE")
     assert r.metrics["numTargetPartitionsRewritten"] == 0 and r.metrics["numSourceRows"] == 1
     assert snapshot(spark, t)[:2] == before[:2]
+    assert r.noop and "no changes, nothing written" in r.summary()
+    [entry] = history(spark, t)  # recorded, and marked as a statement that changed nothing
+    assert entry["merge_id"] == r.merge_id and entry["status"] == "no-op"
+    assert entry["version_before"] == entry["version_after"]
+    changed = merge(spark, f"DELETE FROM {t} WHERE id = 1")
+    assert not changed.noop and history(spark, t)[0]["status"] == "committed"
 
 
 def test_explain_runs_nothing_and_history_records_runs(spark, kv):

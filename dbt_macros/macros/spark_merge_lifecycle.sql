@@ -157,11 +157,12 @@
 {%- endfor -%}
 {%- endmacro %}
 
-{#- The one history-entry builder: what a commit records (the journal carries it). -#}
+{#- The one history-entry builder: what a commit records (the journal carries it). A statement
+    that wrote nothing (no matching rows, an empty source) is recorded as status 'no-op'. -#}
 {% macro spark_merge__history_entry(s, version_after, out) -%}
 {%- do out.update({
   'merge_id': s.merge_id, 'target': s.table.name, 'kind': s.kind, 'paradigm': s.paradigm, 'plan_hash': s.plan_hash,
-  'status': 'committed', 'statement': s.statement, 'metrics': s.metrics.copy(), 'partitions': s.partitions,
+  'status': 'committed' if version_after != s.table.version else 'no-op', 'statement': s.statement, 'metrics': s.metrics.copy(), 'partitions': s.partitions,
   'repoints': s.get('repoints', []), 'version_before': s.table.version, 'version_after': version_after,
 }) -%}
 {%- do out.update(s.get('entry_extra', {})) -%}
