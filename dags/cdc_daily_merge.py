@@ -3,12 +3,14 @@
 Idempotent, so catchup, re-runs and backfills of any day are safe: the merge is a watermark upsert
 (primary key + `changed_at` watermark + `op = 'D'` tombstone), so applying a day again, or an older
 day after a newer one, changes nothing. Params name the tables (defaults: demo.orders, demo.orders_cdc).
+Runs out of the box: the first task creates the two demo tables, with three days of sample changes
+(2026-11-01 to 03), when they are the tables named and missing; other tables must exist.
 """
 from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
 from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_provider.operators import SparkMergeOperator
@@ -24,7 +26,15 @@ with DAG(
     params={"target": "demo.orders", "source": "demo.orders_cdc"},
     tags=["spark-merge"],
 ) as dag:
-    SparkMergeOperator(
+
+    @task
+    def example_tables(params=None) -> list[str]:
+        from airflow_provider.example_tables import create_missing
+        from airflow_provider.hooks import SparkMergeHook
+
+        return create_missing(SparkMergeHook().get_conn(), [params["target"], params["source"]])
+
+    example_tables() >> SparkMergeOperator(
         task_id="merge_day",
         spec={
             "target": "{{ params.target }}",

@@ -1,6 +1,7 @@
 """What a merge returns, and how merges are named: shared by every write mode."""
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -38,3 +39,17 @@ class MergeResult:
 def new_merge_id() -> str:
     """Sortable by time, unique, and a valid SQL identifier fragment."""
     return f"{datetime.now(timezone.utc):%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
+
+
+def parse_message(message: str) -> dict[str, Any]:
+    """dbt's one-line summary of a model's merge (adapter_response._message, built by the macro
+    spark_merge__message) back into its merge id and metrics: how an Airflow task reading
+    run_results.json gets the same metrics a Python merge returns."""
+    from . import macros
+
+    found = re.match(r"MERGE (\S+): (.*)", message or "")
+    if not found:
+        return {}
+    parts = dict(p.rsplit(" ", 1) for p in found.group(2).split(", ") if re.fullmatch(r"[a-z ]+ \d+", p))
+    labels = macros.fill("codes")["message"]
+    return {"merge_id": found.group(1), "metrics": {key: int(parts[label]) for label, key in labels if label in parts}}

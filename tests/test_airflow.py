@@ -246,6 +246,10 @@ def test_dbt_dag_runs_the_example_project(airflow_home, tmp_path, monkeypatch):
     assert {r["unique_id"].split(".")[-1]: r["status"] for r in results} == {
         "accounts": "success", "account_balances": "success", "accounts_latest": "success",
         "accounts_log": "success", "account_activity": "success"}
+    metrics = xcom(run, "merge_metrics", "return_value")
+    assert metrics["accounts"]["status"] == "success" and metrics["accounts"]["rows"] == 3  # batch 1, created
+    # an upsert's first load is a merge: its id and metrics, as a Python merge returns them
+    assert metrics["accounts_latest"]["merge_id"] and metrics["accounts_latest"]["metrics"]["numTargetRowsInserted"] == 3
 
 
 def test_operator_over_spark_connect(airflow_home, connect_server):
@@ -283,3 +287,47 @@ def test_operator_merges_into_a_postgres_table_through_an_airflow_connection(spa
     assert finish["numTargetRowsUpdated"] == 1 and finish["numTargetRowsInserted"] == 1
     [output] = lineage_events(airflow_home, "pg_merge.merge")[-1]["outputs"]
     assert (output["namespace"], output["name"]) == (f"postgres://{url.hostname}:{url.port}", "postgres.public.af_orders")
+
+
+def test_example_dags_run_out_of_the_box(spark, airflow_home):
+    """cdc_daily_merge and gdpr_delete with their default params, nothing created by hand: the first
+    task makes demo.orders and demo.orders_cdc; a GDPR run without ids runs nothing; with vacuum the
+    deleted customer's rows are gone from every file under the table's root."""
+    import pyarrow.parquet as pq
+
+    from merge_core import history
+
+    for t in ("demo.orders", "demo.orders_cdc"):
+        spark.sql(f"DROP TABLE IF EXISTS {t}")
+    try:
+        cdc = load_dag("cdc_daily_merge")
+        runs = [cdc.test(logical_date=DAY + timedelta(days=d + 1)) for d in range(3)]
+        assert [r.state for r in runs] == ["success"] * 3
+        assert xcom(runs[0], "example_tables", "return_value") == ["demo.orders", "demo.orders_cdc"]
+        assert xcom(runs[1], "example_tables", "return_value") == []
+        assert [r[:3] for r in rows(spark, "demo.orders")] == [
+            (1, 17, "paid"), (2, 42, "gone"), (3, 42, "shipped"), (4, 99, "new")]
+        entries = len(history(spark, "demo.orders"))
+
+        gdpr = load_dag("gdpr_delete")
+        idle = gdpr.test(logical_date=DAY)  # no ids: the delete is skipped
+        assert idle.state == "success"
+        states = {ti.task_id: ti.state for ti in idle.get_task_instances()}
+        assert states["delete_customers"] == states["vacuum"] == "skipped"
+        assert len(history(spark, "demo.orders")) == entries
+
+        root = Path(json.loads(spark.sql("DESCRIBE TABLE EXTENDED demo.orders AS JSON").collect()[0][0])["location"]
+                    .removeprefix("file:"))
+
+        def customers_on_disk() -> set[int]:
+            return {c for f in root.rglob("*.parquet") for c in pq.read_table(f, columns=["customer_id"]).column(0).to_pylist()}
+
+        assert 42 in customers_on_disk()
+        run = gdpr.test(logical_date=DAY + timedelta(days=1), run_conf={"ids": [42], "vacuum": True})
+        assert run.state == "success"
+        assert [r[:3] for r in rows(spark, "demo.orders")] == [(1, 17, "paid"), (4, 99, "new")]
+        assert xcom(run, "vacuum", "return_value")["files"] > 0
+        assert customers_on_disk() == {17, 99}  # the old versions went with the vacuum
+    finally:
+        for t in ("demo.orders", "demo.orders_cdc"):
+            spark.sql(f"DROP TABLE IF EXISTS {t}")

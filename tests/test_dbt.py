@@ -11,6 +11,7 @@ from dbt.cli.main import dbtRunner  # the [dbt] extra, installed by `make test`
 
 from dbt_macros import PACKAGE_DIR
 from merge_core import history, macros
+from merge_core.result import parse_message
 
 from .conftest import rows, snapshot
 
@@ -66,6 +67,8 @@ def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(spark, project
     t = project.table("accounts")
     project.dbt("run", "-s", "accounts", vars={"batch": 1})
     assert rows(spark, t) == [(1, "ann", 10.0, "eu"), (2, "bob", 20.0, "us"), (3, "cy", 30.0, "eu")]
+    created = project.run_results()["accounts"]["adapter_response"]  # the first run reports its rows too
+    assert (created["code"], created["rows_affected"], created["_message"]) == ("CREATE", 3, "CREATE 3 row(s)")
     provider = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0])
     assert provider["provider"] == "parquet" and provider["partition_columns"] == ["region"]
 
@@ -77,6 +80,10 @@ def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(spark, project
     assert response["code"] == "MERGE" and response["rows_affected"] == 3
     assert response["_message"].startswith(f"MERGE {newest['merge_id']}: inserted 1, updated 2, deleted 0")
     assert "partitions rewritten 3" in response["_message"]
+    # what an Airflow task reading run_results.json gets: the merge id and the metrics of the history
+    parsed = parse_message(response["_message"])
+    assert parsed["merge_id"] == newest["merge_id"] and len(parsed["metrics"]) == 7
+    assert parsed["metrics"] == {k: newest["metrics"][k] for k in parsed["metrics"]}
     # the history entry has the Python path's shape
     assert set(newest) >= {"merge_id", "target", "kind", "paradigm", "plan_hash", "status", "finished_at",
                            "metrics", "partitions", "repoints", "version_before"}
@@ -85,6 +92,40 @@ def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(spark, project
 
     project.dbt("run", "-s", "accounts", "--full-refresh", vars={"batch": 3})
     assert rows(spark, t) == [(4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
+
+
+INCREMENTAL = """{{ config(materialized='spark_merge', unique_key='id') }}
+select batch, id, name, amount, region from {{ ref('account_updates') }}
+where batch <= {{ var('batch') }}
+{% if is_incremental() %} and batch > (select max(batch) from {{ this }}) {% endif %}
+"""
+
+
+def test_is_incremental_filters_the_runs_that_merge(spark, project):
+    """The standard incremental model: every batch so far, filtered to the new ones once the table
+    exists. Without the filter the second run would see bob twice (batches 1 and 2) and fail."""
+    t = project.table("incremental_accounts")
+    project.model("incremental_accounts", INCREMENTAL)
+    project.dbt("run", "-s", "incremental_accounts", vars={"batch": 1})
+    project.dbt("run", "-s", "incremental_accounts", vars={"batch": 2})
+    assert project.run_results()["incremental_accounts"]["adapter_response"]["rows_affected"] == 3
+    assert rows(spark, f"(SELECT id, name, batch FROM {t})") == [(1, "ann", 1), (2, "bob", 2), (3, "cy", 2), (4, "di", 2)]
+    project.dbt("run", "-s", "incremental_accounts", "--full-refresh", vars={"batch": 2})  # all batches again
+    assert project.run_results()["incremental_accounts"]["adapter_response"]["rows_affected"] == 6
+
+    # without the project's one-line macro, dbt's is_incremental() is false here: say so, change nothing
+    shim = project.path / "macros" / "is_incremental.sql"
+    text = shim.read_text()
+    shim.unlink()
+    try:
+        before = snapshot(spark, t)
+        project.dbt("run", "-s", "incremental_accounts", vars={"batch": 3}, ok=False)
+        message = project.run_results()["incremental_accounts"]["message"]
+        assert "Compilation Error" in message and "calls is_incremental()" in message
+        assert "{{ return(spark_merge.is_incremental()) }}" in message
+        assert snapshot(spark, t) == before
+    finally:
+        shim.write_text(text)
 
 
 def test_clauses_with_delete(spark, project):

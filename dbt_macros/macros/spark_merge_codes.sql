@@ -1,5 +1,5 @@
 {#-
-  The codes both hosts use, declared once. The plan's SQL marks each changed row with an
+  The codes both hosts use, declared once (and the labels of dbt's one-line summary). The plan's SQL marks each changed row with an
   operation code (__sm_op: Trino's INSERT=1, DELETE=2, UPDATE=3, none=-1); every error a
   merge raises on purpose starts with its error code. The lifecycle and the plan read them
   here (spark_merge__op, spark_merge__error_code); merge_core/errors.py gives its exception
@@ -24,7 +24,18 @@
     'retry': 'MERGE_RETRY',
     'version_moved': 'MERGE_VERSION_MOVED',
   },
+  'message': [['inserted', 'numTargetRowsInserted'], ['updated', 'numTargetRowsUpdated'], ['deleted', 'numTargetRowsDeleted'],
+              ['copied', 'numTargetRowsCopied'], ['partitions rewritten', 'numTargetPartitionsRewritten'],
+              ['files added', 'numTargetFilesAdded'], ['files removed', 'numTargetFilesRemoved']],
 }) -%}
+{%- endmacro %}
+
+{#- The one-line summary of a commit dbt shows (adapter_response._message): 'MERGE <id>: inserted 1,
+    updated 2, ...' with the labels above, which merge_core.result.parse_message reads back. -#}
+{% macro spark_merge__message(merge_id, m) -%}
+{%- set c = {} -%}{%- do spark_merge.spark_merge__codes(c) -%}
+{%- set parts = [] -%}{%- for label, key in c.message -%}{%- do parts.append(label ~ ' ' ~ m[key]) -%}{%- endfor -%}
+MERGE {{ merge_id }}: {{ parts | join(', ') }}
 {%- endmacro %}
 
 {#- The operation codes of the names given, comma-separated: `__sm_op IN ({{ op('delete', 'update') }})`. -#}

@@ -16,6 +16,11 @@
   {%- set target_relation = this.incorporate(type='view' if mor else 'table') -%}
   {%- set existing = load_relation(this) -%}
   {{ run_hooks(pre_hooks) }}
+  {%- if existing is not none and not should_full_refresh() and 'is_incremental(' in model.raw_code and not is_incremental() -%}
+    {{ spark_merge.spark_merge__dbt_fail("the model calls is_incremental(), which dbt makes true only for materialized='incremental', "
+       ~ "so its incremental filter did not apply. Add to the project's macros/ a file is_incremental.sql with the line "
+       ~ "{% macro is_incremental() %}{{ return(spark_merge.is_incremental()) }}{% endmacro %} and run again") }}
+  {%- endif -%}
   {%- if mor and existing is not none and not should_full_refresh() -%}
     {%- set result = spark_merge.spark_merge__dbt_mor_upsert(cfg, sql) -%}
     {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
@@ -34,6 +39,11 @@
     {%- call statement('main') -%}
       {{ spark_merge.spark_merge__dbt_create_sql(cfg, sql, empty=upsert) }}
     {%- endcall -%}
+    {%- if not upsert -%}
+      {#- the rows created, as later runs report the rows they change -#}
+      {%- set created = run_query('SELECT count(*) FROM ' ~ spark_merge.spark_merge__dbt_relation()).rows[0][0] | int -%}
+      {%- do store_raw_result(name='main', message='CREATE ' ~ created ~ ' row(s)', code='CREATE', rows_affected=created) -%}
+    {%- endif -%}
     {%- if mor -%}
       {%- set result = spark_merge.spark_merge__dbt_mor_upsert(cfg, sql) -%}
       {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
@@ -194,9 +204,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
 {%- do run_query('DROP VIEW IF EXISTS ' ~ source_view) -%}
 {%- set changed = m.numTargetRowsInserted + m.numTargetRowsUpdated + m.numTargetRowsDeleted -%}
-{%- set message = 'MERGE ' ~ merge_id ~ ': inserted ' ~ m.numTargetRowsInserted ~ ', updated ' ~ m.numTargetRowsUpdated
-    ~ ', deleted ' ~ m.numTargetRowsDeleted ~ ', copied ' ~ m.numTargetRowsCopied ~ ', partitions rewritten '
-    ~ m.numTargetPartitionsRewritten ~ ', files +' ~ m.numTargetFilesAdded ~ '/-' ~ m.numTargetFilesRemoved -%}
+{%- set message = spark_merge.spark_merge__message(merge_id, m) | trim -%}
 {%- do log("spark_merge: FINISH " ~ tojson(m), info=true) -%}
 {{ return({'message': message, 'rows_affected': changed, 'metrics': m, 'merge_id': merge_id}) }}
 {%- endmacro %}
