@@ -46,15 +46,18 @@ def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
         raise ValidationError(errors)
     for scope in ("both", "source", "target"):
         conditions = macros.fill_list("conditions", parts, scope)
-        if conditions and not _deterministic(spark, spec, table, conditions):
-            for part in conditions:  # name the culprits, one analysis each
-                if not _deterministic(spark, spec, table, [part]):
-                    errors.append(macros.render("nondeterministic_error", part))
+        if conditions and _probe(spark, spec, table, conditions):
+            for part in conditions:  # name the culprits, one probe each
+                error = _probe(spark, spec, table, [part], part)
+                if error:
+                    errors.append(error)
     if errors:
         raise ValidationError(errors)
     return resolved
 
 
-def _deterministic(spark: SparkSession, spec: dict, table: dict, conditions: list[dict]) -> bool:
+def _probe(spark: SparkSession, spec: dict, table: dict, conditions: list[dict], part: dict | None = None) -> str:
+    """Spark's own rules on the conditions (non-deterministic; constants that fail to fold), asked by
+    planning them as a join: empty when fine, else the error for `part` (see probe_error)."""
     plan_text = spark.sql(macros.render("determinism_probe_sql", spec, table, conditions)).collect()[0][0]
-    return macros.fill("probe_deterministic", plan_text)["deterministic"]
+    return macros.render("probe_error", plan_text, part).strip()

@@ -77,6 +77,13 @@ CASES = [
      UnsupportedError, ["expected MERGE INTO, UPDATE or DELETE FROM, got SELECT"]),
     ("two statements", lambda T: f"DELETE FROM {T[0]} WHERE id = 1; DELETE FROM {T[0]} WHERE id = 2",
      ParseError, ["expected exactly one statement, got 2"]),
+    # a literal that cannot take the type it is compared with: Spark fails while folding constants
+    ("string id in an IN list", lambda T: f"DELETE FROM {T[0]} WHERE id IN (17, 'x42')",
+     ValidationError, ["WHERE condition fails when Spark folds its constants", "id IN (17, 'x42')"]),
+    ("malformed date literal", lambda T: f"UPDATE {T[0]} SET name = 'z' WHERE opened = '2024-13-45'",
+     ValidationError, ["WHERE condition fails when Spark folds its constants", "DATE'2026-11-23'"]),
+    ("bad literal in a WHEN condition", lambda T: M(T, "WHEN MATCHED AND s.amount > 'many' THEN DELETE"),
+     ValidationError, ["WHEN MATCHED clause 1 (DELETE) condition fails when Spark folds its constants"]),
     ("missing target", lambda T: f"MERGE INTO {T[0]}_gone t USING {T[1]} s ON t.id = s.id WHEN MATCHED THEN DELETE",
      TargetError, ["target table", "acc_gone not found"]),
 ]

@@ -176,19 +176,28 @@ DESCRIBE QUERY SELECT {% for p in parts -%}
 {#- Analysis only: Spark refuses a non-deterministic join condition (INVALID_NON_DETERMINISTIC_EXPRESSIONS),
     so joining with one row ON the conditions asks Spark's own rule, UDFs included. EXPLAIN COST
     returns the analyzer's refusal as its text instead of failing (dbt cannot catch a failure);
-    probe_deterministic reads it. -#}
+    probe_error reads it. -#}
 {% macro spark_merge__determinism_probe_sql(spec, table, parts) -%}
 EXPLAIN COST SELECT 1 FROM {{ spark_merge.spark_merge__scope_from(spec, table, parts[0].scope) }}
 JOIN (SELECT 1 AS __sm_one) AS __sm_det ON {% for p in parts %}({{ p.expr }}){{ " AND " if not loop.last }}{% endfor %}
 {%- endmacro %}
 
-{#- out.deterministic from the probe's text; any other refusal (a subquery Spark allows in a
-    filter but not in a join) says nothing about determinism. -#}
-{% macro spark_merge__probe_deterministic(plan_text, out) -%}
-{%- do out.update({'deterministic': 'INVALID_NON_DETERMINISTIC_EXPRESSIONS' not in plan_text}) -%}
+{#- What the probe's text says of its conditions: empty when fine, else the error for `part` (or,
+    with part none, a word saying the batch holds a culprit). Two refusals count: Spark's analyzer
+    refusing a non-deterministic join condition, and its optimizer failing while folding constants
+    ('Error occurred during query planning': WHERE id IN (1, 'x') against an INT, dt = 'someday'
+    against a DATE, 1/0), which would otherwise surface as a raw CAST_INVALID_INPUT in the plan's
+    first job. Any other refusal (a subquery Spark allows in a filter but not in a join) says
+    nothing about either. -#}
+{% macro spark_merge__probe_error(plan_text, part) -%}
+{%- if 'INVALID_NON_DETERMINISTIC_EXPRESSIONS' in plan_text -%}
+  {%- if part is none -%}nondeterministic{%- else -%}{{ spark_merge.spark_merge__nondeterministic_error(part) }}{%- endif -%}
+{%- elif plan_text.startswith('Error occurred during query planning') -%}
+  {%- if part is none -%}unplannable{%- else -%}{{ part.label }} fails when Spark folds its constants: a literal in it cannot be converted to the type it is compared with (a string that is not a number or a date, for a number or date column), or a constant expression fails (1/0): {{ part.expr }}. Write the value in the column's type (42, DATE'2026-11-23'), or compare with try_cast(...){%- endif -%}
+{%- endif -%}
 {%- endmacro %}
 
-{#- The conditions whose determinism to ask about: ON (WHERE) and every WHEN and partition_filter condition. -#}
+{#- The conditions to probe: ON (WHERE) and every WHEN and partition_filter condition. -#}
 {% macro spark_merge__conditions(parts, scope, out) -%}
 {%- for p in parts if p.expect == 'boolean' and p.scope == scope -%}{%- do out.append(p) -%}{%- endfor -%}
 {%- endmacro %}

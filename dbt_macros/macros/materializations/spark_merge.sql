@@ -100,11 +100,10 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {{ return(table) }}
 {%- endmacro %}
 
-{#- Spark's own rule: a non-deterministic join condition fails analysis (see determinism_probe_sql). -#}
-{% macro spark_merge__dbt_deterministic(spec, table, conditions) -%}
-{%- set out = {} -%}
-{%- do spark_merge.spark_merge__probe_deterministic(run_query(spark_merge.spark_merge__determinism_probe_sql(spec, table, conditions)).rows[0][0], out) -%}
-{{ return(out.deterministic) }}
+{#- Spark's own rules on the conditions, asked by planning them as a join (see determinism_probe_sql
+    and probe_error): empty when fine, else the error for `part`. -#}
+{% macro spark_merge__dbt_probe(spec, table, conditions, part=none) -%}
+{{ return(spark_merge.spark_merge__probe_error(run_query(spark_merge.spark_merge__determinism_probe_sql(spec, table, conditions)).rows[0][0], part) | trim) }}
 {%- endmacro %}
 
 {#- on_schema_change: compare the model's columns with the table's. -#}
@@ -179,9 +178,10 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- for scope in ['both', 'source', 'target'] -%}
   {%- set conditions = [] -%}
   {%- do spark_merge.spark_merge__conditions(resolved.parts, scope, conditions) -%}
-  {%- if conditions and not spark_merge.spark_merge__dbt_deterministic(spec, table, conditions) -%}
-    {%- for part in conditions if not spark_merge.spark_merge__dbt_deterministic(spec, table, [part]) -%}
-      {%- do errors.append(spark_merge.spark_merge__nondeterministic_error(part)) -%}
+  {%- if conditions and spark_merge.spark_merge__dbt_probe(spec, table, conditions) -%}
+    {%- for part in conditions -%}{#- name the culprits, one probe each -#}
+      {%- set error = spark_merge.spark_merge__dbt_probe(spec, table, [part], part) -%}
+      {%- if error -%}{%- do errors.append(error) -%}{%- endif -%}
     {%- endfor -%}
   {%- endif -%}
 {%- endfor -%}
