@@ -48,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
         declared(sp, options.option("duplicate_rule"))
         sp.add_argument("--dialect", choices=["spark", "trino"], help="how to read the SQL (default: Spark, then Trino)")
         declared(sp, options.option("partition_filter"))
+        declared(sp, options.option("lossy_assignments"))
         sp.add_argument("--json", action="store_true", help="print the result as JSON")
         jdbc_options(sp)
         spark_options(sp)
@@ -193,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         sql = args.sql if args.sql is not None else args.file.read_text()
         chosen = {k: v for k, v in (("duplicate_rule", args.duplicate_rule), ("dialect", args.dialect),
                                     ("partition_filter", args.partition_filter), ("jdbc_url", args.jdbc_url),
+                                    ("lossy_assignments", args.lossy_assignments),
                                     ("jdbc_user", args.jdbc_user), ("jdbc_password", args.jdbc_password)) if v}
         if args.command == "explain":
             print(explain(spark, sql, **chosen))

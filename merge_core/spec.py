@@ -17,6 +17,7 @@ from .options import choices, merge_keywords, names
 
 Action = Literal["update", "delete", "insert"]
 DUPLICATE_RULES = choices("duplicate_rule")
+LOSSY_CHOICES = choices("lossy_assignments")
 SOURCE_KINDS = ("table", "query", "none")
 # primary-key upserts: watermark/tombstone, or Paimon-style merge engines (spark_merge_engines.sql,
 # whose per-field options are {field: value} dicts); declared in spark_merge_options.sql
@@ -55,6 +56,8 @@ class MergeSpec:
     source_alias: str = "s"
     kind: Literal["merge", "update", "delete"] = "merge"
     duplicate_rule: str = "trino"
+    # a value whose type says storing it loses information: warn (log), refuse, or allow
+    lossy_assignments: str = "warn"
     # Optional user promise: matching target rows live only where this predicate on the
     # target's columns holds (usually partition columns). Prunes the target scan.
     partition_filter: str | None = None
@@ -71,6 +74,11 @@ class MergeSpec:
             raise SpecError(
                 f"option duplicate_rule: unknown rule {self.duplicate_rule!r}; "
                 f"expected one of {', '.join(DUPLICATE_RULES)}"
+            )
+        if self.lossy_assignments not in LOSSY_CHOICES:
+            raise SpecError(
+                f"option lossy_assignments: unknown value {self.lossy_assignments!r}; "
+                f"expected one of {', '.join(LOSSY_CHOICES)}"
             )
         if self.source_kind not in SOURCE_KINDS:
             raise SpecError(f"source kind {self.source_kind!r} is not one of {SOURCE_KINDS}")

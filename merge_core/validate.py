@@ -7,11 +7,15 @@ name the statement part at fault.
 """
 from __future__ import annotations
 
+import logging
+
 from pyspark.sql import SparkSession
 
 from . import macros
 from .catalog import SPARK_ERRORS, spark_message
 from .errors import ValidationError
+
+log = logging.getLogger(__name__)
 
 
 def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
@@ -41,9 +45,14 @@ def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
                 except SPARK_ERRORS as e:
                     errors.append(f"{parts[i]['label']}: {spark_message(e)}")
     typed = [i for i, t in enumerate(types) if t is not None]
-    macros.render("check_types", [parts[i] for i in typed], [types[i] for i in typed], errors)
+    warnings: list[str] = []
+    macros.render("check_types", [parts[i] for i in typed], [types[i] for i in typed], errors, warnings,
+                  spec.get("lossy_assignments", "warn"))
     if errors:
         raise ValidationError(errors)
+    for w in warnings:
+        log.warning("lossy assignment: %s", w)
+    resolved["warnings"] = warnings
     for scope in ("both", "source", "target"):
         conditions = macros.fill_list("conditions", parts, scope)
         if conditions and _probe(spark, spec, table, conditions):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from decimal import Decimal
 import shutil
 from pathlib import Path
 
@@ -126,6 +127,23 @@ def test_is_incremental_filters_the_runs_that_merge(spark, project):
         assert snapshot(spark, t) == before
     finally:
         shim.write_text(text)
+
+
+def test_lossy_assignment_warns_or_refuses(spark, project):
+    """A model whose value no longer fits the table's column type: dbt warns (and Spark rounds), or,
+    with lossy_assignments='refuse', the model fails before any write."""
+    t = project.table("lossy")
+    project.model("lossy", "{{ config(materialized='spark_merge', unique_key='id', lossy_assignments=var('lossy', 'warn')) }}\n"
+                           "select 1 as id, {{ var('v', 'cast(2.5 as decimal(3,1))') }} as v")
+    project.dbt("run", "-s", "lossy")
+    project.dbt("run", "-s", "lossy", vars={"v": "cast(2.75 as decimal(3,2))"})
+    assert any("lossy assignment" in line and "rounds it to 1 decimal place(s)" in line for line in project.logs)
+    assert rows(spark, t)[0][1] in (Decimal("2.8"), Decimal("2.7"))  # rounded, as Spark stores it
+    before = snapshot(spark, t)
+    project.dbt("run", "-s", "lossy", vars={"v": "cast(3.25 as decimal(3,2))", "lossy": "refuse"}, ok=False)
+    message = project.run_results()["lossy"]["message"]
+    assert "Compilation Error" in message and "value for column v: storing a value of type decimal(3,2)" in message
+    assert snapshot(spark, t) == before
 
 
 def test_clauses_with_delete(spark, project):

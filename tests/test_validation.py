@@ -125,3 +125,50 @@ def test_target_kinds_that_cannot_be_rewritten(spark, db, tables, ddl, fragment)
     spark.sql(ddl.format(db=db))
     with pytest.raises(TargetError, match=fragment):
         merge(spark, f"MERGE INTO {db}.v t USING {tables[1]} s ON t.id = s.id WHEN MATCHED THEN DELETE")
+
+
+def test_lossy_assignments_warn_refuse_or_pass(spark, tables, caplog):
+    """27.5 into an INT column: Spark stores 27 without a word. spark-merge says so at validation
+    (default), refuses with lossy_assignments='refuse', and stays quiet for an explicit CAST."""
+    import logging
+
+    acc, src = tables
+    before = snapshot(spark, acc)
+    statement = f"MERGE INTO {acc} t USING {src} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = s.amount + 1"
+    with pytest.raises(ValidationError) as e:
+        merge(spark, statement, lossy_assignments="refuse")
+    assert ("WHEN MATCHED clause 1 (UPDATE) value for column id: storing a value of type double in column id "
+            "of type int drops the fraction") in str(e.value)
+    assert snapshot(spark, acc) == before
+    with pytest.raises(SpecError, match="option lossy_assignments: unknown value 'sometimes'"):
+        merge(spark, statement, lossy_assignments="sometimes")
+
+    with caplog.at_level(logging.WARNING, logger="merge_core.validate"):
+        merge(spark, statement)  # warns, and stores as Spark does: 1.5 + 1 -> 2
+    assert [r.getMessage() for r in caplog.records if "lossy assignment" in r.getMessage()] == [
+        "lossy assignment: WHEN MATCHED clause 1 (UPDATE) value for column id: storing a value of type double in column id "
+        "of type int drops the fraction (expression: s.amount + 1); CAST it explicitly to say you mean it "
+        "(option lossy_assignments: warn, refuse, allow)"]
+    assert spark.sql(f"SELECT id FROM {acc} WHERE name = 'a'").collect()[0][0] == 2
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="merge_core.validate"):
+        merge(spark, f"UPDATE {acc} SET amount = 2.25, id = CAST(id * 1.5 AS INT) WHERE id = 2")  # double column; explicit CAST
+        merge(spark, f"UPDATE {acc} SET amount = 1.5 WHERE id = 3", lossy_assignments="allow")
+    assert not [r for r in caplog.records if "lossy" in r.getMessage()]
+
+
+@pytest.mark.parametrize("src, dst, loss", [
+    ("decimal(3,1)", "bigint", "drops the fraction"),
+    ("double", "int", "drops the fraction"),
+    ("decimal(12,4)", "decimal(12,2)", "rounds it to 2 decimal place(s)"),
+    ("double", "decimal(10,2)", "rounds it to 2 decimal place(s)"),
+    ("double", "float", "rounds it to a float's precision"),
+    ("decimal(10,0)", "int", ""),   # overflow is an error in ANSI mode, not a silent loss
+    ("int", "double", ""),
+    ("decimal(12,2)", "decimal(14,4)", ""),
+    ("string", "string", ""),
+])
+def test_narrowing_rule(src, dst, loss):
+    from merge_core import macros
+
+    assert macros.render("narrowing", src, dst).strip() == loss

@@ -53,6 +53,26 @@ PARTITION ({% for c in table.partition_columns -%}
   NULL, numeric to numeric, any atomic type to string, date/timestamp between
   themselves, arrays element-wise. Renders "true" or "false".
 -#}
+{#-
+  What storing a value of type `src` in a column of type `dst` silently loses, as words ("drops the
+  fraction"), or nothing. Only what Spark's store assignment does without a word: a fraction into
+  an integer truncates, a smaller decimal scale rounds, double into float or decimal rounds.
+  (An overflow, or a string longer than a VARCHAR, is an error in Spark's ANSI mode, not a loss.)
+-#}
+{% macro spark_merge__narrowing(src, dst) -%}
+{%- set s = src | lower | trim -%}
+{%- set d = dst | lower | trim -%}
+{%- set integral = ['tinyint', 'smallint', 'int', 'bigint', 'byte', 'short', 'long', 'integer'] -%}
+{%- set s_scale = (s[8:-1].split(',')[1] | int) if s.startswith('decimal(') else 0 -%}
+{%- set d_scale = (d[8:-1].split(',')[1] | int) if d.startswith('decimal(') else 0 -%}
+{%- set s_fraction = s in ['float', 'double', 'real'] or s_scale > 0 -%}
+{%- if d in integral and s_fraction -%}drops the fraction
+{%- elif d.startswith('decimal') and s.startswith('decimal') and d_scale < s_scale -%}rounds it to {{ d_scale }} decimal place(s)
+{%- elif d.startswith('decimal') and s in ['float', 'double', 'real'] -%}rounds it to {{ d_scale }} decimal place(s)
+{%- elif d in ['float', 'real'] and (s == 'double' or s.startswith('decimal')) -%}rounds it to a float's precision
+{%- endif -%}
+{%- endmacro %}
+
 {% macro spark_merge__can_assign(src, dst) -%}
 {%- set s = src | lower | trim -%}
 {%- set d = dst | lower | trim -%}

@@ -210,8 +210,9 @@ JOIN (SELECT 1 AS __sm_one) AS __sm_det ON {% for p in parts %}({{ p.expr }}){{ 
 DESCRIBE QUERY SELECT * FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS {{ spark_merge.spark_merge__quote(spec.source_alias) }}
 {%- endmacro %}
 
-{#- `types`: the described type of each part, in order. Appends to `errors`. -#}
-{% macro spark_merge__check_types(parts, types, errors) -%}
+{#- `types`: the described type of each part, in order. Appends to `errors`, and a lossy assignment
+    (see spark_merge__narrowing) to `warnings` or, with lossy_assignments=refuse, to `errors`. -#}
+{% macro spark_merge__check_types(parts, types, errors, warnings, lossy='warn') -%}
 {%- for p in parts -%}
   {%- set ty = types[loop.index0] | lower -%}
   {%- if p.expect == 'boolean' and ty not in ['boolean', 'void'] -%}
@@ -221,6 +222,11 @@ DESCRIBE QUERY SELECT * FROM {{ spark_merge.spark_merge__source_relation(spec) }
       {%- do errors.append(p.label ~ ': assigns NULL to NOT NULL column ' ~ p.column.name) -%}
     {%- elif spark_merge.spark_merge__can_assign(ty, p.column.type) | trim != 'true' -%}
       {%- do errors.append(p.label ~ ': cannot store a value of type ' ~ ty ~ ' in column ' ~ p.column.name ~ ' of type ' ~ p.column.type ~ ' (expression: ' ~ p.expr ~ '); add an explicit CAST if you mean it') -%}
+    {%- elif lossy != 'allow' -%}
+      {%- set loss = spark_merge.spark_merge__narrowing(ty, p.column.type) | trim -%}
+      {%- if loss -%}
+        {%- do (errors if lossy == 'refuse' else warnings).append(p.label ~ ': storing a value of type ' ~ ty ~ ' in column ' ~ p.column.name ~ ' of type ' ~ p.column.type ~ ' ' ~ loss ~ ' (expression: ' ~ p.expr ~ '); CAST it explicitly to say you mean it (option lossy_assignments: warn, refuse, allow)') -%}
+      {%- endif -%}
     {%- endif -%}
   {%- endif -%}
 {%- endfor -%}

@@ -173,7 +173,9 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
     {%- do parts.extend(batch) -%}
   {%- endif -%}
 {%- endfor -%}
-{%- do spark_merge.spark_merge__check_types(parts, types, errors) -%}
+{%- set warnings = [] -%}
+{%- do spark_merge.spark_merge__check_types(parts, types, errors, warnings, spec.lossy_assignments) -%}
+{%- for w in warnings -%}{%- do exceptions.warn('spark_merge (' ~ this ~ '): lossy assignment: ' ~ w) -%}{%- endfor -%}
 {%- if errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ errors | join('; ')) }}{%- endif -%}
 {%- for scope in ['both', 'source', 'target'] -%}
   {%- set conditions = [] -%}
