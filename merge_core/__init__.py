@@ -69,7 +69,8 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
 
 def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, max_retries: int = 3,
           jdbc_url: str | None = None, jdbc_user: str | None = None, jdbc_password: str | None = None,
-          on_start: Callable | None = None, on_planned: Callable | None = None, **options: Any) -> MergeResult:
+          on_start: Callable | None = None, on_planned: Callable | None = None, dry_run: bool = False,
+          **options: Any) -> MergeResult:
     """Run a MERGE, UPDATE or DELETE to completion and return its metrics.
 
     ``max_retries``: how often to plan again when another merge committed elsewhere
@@ -78,10 +79,11 @@ def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, max_retries:
     (``schema.table``), changed in place by primary key (CHANGE_ONLY_UPDATED_COLUMNS).
     ``on_start(abort)``: called as each attempt starts with a function that aborts it from another
     thread; ``on_planned(info)``: after the checks, before any write, with the merge id, target,
-    paradigm, plan hash, partitions to rewrite and changed rows.
+    paradigm, plan hash, partitions to rewrite and changed rows. ``dry_run``: plan only (the planning
+    jobs run) and return what a run would insert, update, delete and rewrite; nothing is written.
     """
     return run(spark, to_spec(sql_or_spec, **options), max_retries=max_retries, on_start=on_start,
-               on_planned=on_planned, target=jdbc_target(jdbc_url, jdbc_user, jdbc_password))
+               on_planned=on_planned, target=jdbc_target(jdbc_url, jdbc_user, jdbc_password), dry_run=dry_run)
 
 
 def jdbc_target(url: str | None, user: str | None = None, password: str | None = None):

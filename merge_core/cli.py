@@ -50,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
         declared(sp, options.option("partition_filter"))
         declared(sp, options.option("lossy_assignments"))
         sp.add_argument("--json", action="store_true", help="print the result as JSON")
+        if name == "run":
+            sp.add_argument("--dry-run", action="store_true", help="run the planning jobs only and report what would "
+                                                                   "be inserted, updated, deleted and rewritten; write nothing")
+        else:
+            sp.add_argument("--counts", action="store_true", help="after the plan, run its planning jobs (as run "
+                                                                  "--dry-run) and report the counts; write nothing")
         jdbc_options(sp)
         spark_options(sp)
     sp = sub.add_parser("upsert", help="primary-key upsert: guarded by a watermark key (idempotent, out-of-order "
@@ -198,12 +204,13 @@ def main(argv: list[str] | None = None) -> int:
                                     ("jdbc_user", args.jdbc_user), ("jdbc_password", args.jdbc_password)) if v}
         if args.command == "explain":
             print(explain(spark, sql, **chosen))
-            return 0
-        result = merge(spark, sql, **chosen)
+            if not args.counts:
+                return 0
+        result = merge(spark, sql, dry_run=args.command == "explain" or args.dry_run, **chosen)
         if args.json:
             print(json.dumps({"merge_id": result.merge_id, "target": result.target, "paradigm": result.paradigm,
                               "plan_hash": result.plan_hash, "metrics": result.metrics,
-                              "partitions": result.partitions}, indent=2))
+                              "partitions": result.partitions, "dry_run": result.dry_run}, indent=2))
         else:
             print(result.summary())
         return 0

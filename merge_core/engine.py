@@ -253,7 +253,7 @@ def new_run(spark: SparkSession, spec: MergeSpec, target=None) -> Lifecycle:
 
 
 def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=None, on_start=None,
-        target=None) -> MergeResult:
+        target=None, dry_run: bool = False) -> MergeResult:
     """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again.
 
     ``target``: a ``postgres.PostgresTarget`` when the target is a PostgreSQL table, else the
@@ -262,4 +262,4 @@ def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=N
     ``on_planned(info)`` after the checks, before anything is written, with the merge id, target,
     paradigm, plan hash, partitions to rewrite and changed rows (the operator's XCom begin record).
     """
-    return drive(lambda: new_run(spark, spec, target), max_retries, on_planned, on_start)
+    return drive(lambda: new_run(spark, spec, target), max_retries, on_planned, on_start, dry_run=dry_run)

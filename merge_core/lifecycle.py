@@ -112,6 +112,19 @@ class Lifecycle:
         log.info(result.summary())
         return result
 
+    def planned_result(self) -> MergeResult:
+        """A dry run's result: what execute would change, from the plan (its jobs ran); nothing is
+        written and no history entry is made."""
+        if not self.s.get("insert_only"):
+            self.metrics["numTargetPartitionsRewritten"] = len(self.partitions)
+        self.metrics["executionTimeMs"] = self.host.elapsed_ms()
+        result = MergeResult(self.merge_id, self.s["table"]["name"], self.s["paradigm"], self.s.get("plan_hash", ""),
+                             dict(self.metrics), list(self.partitions), noop=True, dry_run=True)
+        self.close()
+        self.state = "finished"
+        log.info(result.summary())
+        return result
+
     def history_entry(self) -> dict:
         """This commit's history entry as of now (spark_merge__history_entry, the one builder)."""
         self.metrics["executionTimeMs"] = self.host.elapsed_ms()
@@ -164,8 +177,12 @@ class Lifecycle:
             _LIVE.discard(self.merge_id)
 
 
-def drive(make: Callable[[], Lifecycle], max_retries: int = 3, on_planned=None, on_start=None) -> MergeResult:
+def drive(make: Callable[[], Lifecycle], max_retries: int = 3, on_planned=None, on_start=None,
+          dry_run: bool = False) -> MergeResult:
     """Run a lifecycle; when another commit moved the table meanwhile, plan it again.
+
+    ``dry_run``: stop after the plan (its jobs run: source, duplicate check, counts, partitions) and
+    return what the run would change, writing nothing.
 
     ``on_start(abort)`` is called as each attempt starts with a function that aborts it (from
     another thread or a signal handler: the Airflow hook's on_kill); ``on_planned(info)`` after
@@ -180,6 +197,8 @@ def drive(make: Callable[[], Lifecycle], max_retries: int = 3, on_planned=None, 
             info = run.plan()
             if on_planned is not None:
                 on_planned(info)
+            if dry_run:
+                return run.planned_result()
             run.execute()
             return run.finish()
         except RetryableConflict as e:

@@ -17,9 +17,17 @@ class MergeResult:
     metrics: dict[str, Any]
     partitions: list[dict] = field(default_factory=list)
     noop: bool = False  # the statement changed nothing: the table kept its version
+    dry_run: bool = False  # planned only: the metrics say what a run would change
 
     def summary(self) -> str:
         m = self.metrics
+        if self.dry_run:
+            return (
+                f"dry run of merge {self.merge_id} into {self.target} ({self.paradigm}): would insert "
+                f"{m['numTargetRowsInserted']}, update {m['numTargetRowsUpdated']}, delete {m['numTargetRowsDeleted']} "
+                f"(source rows {m['numSourceRows']}), rewriting {m['numTargetPartitionsRewritten']} partition(s); "
+                f"nothing written; {m['executionTimeMs'] / 1000:.1f} s"
+            )
         if self.noop:
             return (
                 f"merge {self.merge_id} into {self.target} ({self.paradigm}): no changes, nothing written "

@@ -32,6 +32,18 @@ def test_cli_run_explain_history(spark, people, capsys):
     sql = f"UPDATE {people} SET name = 'zed' WHERE id = 2"
     assert main(["explain", "--sql", sql, "-q"]) == 0
     assert "CACHE LAZY TABLE" in capsys.readouterr().out
+    # a dry run: the planning jobs run, the counts are reported, nothing is written or recorded
+    root = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {people} AS JSON").collect()[0][0])["location"]
+    before, files_before = snapshot(spark, people), tree(root)
+    assert main(["explain", "--sql", sql, "--counts", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "CACHE LAZY TABLE" in out and "would insert 0, update 1, delete 0" in out
+    assert "rewriting 1 partition(s); nothing written" in out
+    assert main(["run", "--sql", f"DELETE FROM {people} WHERE id >= 2", "--dry-run", "--json", "-q"]) == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert dry["dry_run"] and dry["metrics"]["numTargetRowsDeleted"] == 2 and dry["metrics"]["numTargetPartitionsRewritten"] == 2
+    assert snapshot(spark, people) == before and tree(root) == files_before
+    assert main(["history", people, "-q"]) == 0 and capsys.readouterr().out == ""
     assert main(["run", "--sql", sql, "--json", "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metrics"]["numTargetRowsUpdated"] == 1 and out["partitions"] == [{"city": "plain"}]

@@ -97,6 +97,7 @@
   {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
   {%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
   {%- do m.update({'numSourceRows': stats.numSourceRows | int}) -%}
+  {%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
   {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
   {%- do ctx.update({'match_filter': narrowed.filter}) -%}
   {%- if narrowed.filter -%}{%- do host.step('plan: target scans narrowed to ' ~ narrowed.filter[:300]) -%}{%- endif -%}
@@ -122,6 +123,8 @@
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'), 'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '), ' ~ summary.dups ~ ' target row(s) in all. Offending target rows: ' ~ shown | join('; '), dups) -%}
 {%- endif -%}
 {%- do m.update(summary.metrics) -%}
+{%- do host.step('plan: ' ~ m.numTargetRowsInserted ~ ' row(s) to insert, ' ~ m.numTargetRowsUpdated ~ ' to update, '
+                 ~ m.numTargetRowsDeleted ~ ' to delete, in ' ~ summary.partitions | length ~ ' partition(s)') -%}
 {#- for an append these are the partitions it adds files to (rollback needs to know) -#}
 {%- do s.update({'partitions': summary.partitions, 'deltas': summary.deltas}) -%}
 {%- set broadcast = {} -%}
