@@ -39,6 +39,8 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
     if tree is None:
         raise ParseError(f"cannot parse statement: {_ANSI.sub('', str(first_error))}")
 
+    if isinstance(tree, (exp.Merge, exp.Update, exp.Delete)):
+        tree = _inline_ctes(tree)
     if isinstance(tree, exp.Merge):
         _require_then(sql, used)
         spec = _merge(tree, used)
@@ -93,6 +95,39 @@ def _require_then(sql: str, dialect: str) -> None:
                     f"WHEN clause {clause}: THEN is missing before {tokens[j].text.upper()}; "
                     f"write WHEN {' '.join(words[: 2 if words[0] == 'NOT' else 1])} ... THEN {tokens[j].text.upper()} ..."
                 )
+
+
+def _inline_ctes(tree: exp.Expression) -> exp.Expression:
+    """A leading WITH (`WITH c AS (...) MERGE INTO t USING c ...`, or before UPDATE/DELETE) becomes
+    its queries, inlined where the statement names them: the source, and subqueries in ON, WHERE,
+    conditions and values. Each step of the plan then reads a self-contained source query, as
+    Spark's own MERGE would read the CTE."""
+    with_ = tree.args.get("with_")
+    if with_ is None:
+        return tree
+    if with_.args.get("recursive"):
+        raise UnsupportedError("WITH RECURSIVE before MERGE, UPDATE or DELETE is not supported; "
+                               "materialize the recursive query first")
+    ctes: dict[str, exp.Expression] = {}
+
+    def inline(node: exp.Expression) -> exp.Expression:
+        def swap(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Table) and not n.args.get("db") and n.name.lower() in ctes:
+                body, columns = ctes[n.name.lower()]
+                alias = exp.TableAlias(this=exp.to_identifier(n.alias or n.name), columns=[c.copy() for c in columns])
+                return exp.Subquery(this=body.copy(), alias=alias)
+            return n
+        return node.transform(swap)
+
+    for cte in with_.expressions:
+        alias = cte.args.get("alias")
+        ctes[cte.alias_or_name.lower()] = (inline(cte.this), list(alias.columns) if alias is not None else [])
+    tree = tree.copy()
+    target = tree.this
+    tree.set("with_", None)
+    tree = inline(tree)
+    tree.set("this", target)  # the target is a table, even if a CTE shares its name
+    return tree
 
 
 def _sql(node: exp.Expression) -> str:

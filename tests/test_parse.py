@@ -83,6 +83,18 @@ def test_then_check_reads_past_case_expressions_and_columns_named_like_actions()
     assert [c.action for c in spec.clauses] == ["delete", "insert"]
 
 
+def test_leading_with_is_inlined_where_the_statement_names_it():
+    spec = parse("WITH c(id, v) AS (SELECT 1, 2), d AS (SELECT id FROM c WHERE v > 1) "
+                 "MERGE INTO db.t USING d ON t.id = d.id AND t.id IN (SELECT id FROM c) WHEN MATCHED THEN DELETE")
+    assert (spec.source_kind, spec.source_alias) == ("query", "d")
+    assert spec.source == "SELECT id FROM (SELECT 1, 2) AS c(id, v) WHERE v > 1"
+    assert spec.on == "t.id = d.id AND t.id IN (SELECT id FROM (SELECT 1, 2) AS c(id, v))"
+    # a CTE named like the target does not replace the target
+    assert parse("WITH t AS (SELECT 1 AS id) DELETE FROM t WHERE id IN (SELECT id FROM t)").target == ["t"]
+    with pytest.raises(UnsupportedError, match="WITH RECURSIVE"):
+        parse("WITH RECURSIVE r AS (SELECT 1 AS id) DELETE FROM t WHERE id IN (SELECT id FROM r)")
+
+
 def test_dict_spec_and_options():
     spec = to_spec({
         "target": "db.acc", "source": "staging.updates", "on": "t.id = s.id",

@@ -140,6 +140,21 @@ def test_update_and_delete_statements(spark, kv):
     assert r.metrics["numTargetPartitionsRewritten"] == 0
 
 
+def test_a_leading_with_clause(spark, kv):
+    """WITH before MERGE, UPDATE and DELETE: the CTEs are read where the statement names them
+    (the source, and subqueries in ON, WHERE and SET)."""
+    t, _ = kv
+    r = merge(spark, f"WITH changes(id, v) AS (VALUES (1, 'one'), (5, 'five')), "
+                     f"big AS (SELECT id FROM changes WHERE id > 2) "
+                     f"MERGE INTO {t} t USING changes c ON t.id = c.id "
+                     f"WHEN MATCHED THEN UPDATE SET v = c.v "
+                     f"WHEN NOT MATCHED AND c.id IN (SELECT id FROM big) THEN INSERT (id, v, p) VALUES (c.id, c.v, 3)")
+    assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (1, 1)
+    merge(spark, f"WITH gone AS (SELECT 2 AS id) DELETE FROM {t} WHERE id IN (SELECT id FROM gone)")
+    merge(spark, f"WITH top AS (SELECT max(id) AS m FROM {t}) UPDATE {t} SET v = 'max' WHERE id = (SELECT m FROM top)")
+    assert rows(spark, t, "id") == [(None, "n", 2), (1, "one", 1), (3, "c", 2), (5, "max", 3)]
+
+
 def test_insert_only_appends_without_rewriting(spark, kv):
     t, source = kv
     s = source("(1, 'dup', 1), (7, 'seven', 1), (8, 'eight', 9)")
