@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -33,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--warehouse", help="folder for the embedded warehouse and metastore (default ./var)")
         sp.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress log")
+        sp.add_argument("-v", "--verbose", action="store_true", help="debug log, Spark's warnings, its progress bars "
+                                                                     "and the Python side of Spark's errors")
 
     def jdbc_options(sp):
         sp.add_argument("--jdbc-url", help="the target is a PostgreSQL table: jdbc:postgresql://host:5432/database "
@@ -146,10 +149,18 @@ def _session(args):
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.WARNING if args.quiet else logging.INFO,
+        level=logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO,
         format="%(asctime)s %(levelname)s %(message)s",
         stream=sys.stderr,
     )
+    if args.verbose:
+        os.environ.setdefault("SPARK_LOG_LEVEL", "WARN")
+    else:
+        # py4j's connection chatter, and PySpark's JSON copy (with a Java stack trace) of a Spark error
+        # that spark-merge reports itself, one line, as a MERGE_... error
+        logging.getLogger("py4j").setLevel(logging.WARNING)
+        for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
         spark = _session(args)
         if args.command == "recover":

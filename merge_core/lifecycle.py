@@ -156,7 +156,7 @@ class Lifecycle:
                 log.warning("[%s] ABORT in state %s: removing staged data", self.merge_id, self.state)
                 self.discard_staged()
             else:
-                log.warning("[%s] ABORT in state %s: nothing was written", self.merge_id, self.state)
+                log.info("[%s] ABORT in state %s: nothing was written", self.merge_id, self.state)
         self.state = "aborted"
 
     def check_not_stopped(self) -> None:

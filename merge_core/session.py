@@ -8,6 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 DEFAULT_HOME = "var"
+QUIET_LOG4J = Path(__file__).resolve().with_name("log4j2-quiet.properties")
 # Debian's libpostgresql-jdbc-java: the JDBC driver PostgreSQL targets need (merge_core/postgres.py)
 POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
 
@@ -56,8 +57,12 @@ def get_session(
         .appName(app_name)
         .config("spark.sql.warehouse.dir", str(home / "warehouse"))
         .config("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true")
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home}")
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home} -Dlog4j2.configurationFile=file:{QUIET_LOG4J}")
         .config("spark.ui.enabled", "false")
+        # quiet by default: Spark's WARN lines (a loopback hostname, a missing native library, a
+        # directory that does not exist yet) and its progress bars read like failures between
+        # spark-merge's own progress lines; SPARK_LOG_LEVEL=WARN (or --verbose) brings them back
+        .config("spark.ui.showConsoleProgress", "true" if os.environ.get("SPARK_LOG_LEVEL", "ERROR") != "ERROR" else "false")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.adaptive.enabled", "true")
         # Derby cannot filter partitions by a column whose name needs quoting (`part col`);
