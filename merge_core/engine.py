@@ -22,7 +22,7 @@ from .lifecycle import Lifecycle, drive, live_ids
 from .result import MergeResult
 from .parse import on_equalities
 from .spec import MergeSpec
-from .validate import validate
+from .validate import source_columns, validate
 
 log = logging.getLogger("spark_merge")
 
@@ -148,7 +148,7 @@ class MergeRun(Lifecycle):
             if macros.fill("lifecycle_settle", self.host, self.table)["recovered"]:
                 self.table = describe_table(self.spark, self.spec.target)
         if self.spec.upsert:  # generate the guarded MERGE now that the column types are known
-            compiled = macros.fill("upsert_spec", self.spec_data, self.table)
+            compiled = macros.fill("upsert_spec", self.spec_data, self.table, source_columns(self.spark, self.spec_data))
             if compiled["errors"]:
                 raise ValidationError(compiled["errors"])
             self.spec_data = {k: v for k, v in compiled.items() if k != "errors"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
 
 from pyspark.sql import SparkSession
 
@@ -38,8 +39,9 @@ def _is_view(spark: SparkSession, parts: list[str]) -> bool | None:
     return (desc.get("type") or "").upper() == "VIEW"
 
 
-def log_table(spark: SparkSession, parts: list[str]) -> dict:
-    """The log behind the view ``parts``, converting a plain table on first use."""
+def log_table(spark: SparkSession, parts: list[str], check: Callable[[dict], Any] | None = None) -> dict:
+    """The log behind the view ``parts``, converting a plain table on first use; ``check`` sees the
+    plain table before that conversion renames it, so a refused upsert leaves it as it was."""
     db, name = parts[-2], parts[-1]
     log_parts = [db, name + LOG_SUFFIX]
     kind = _is_view(spark, parts)
@@ -48,6 +50,8 @@ def log_table(spark: SparkSession, parts: list[str]) -> dict:
     if kind is False:
         if _is_view(spark, log_parts) is not None:
             raise TargetError(f"{'.'.join(parts)} is a table but {'.'.join(log_parts)} exists too; drop one")
+        if check is not None:
+            check(describe_table(spark, parts))
         log.warning("converting %s to merge-on-read: the table becomes %s, read through the view %s",
                     ".".join(parts), ".".join(log_parts), ".".join(parts))
         spark.sql(f"ALTER TABLE {relation(parts)} RENAME TO {relation(log_parts)}")
@@ -71,15 +75,20 @@ class UpsertRun(Lifecycle):
 
     def begin(self) -> dict:
         self._tag(True)
-        table = log_table(self.spark, self.spec.target)
+        data = self.spec.to_dict()
+
+        def check(table: dict) -> dict:
+            plan = _plan(table, data["upsert"])
+            try:  # the source must give every column, with types the table can store
+                self.spark.sql(f"DESCRIBE QUERY {macros.render('mor_rows_sql', table, data)}").collect()
+            except SPARK_ERRORS as e:
+                raise ValidationError([f"source for {table['name']}: {spark_message(e)}"]) from None
+            return plan
+
+        table = log_table(self.spark, self.spec.target, check)
         if macros.fill("lifecycle_settle", self.host, table)["recovered"]:
             table = describe_table(self.spark, [table["database"], table["table_name"]])
-        data = self.spec.to_dict()
-        plan = _plan(table, data["upsert"])
-        try:  # the source must give every column, with types the table can store
-            self.spark.sql(f"DESCRIBE QUERY {macros.render('mor_rows_sql', table, data)}").collect()
-        except SPARK_ERRORS as e:
-            raise ValidationError([f"source for {table['name']}: {spark_message(e)}"]) from None
+        plan = check(table)
         self._planned(spec=data, table=table, kind="upsert", paradigm="MERGE_ON_READ",
                       statement=f"MERGE-ON-READ UPSERT INTO {'.'.join(self.spec.target)}",
                       view=relation(self.spec.target), log_plan=plan, upsert=data["upsert"])

@@ -23,10 +23,7 @@ def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
     resolved = macros.fill("resolve", spec, table)
     errors = list(resolved["errors"])
     if spec["source_kind"] != "none":
-        try:
-            spark.sql(macros.render("describe_source_sql", spec)).collect()
-        except SPARK_ERRORS as e:
-            raise ValidationError([f"source {spec['source']}: {spark_message(e)}"]) from None
+        source_columns(spark, spec)
 
     parts = resolved["parts"]
     types: list[str | None] = [None] * len(parts)
@@ -63,6 +60,14 @@ def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
     if errors:
         raise ValidationError(errors)
     return resolved
+
+
+def source_columns(spark: SparkSession, spec: dict) -> list[str]:
+    """The column names of the user's source (analysis only), or a ValidationError naming the source."""
+    try:
+        return [r[0] for r in spark.sql(macros.render("describe_source_sql", spec)).collect()]
+    except SPARK_ERRORS as e:
+        raise ValidationError([f"source {spec['source']}: {spark_message(e)}"]) from None
 
 
 def _probe(spark: SparkSession, spec: dict, table: dict, conditions: list[dict], part: dict | None = None) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+from decimal import Decimal
 
 import pytest
 
@@ -161,6 +162,7 @@ def test_shuffled_and_repeated_batches_give_the_same_table(spark, db):
     ({"primary_key": "nope"}, "upsert: unknown column nope"),
     ({"tombstone_key": "status"}, "set tombstone_string_key_value"),
     ({"upsert_mode": "sideways"}, "upsert_mode must be copy-on-write or merge-on-read"),
+    ({"watermark_key": None, "upsert_mode": "merge-on-read"}, "merge-on-read needs watermark_key"),
 ])
 def test_bad_upsert_options_are_rejected_before_anything_is_touched(spark, orders, options, fragment):
     upsert(spark, orders, values(EVENTS[:1]))
@@ -242,3 +244,47 @@ def test_compaction_drops_tombstones_older_than_the_retention(spark, db):
     assert done["rows_before"] == 4 and done["rows_after"] == 2  # key 1's old tombstone is gone, key 2's kept
     assert rows(spark, f"(SELECT order_id, deleted FROM {t}__sm_log)") == [(2, True), (3, False)]
     assert rows(spark, f"(SELECT order_id, v FROM {t})") == [(3, "c")]
+
+
+@pytest.mark.parametrize("source, fragment", [
+    # errors name the option and the user's columns, never the SQL generated around the source
+    ("SELECT order_id AS id, status, ts, deleted, region FROM VALUES (1, 'x', 1, false, 'eu') AS s(order_id, status, ts, deleted, region)",
+     "upsert: primary_key names column order_id, which the source does not have (its columns: id, status, ts, deleted, region)"),
+    ("SELECT order_id, status, ts, region FROM VALUES (1, 'x', 1, 'eu') AS s(order_id, status, ts, region)",
+     "upsert: the source lacks column(s) deleted of"),
+])
+def test_upsert_errors_name_the_option_and_the_users_columns(spark, orders, source, fragment):
+    with pytest.raises(ValidationError) as e:
+        upsert(spark, orders, source)
+    assert fragment in str(e.value) and "max_by" not in str(e.value) and "named_struct" not in str(e.value)
+
+
+def test_watermark_of_a_wider_type_than_the_stored_one(spark, db):
+    """A source watermark decimal(13,2) against a stored decimal(12,2): compared as the stored type."""
+    t = f"{db}.amounts"
+    spark.sql(f"CREATE TABLE {t} (id INT, amount DECIMAL(12,2), v STRING) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1.50, 'old'), (2, 9.00, 'kept')")
+    merge(spark, {"target": t, "source": "SELECT * FROM VALUES (1, CAST(2.25 AS DECIMAL(13,2)), 'new'), "
+                                         "(2, CAST(3.00 AS DECIMAL(13,2)), 'stale') AS s(id, amount, v)"},
+          primary_key="id", watermark_key="amount")
+    assert rows(spark, t) == [(1, Decimal("2.25"), "new"), (2, Decimal("9.00"), "kept")]
+
+
+def test_keyed_upsert_without_a_watermark(spark, orders):
+    """No watermark: a source row replaces the stored row of its key when it differs (no freshness
+    guard), so the same batch again changes nothing; several rows of one key in a batch resolve by a
+    fixed rule (a tombstone first, then the largest row as JSON), never by input order."""
+    first = [(1, "'created'", 100, "false", "'eu'"), (1, "'paid'", 50, "false", "'eu'"), (2, "'new'", 1, "false", "'us'")]
+
+    def batch(events):
+        return values([f"({', '.join(map(str, e))})" for e in events])
+
+    r = merge(spark, {"target": orders, "source": batch(first)}, primary_key="order_id")
+    assert r.metrics["numTargetRowsInserted"] == 2
+    once = rows(spark, orders)
+    assert once == [(1, "paid", 50, False, "eu"), (2, "new", 1, False, "us")]  # '{"order_id":1,"status":"paid"...' is larger
+    assert merge(spark, {"target": orders, "source": batch(first[::-1])}, primary_key="order_id").noop
+    assert rows(spark, orders) == once
+    r = merge(spark, {"target": orders, "source": batch([(2, "'old'", 0, "false", "'us'")])}, primary_key="order_id")
+    assert r.metrics["numTargetRowsUpdated"] == 1  # no watermark: an older row replaces a newer one
+    assert rows(spark, orders)[1] == (2, "old", 0, False, "us")

@@ -25,7 +25,7 @@
   tombstone" (a tie goes to the delete), then the row as JSON (typed as the
   target), so which row wins never depends on input order or on batching.
 -#}
-{% macro spark_merge__upsert_plan(upsert, table, out) -%}
+{% macro spark_merge__upsert_plan(upsert, table, out, source_columns=none) -%}
 {%- set raw = upsert -%}
 {%- set u = {'primary_key': raw.get('primary_key') or [], 'watermark_key': raw.get('watermark_key') or [],
              'tombstone_key': raw.get('tombstone_key'), 'upsert_mode': raw.get('upsert_mode') or 'copy-on-write',
@@ -39,8 +39,28 @@
     {%- do errors.append('upsert: unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
   {%- endif -%}
 {%- endfor -%}
+{%- if source_columns is not none -%}
+  {#- the user's source, before any SQL is generated around it: errors name the option, not that SQL -#}
+  {%- set have = source_columns | map('lower') | list -%}
+  {%- for option in ['primary_key', 'watermark_key'] -%}
+    {%- for name in u[option] if (name | lower) not in have -%}
+      {%- do errors.append('upsert: ' ~ option ~ ' names column ' ~ name ~ ', which the source does not have (its columns: ' ~ source_columns | join(', ') ~ ')') -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- if u.tombstone_key and (u.tombstone_key | lower) not in have -%}
+    {%- do errors.append('upsert: tombstone_key names column ' ~ u.tombstone_key ~ ', which the source does not have (its columns: ' ~ source_columns | join(', ') ~ ')') -%}
+  {%- endif -%}
+  {%- set lacking = [] -%}
+  {%- set keys = (u.primary_key + u.watermark_key + ([u.tombstone_key] if u.tombstone_key else [])) | map('lower') | list -%}
+  {%- for c in table.columns if (c.name | lower) not in have and (c.name | lower) not in keys -%}{%- do lacking.append(c.name) -%}{%- endfor -%}
+  {%- if lacking -%}
+    {%- do errors.append('upsert: the source lacks column(s) ' ~ lacking | join(', ') ~ ' of ' ~ table.name ~ '; an upsert writes whole rows, so add them to the source (e.g. NULL AS ' ~ lacking[0] ~ ')') -%}
+  {%- endif -%}
+{%- endif -%}
 {%- if not u.primary_key -%}{%- do errors.append('upsert: primary_key (one or more columns) is required') -%}{%- endif -%}
-{%- if not u.watermark_key -%}{%- do errors.append('upsert: watermark_key (one or more columns) is required') -%}{%- endif -%}
+{%- if not u.watermark_key and u.upsert_mode == 'merge-on-read' -%}
+  {%- do errors.append('upsert: upsert_mode merge-on-read needs watermark_key (the log is reduced to the freshest row of each key by it)') -%}
+{%- endif -%}
 {%- if u.upsert_mode not in ['copy-on-write', 'merge-on-read'] -%}
   {%- do errors.append("upsert: upsert_mode must be copy-on-write or merge-on-read, got " ~ u.upsert_mode) -%}
 {%- endif -%}
@@ -70,12 +90,17 @@
 {%- endif -%}
 {%- set pk, wm, row = [], [], [] -%}
 {%- for name in u.primary_key -%}{%- do pk.append(spark_merge.spark_merge__quote(name)) -%}{%- endfor -%}
-{%- for name in u.watermark_key -%}{%- do wm.append('{p}' ~ spark_merge.spark_merge__quote(name)) -%}{%- endfor -%}
+{#- the watermark compares as the target's type, so a source decimal(13,2) meets a stored decimal(12,2) -#}
+{%- for name in u.watermark_key -%}
+  {%- set col = table.columns_by_name.get(name | lower) -%}
+  {%- do wm.append('CAST({p}' ~ spark_merge.spark_merge__quote(name) ~ ' AS ' ~ col.type ~ ')' if col else '{p}' ~ spark_merge.spark_merge__quote(name)) -%}
+{%- endfor -%}
 {%- for c in table.columns -%}
   {%- do row.append(spark_merge.spark_merge__literal(c.name) ~ ', CAST({p}' ~ spark_merge.spark_merge__quote(c.name) ~ ' AS ' ~ c.type ~ ')') -%}
 {%- endfor -%}
 {%- do out.update({'errors': errors, 'mode': u.upsert_mode, 'primary_key': u.primary_key, 'pk': pk,
                    'order': 'struct(' ~ (wm + [test, 'to_json(named_struct(' ~ row | join(', ') ~ '))']) | join(', ') ~ ')',
+                   'row': 'to_json(named_struct(' ~ row | join(', ') ~ '))',
                    'tombstone': test, 'watermark_key': u.watermark_key}) -%}
 {%- endmacro %}
 
@@ -86,12 +111,12 @@ SELECT __sm_best.* FROM (SELECT max_by(struct(*), {{ plan.order.replace('{p}', '
 
 {#- copy-on-write: the guarded MERGE, or a merge engine's MERGE (spark_merge_engines.sql).
     Fills `out` with the spec (errors in out.errors). -#}
-{% macro spark_merge__upsert_spec(spec, table, out) -%}
+{% macro spark_merge__upsert_spec(spec, table, source_columns, out) -%}
 {%- if spec.upsert.get('merge_engine') -%}
   {%- do spark_merge.spark_merge__engine_spec(spec, table, out) -%}
 {%- else -%}
 {%- set plan = {} -%}
-{%- do spark_merge.spark_merge__upsert_plan(spec.upsert, table, plan) -%}
+{%- do spark_merge.spark_merge__upsert_plan(spec.upsert, table, plan, source_columns) -%}
 {%- if plan.errors -%}
   {%- do out.update({'errors': plan.errors}) -%}
 {%- else -%}
@@ -99,8 +124,11 @@ SELECT __sm_best.* FROM (SELECT max_by(struct(*), {{ plan.order.replace('{p}', '
   {%- set s = spark_merge.spark_merge__quote(spec.source_alias) ~ '.' -%}
   {%- set on = [] -%}
   {%- for k in plan.pk -%}{%- do on.append(t ~ k ~ ' <=> ' ~ s ~ k) -%}{%- endfor -%}
+  {#- with a watermark a stored row changes only for a fresher one; without, for any row that differs -#}
   {%- set clauses = [
-    {'matched': true, 'action': 'update', 'condition': plan.order.replace('{p}', s) ~ ' > ' ~ plan.order.replace('{p}', t),
+    {'matched': true, 'action': 'update',
+     'condition': (plan.order.replace('{p}', s) ~ ' > ' ~ plan.order.replace('{p}', t)) if plan.watermark_key
+                  else ('NOT (' ~ plan.row.replace('{p}', s) ~ ' <=> ' ~ plan.row.replace('{p}', t) ~ ')'),
      'assignments': [], 'insert_columns': [], 'insert_values': [], 'star': true},
     {'matched': false, 'action': 'insert', 'condition': none, 'assignments': [], 'insert_columns': [], 'insert_values': [], 'star': true},
   ] -%}

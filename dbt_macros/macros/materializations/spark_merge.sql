@@ -158,7 +158,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set spec = spark_merge.spark_merge__dbt_spec(cfg, table, source_view, source_columns) -%}
 {%- if spec.upsert -%}
   {%- set compiled = {} -%}
-  {%- do spark_merge.spark_merge__upsert_spec(spec, table, compiled) -%}
+  {%- do spark_merge.spark_merge__upsert_spec(spec, table, source_columns, compiled) -%}
   {%- if compiled.errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ compiled.errors | join('; ')) }}{%- endif -%}
   {%- set spec = compiled -%}
 {%- endif -%}
