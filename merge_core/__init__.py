@@ -29,9 +29,10 @@ from .errors import (
 )
 from .parse import parse
 from .spec import LIST_OPTIONS, UPSERT_OPTIONS, MergeSpec, WhenClause
+from .writer import MergeIntoWriter, merge_into
 
 __all__ = [
-    "merge", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
+    "merge", "merge_into", "MergeIntoWriter", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
     "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
     "DuplicateMatchError", "NotNullViolation", "PlanViolation", "EngineRejected", "ConflictError", "CorruptJournal", "recover", "repair_journal", "vacuum", "rollback", "compact",
 ]
