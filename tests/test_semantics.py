@@ -155,6 +155,21 @@ def test_a_leading_with_clause(spark, kv):
     assert rows(spark, t, "id") == [(None, "n", 2), (1, "one", 1), (3, "c", 2), (5, "max", 3)]
 
 
+def test_column_defaults(spark, db):
+    """DEFAULT in SET and INSERT values, and INSERT columns left out, take the column's default (from
+    CREATE TABLE or ADD COLUMN), else NULL, as in Spark; a column named `default` is a column."""
+    t = f"{db}.dflt"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING DEFAULT 'x', n INT DEFAULT 40 + 2, `default` INT) USING parquet")
+    spark.sql(f"ALTER TABLE {t} ADD COLUMN w DOUBLE DEFAULT 1.5")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1, 7, 0.0), (2, 'b', 2, 8, 0.0)")
+    merge(spark, f"UPDATE {t} SET v = DEFAULT, n = `default`, w = default WHERE id = 1")
+    merge(spark, f"MERGE INTO {t} t USING (SELECT 3 AS id) s ON t.id = s.id "
+                 f"WHEN NOT MATCHED THEN INSERT (id, n) VALUES (s.id, DEFAULT)")
+    merge(spark, f"MERGE INTO {t} t USING (SELECT 4 AS id) s ON t.id = s.id "
+                 f"WHEN NOT MATCHED THEN INSERT (id, v, n, `default`, w) VALUES (s.id, 'z', 0, DEFAULT, DEFAULT)")
+    assert rows(spark, t) == [(1, "x", 7, 7, 1.5), (2, "b", 2, 8, 0.0), (3, "x", 42, None, 1.5), (4, "z", 0, None, 1.5)]
+
+
 def test_insert_only_appends_without_rewriting(spark, kv):
     t, source = kv
     s = source("(1, 'dup', 1), (7, 'seven', 1), (8, 'eight', 9)")

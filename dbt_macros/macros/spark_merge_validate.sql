@@ -30,14 +30,17 @@
   {%- do not_null.append(n | trim | lower) -%}
 {%- endfor -%}
 {%- set nullable_by_name = {} -%}
+{%- set default_by_name = {} -%}
 {%- for c in desc.get('columns') or [] -%}
   {%- do nullable_by_name.update({c.name | lower: c.get('nullable', true)}) -%}
+  {%- if c.get('default') is not none -%}{%- do default_by_name.update({c.name | lower: c.default}) -%}{%- endif -%}
 {%- endfor -%}
 {%- set columns = [] -%}
 {%- set by_name = {} -%}
 {%- for row in column_types -%}
   {%- set lname = row[0] | lower -%}
-  {%- set col = {'name': row[0], 'type': row[1], 'nullable': (nullable_by_name.get(lname, true) and lname not in not_null)} -%}
+  {%- set col = {'name': row[0], 'type': row[1], 'nullable': (nullable_by_name.get(lname, true) and lname not in not_null),
+                 'default': default_by_name.get(lname)} -%}
   {%- do columns.append(col) -%}
   {%- do by_name.update({lname: col}) -%}
 {%- endfor -%}
@@ -58,6 +61,12 @@
   'errors': errors,
 }) -%}
 {%- do out.update({'relation': spark_merge.spark_merge__quote(out.database) ~ '.' ~ spark_merge.spark_merge__quote(out.table_name)}) -%}
+{%- endmacro %}
+
+{#- A value as written, except the keyword DEFAULT: the column's default expression, else NULL (as Spark). -#}
+{% macro spark_merge__default_or(expr, column) -%}
+{%- if expr | trim | upper == 'DEFAULT' -%}{{ '(' ~ column.default ~ ')' if column.get('default') is not none else 'NULL' }}
+{%- else -%}{{ expr }}{%- endif -%}
 {%- endmacro %}
 
 {% macro spark_merge__clause_label(clause, index) -%}
@@ -118,7 +127,7 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
       {%- elif lname in outputs -%}
         {%- do errors.append(label ~ ': column ' ~ pair[0] ~ ' is assigned more than once') -%}
       {%- else -%}
-        {%- do outputs.update({lname: pair[1]}) -%}
+        {%- do outputs.update({lname: spark_merge.spark_merge__default_or(pair[1], table.columns_by_name[lname]) | trim}) -%}
       {%- endif -%}
     {%- endfor -%}
   {%- elif cl.action == 'insert' -%}
@@ -133,10 +142,14 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
         {%- elif lname in outputs -%}
           {%- do errors.append(label ~ ': column ' ~ name ~ ' is listed more than once in INSERT') -%}
         {%- else -%}
-          {%- do outputs.update({lname: cl.insert_values[loop.index0]}) -%}
+          {%- do outputs.update({lname: spark_merge.spark_merge__default_or(cl.insert_values[loop.index0], table.columns_by_name[lname]) | trim}) -%}
         {%- endif -%}
       {%- endfor -%}
     {%- endif -%}
+    {#- a column the INSERT list leaves out takes its default (DEFAULT in CREATE or ADD COLUMN), else NULL -#}
+    {%- for c in table.columns if c.get('default') is not none and (c.name | lower) not in outputs -%}
+      {%- do outputs.update({c.name | lower: '(' ~ c.default ~ ')'}) -%}
+    {%- endfor -%}
     {%- for c in table.columns if not c.nullable and not c.get('has_default') and (c.name | lower) not in outputs -%}
       {%- do errors.append(label ~ ': INSERT gives no value for NOT NULL column ' ~ c.name) -%}
     {%- endfor -%}
