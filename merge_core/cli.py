@@ -20,6 +20,8 @@ import os
 import sys
 from pathlib import Path
 
+from . import server
+from .session import home_dir
 from . import MergeError, SpecError, compact, options, explain, history, merge, recover, repair_journal, rollback, vacuum
 
 
@@ -96,6 +98,13 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("table")
     sp.add_argument("--to", required=True, metavar="MERGE_ID", help="the merge to undo, with every later one")
     spark_options(sp)
+    sp = sub.add_parser("server", help="start, stop or show a warm local Spark (Spark Connect) over the warehouse; "
+                                       "while it is up, commands on that warehouse use it")
+    sp.add_argument("action", choices=["start", "stop", "status"])
+    sp.add_argument("--warehouse", help="folder of the embedded warehouse and metastore (default ./var)")
+    sp.add_argument("--port", type=int, default=15002)
+    sp.add_argument("-q", "--quiet", action="store_true")
+    sp.add_argument("-v", "--verbose", action="store_true")
     sp = sub.add_parser("history", help="merges recorded for a table, newest first")
     sp.add_argument("table")
     sp.add_argument("--limit", type=int, default=20)
@@ -140,9 +149,13 @@ def _session(args):
     from .session import get_session
 
     conf = dict(c.split("=", 1) for c in args.conf)
-    active = SparkSession.getActiveSession()
-    if active is not None and not (args.master or args.remote):
-        return active  # inside spark-submit
+    if not (args.master or args.remote):
+        warm = server.status(args.warehouse)
+        if warm:  # `spark-merge server start` is up for this warehouse: no JVM of our own
+            return get_session(remote=warm)
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active  # inside spark-submit
     return get_session(master=args.master, remote=args.remote, warehouse=args.warehouse, conf=conf)
 
 
@@ -162,6 +175,16 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
+        if args.command == "server":
+            if args.action == "start":
+                print(f"Spark Connect server for {home_dir(args.warehouse)}: {server.start(args.warehouse, args.port)}")
+            elif args.action == "stop":
+                print("stopped" if server.stop(args.warehouse) else "no server was running")
+            else:
+                url = server.status(args.warehouse)
+                print(url or "not running")
+                return 0 if url else 1
+            return 0
         spark = _session(args)
         if args.command == "recover":
             done = recover(spark, args.table, break_lock=args.break_lock)

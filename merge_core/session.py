@@ -30,6 +30,47 @@ def local_cores(master: str) -> int | None:
     return (os.cpu_count() or 1) if threads == "*" else int(threads)
 
 
+def home_dir(warehouse: str | None = None) -> Path:
+    """The embedded warehouse's folder: ``warehouse``, else $SPARK_MERGE_HOME, else ./var (created)."""
+    home = Path(warehouse or os.environ.get("SPARK_MERGE_HOME", DEFAULT_HOME)).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def embedded_conf(home: Path, master_url: str) -> dict[str, str]:
+    """The embedded session's Spark conf: the warehouse and a Derby metastore under ``home``. The one
+    list of them: ``get_session`` builds with it, ``spark-merge server start`` (server.py) passes it
+    to the Connect server it starts over the same warehouse."""
+    quiet = os.environ.get("SPARK_LOG_LEVEL", "ERROR") == "ERROR"
+    conf = {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(home / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home} -Dlog4j2.configurationFile=file:{QUIET_LOG4J}",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.adaptive.enabled": "true",
+        # quiet by default: Spark's WARN lines (a loopback hostname, a missing native library, a
+        # directory that does not exist yet) and its progress bars read like failures between
+        # spark-merge's own progress lines; SPARK_LOG_LEVEL=WARN (or --verbose) brings them back
+        "spark.ui.showConsoleProgress": "false" if quiet else "true",
+        # Derby cannot filter partitions by a column whose name needs quoting (`part col`);
+        # fall back to listing them rather than failing the query
+        "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
+    }
+    cores = local_cores(master_url)
+    if cores:
+        # Listing more than 32 partition directories runs a Spark job with one task per directory
+        # (up to 10000): on one machine those tasks share its few cores, and their scheduling, not
+        # the listing, dominates (0.5-1 s for 100 partitions on 2 cores). One task per core lists
+        # the same directories on the same threads.
+        conf["spark.sql.sources.parallelPartitionDiscovery.parallelism"] = str(cores)
+    jars = jdbc_driver_jars()
+    if jars:
+        conf["spark.jars"] = jars
+    return conf
+
+
 def get_session(
     master: str | None = None,
     remote: str | None = None,
@@ -49,38 +90,10 @@ def get_session(
         for k, v in (conf or {}).items():
             builder = builder.config(k, v)
         return builder.getOrCreate()
-    home = Path(warehouse or os.environ.get("SPARK_MERGE_HOME", DEFAULT_HOME)).resolve()
-    home.mkdir(parents=True, exist_ok=True)
+    home = home_dir(warehouse)
     master_url = master or os.environ.get("SPARK_MASTER", "local[*]")
-    builder = (
-        SparkSession.builder.master(master_url)
-        .appName(app_name)
-        .config("spark.sql.warehouse.dir", str(home / "warehouse"))
-        .config("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true")
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home} -Dlog4j2.configurationFile=file:{QUIET_LOG4J}")
-        .config("spark.ui.enabled", "false")
-        # quiet by default: Spark's WARN lines (a loopback hostname, a missing native library, a
-        # directory that does not exist yet) and its progress bars read like failures between
-        # spark-merge's own progress lines; SPARK_LOG_LEVEL=WARN (or --verbose) brings them back
-        .config("spark.ui.showConsoleProgress", "true" if os.environ.get("SPARK_LOG_LEVEL", "ERROR") != "ERROR" else "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.sql.adaptive.enabled", "true")
-        # Derby cannot filter partitions by a column whose name needs quoting (`part col`);
-        # fall back to listing them rather than failing the query
-        .config("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
-        .enableHiveSupport()
-    )
-    cores = local_cores(master_url)
-    if cores:
-        # Listing more than 32 partition directories runs a Spark job with one task per directory
-        # (up to 10000): on one machine those tasks share its few cores, and their scheduling, not
-        # the listing, dominates (0.5-1 s for 100 partitions on 2 cores). One task per core lists
-        # the same directories on the same threads.
-        builder = builder.config("spark.sql.sources.parallelPartitionDiscovery.parallelism", str(cores))
-    jars = jdbc_driver_jars()
-    if jars and "spark.jars" not in (conf or {}):
-        builder = builder.config("spark.jars", jars)
-    for k, v in (conf or {}).items():
+    builder = SparkSession.builder.master(master_url).appName(app_name).enableHiveSupport()
+    for k, v in {**embedded_conf(home, master_url), **(conf or {})}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))

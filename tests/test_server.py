@@ -1,0 +1,35 @@
+"""`spark-merge server start|stop|status`: later commands on the warehouse use the warm server."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from .conftest import free_port
+
+
+def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "merge_core", *args], capture_output=True, text=True)
+    assert (done.returncode == 0) == ok, done.stdout + done.stderr[-3000:]
+    return done
+
+
+def test_server_start_run_history_stop(tmp_path):
+    w, port = str(tmp_path / "w"), str(free_port())
+    assert cli("server", "status", "--warehouse", w, ok=False).stdout.strip() == "not running"
+    url = f"sc://127.0.0.1:{port}"
+    try:
+        assert url in cli("server", "start", "--warehouse", w, "--port", port).stdout
+        assert cli("server", "status", "--warehouse", w).stdout.strip() == url
+        setup = ("from merge_core.session import get_session; s = get_session(remote='%s'); "
+                 "s.sql('CREATE DATABASE d'); s.sql('CREATE TABLE d.t (id INT, v STRING) USING parquet'); "
+                 "s.sql(\"INSERT INTO d.t VALUES (1, 'a'), (2, 'b')\")" % url)
+        subprocess.run([sys.executable, "-c", setup], check=True, capture_output=True)
+        # the CLI runs through the server: the embedded Derby metastore, held by the server, admits
+        # no second process, so a command that started its own Spark here would fail
+        run = cli("run", "--warehouse", w, "--sql", "UPDATE d.t SET v = 'z' WHERE id = 2", "-q")
+        assert "updated 1" in run.stdout
+        assert "update" in cli("history", "d.t", "--warehouse", w, "-q").stdout
+        assert (tmp_path / "w" / "warehouse" / "d.db" / "t").is_dir()  # the server's warehouse is this one
+    finally:
+        assert cli("server", "stop", "--warehouse", w).stdout.strip() == "stopped"
+    assert cli("server", "status", "--warehouse", w, ok=False).stdout.strip() == "not running"
