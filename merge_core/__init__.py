@@ -149,11 +149,22 @@ def history(spark: SparkSession, table: str, limit: int = 20) -> list[dict]:
     return read_history(spark, table, limit)
 
 
-def vacuum(spark: SparkSession, table: str, retain_hours: float | None = None, dry_run: bool = False):
-    """Remove the directories no version inside the retention period uses (default 7 days)."""
+def vacuum(spark: SparkSession, table: str, retain_hours: float | None = None, dry_run: bool = False,
+           canonicalize: bool = True):
+    """Remove the directories no version inside the retention period uses (default 7 days).
+
+    First (unless ``canonicalize=False``) it puts each partition whose canonical directory
+    ``<root>/<col>=<value>`` no such version uses back there, in one journaled commit, so that a
+    reader of the directory (spark.read.parquet(root), DuckDB) reads the table's current rows
+    (layout.py).
+    """
+    from .layout import canonicalize as _canonicalize
     from .retention import vacuum as _vacuum
 
-    return _vacuum(spark, table, retain_hours, dry_run)
+    layout = _canonicalize(spark, table, retain_hours, dry_run) if canonicalize else None
+    result = _vacuum(spark, table, retain_hours, dry_run, moves=layout.planned if layout and dry_run else None)
+    result.layout = layout
+    return result
 
 
 def rollback(spark: SparkSession, table: str, to_merge_id: str) -> dict:

@@ -93,6 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--retain", type=float, metavar="HOURS",
                     help="retention in hours (default: table property spark_merge.retention_hours, else 168)")
     sp.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    sp.add_argument("--keep-layout", action="store_true",
+                    help="skip the first step, which puts partitions no retained version needs elsewhere back at "
+                         "their canonical directory (so path readers see the current rows)")
     spark_options(sp)
     sp = sub.add_parser("rollback", help="point the table back at the version before a merge")
     sp.add_argument("table")
@@ -198,7 +201,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{args.table}: cleared the unreadable commit journal (nothing else changed); it was:\n{text}")
             return 0
         if args.command == "vacuum":
-            result = vacuum(spark, args.table, retain_hours=args.retain, dry_run=args.dry_run)
+            result = vacuum(spark, args.table, retain_hours=args.retain, dry_run=args.dry_run,
+                            canonicalize=not args.keep_layout)
+            for path in result.layout.moved if result.layout else []:
+                print(("would refill " if args.dry_run else "refilled ") + path)
             for path in result.removed:
                 print(("would remove " if args.dry_run else "removed ") + path)
             print(result.summary())

@@ -93,3 +93,29 @@ def foreign_format(location: str) -> str | None:
     if any(name.endswith(".metadata.json") for name, is_dir in listing(f"{base}/metadata") if not is_dir):
         return "Apache Iceberg (metadata/*.metadata.json)"
     return None
+
+
+def visible(name: str) -> bool:
+    """Whether Spark's file listing reads an entry: names starting with `_` or `.` are hidden."""
+    return not name.startswith(("_", "."))
+
+
+def refill(source: str, dest: str) -> tuple[int, int]:
+    """Make ``dest``'s visible entries exactly copies of ``source``'s visible files; (files, bytes).
+
+    Hidden entries of ``dest`` (``_merge_*``, ``_spark_merge`` in a table root) are left alone,
+    so a path reader of ``dest`` afterwards reads what a reader of ``source`` reads.
+    """
+    filesystem, src = _resolve(source)
+    _, dst = _resolve(dest)
+    entries = [i for i in filesystem.get_file_info(fs.FileSelector(src, allow_not_found=True)) if visible(i.base_name)]
+    nested = [i.base_name for i in entries if i.type != fs.FileType.File]
+    if nested:
+        raise ValueError(f"{source} holds directories ({', '.join(nested[:3])}), not only data files")
+    filesystem.create_dir(dst, recursive=True)
+    for info in filesystem.get_file_info(fs.FileSelector(dst)):
+        if visible(info.base_name):
+            (filesystem.delete_dir if info.type == fs.FileType.Directory else filesystem.delete_file)(info.path)
+    for info in entries:
+        filesystem.copy_file(info.path, f"{dst.rstrip('/')}/{info.base_name}")
+    return len(entries), sum(i.size or 0 for i in entries)

@@ -53,10 +53,12 @@ class VacuumResult:
     files: int = 0
     bytes: int = 0
     kept_for_retention: int = 0   # replaced directories still inside the retention period
+    layout: "object | None" = None  # the canonical-layout step that ran first (layout.LayoutResult)
 
     def summary(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
-        return (f"vacuum {self.table} (retain {self.retain_hours:g} h): {verb} {len(self.removed)} path(s), "
+        first = f"{self.layout.summary()}\n" if self.layout is not None else ""
+        return first + (f"vacuum {self.table} (retain {self.retain_hours:g} h): {verb} {len(self.removed)} path(s), "
                 f"{self.files} file(s), {self.bytes} bytes; kept {self.kept_for_retention} replaced "
                 f"director{'y' if self.kept_for_retention == 1 else 'ies'} still inside retention")
 
@@ -109,63 +111,47 @@ def partition_location(spark: SparkSession, table: dict, partition: dict | None)
     return json.loads(desc)["location"]
 
 
-def live_locations(spark: SparkSession, table: dict) -> set[str]:
-    """Every directory the table reads now (as files.key()).
+def current_locations(spark: SparkSession, table: dict) -> dict[str, tuple[dict | None, str]]:
+    """Each partition's directory name under the root, as SHOW PARTITIONS spells it (``dt=2024-01-01``,
+    ``a=1/b=x``: Spark names a partition's directory so) -> (its values, the directory the catalog
+    points it at now). An unpartitioned table: ``{"": (None, its location)}``.
 
-    One listing of the table's files gives the directory of every partition that
-    has files; only partitions whose directory does not end in their own name
-    (empty ones, or ones added with a custom LOCATION) are asked for one by one.
+    One listing of the table's files gives the directory of every partition that has files; only
+    partitions whose directory does not end in their own name (empty ones, or ones added with a
+    custom LOCATION) are asked for one by one.
     """
     if not table["partition_columns"]:
-        return {files.key(table["location"])}
+        return {"": (None, table["location"])}
     rel = table["relation"]
-    dirs = {files.key(files.location_of_uri(f).rsplit("/", 1)[0]) for f in spark.table(rel).inputFiles()}
+    dirs = {files.location_of_uri(f).rsplit("/", 1)[0] for f in spark.table(rel).inputFiles()}
     depth = len(table["partition_columns"])
-    by_name = {"/".join(d.split("/")[-depth:]): d for d in dirs}
-    live = set(dirs)
+    by_name = {"/".join(files.key(d).split("/")[-depth:]): d for d in dirs}
     by_lower = {c.lower(): c for c in table["partition_columns"]}
+    found = {}
     for (spec,) in spark.sql(f"SHOW PARTITIONS {rel}").collect():
-        if spec in by_name:
-            continue
         values = {by_lower[unquote(k).lower()]: None if v == NULL_PARTITION else unquote(v)
                   for k, v in (kv.split("=", 1) for kv in spec.split("/"))}
-        location = partition_location(spark, table, values)
+        location = by_name.get(spec) or partition_location(spark, table, values)
         if location:
-            live.add(files.key(location))
-    return live
+            found[spec] = (values, location)
+    return found
 
 
-def vacuum(spark: SparkSession, table_name: str, retain_hours: float | None = None,
-           dry_run: bool = False) -> VacuumResult:
-    """Remove the directories no version inside the retention period uses."""
-    table = _table(spark, table_name)
-    if retain_hours is None:
-        retain_hours = retention_hours(table)
-    if not dry_run:  # the catalog entries of dead merges' staging and read-once tables
-        drop_dead_stage_tables(spark, table)
-    if retain_hours < 0:
-        raise SpecError(f"retention must be zero or more hours, got {retain_hours:g}")
-    result = VacuumResult(table["name"], retain_hours, dry_run)
-    if dry_run:
-        _vacuum(spark, table, result)
-    else:
-        with lock.table_lock(spark, table, f"vacuum_{new_merge_id()}"):  # no commit repoints while we look
-            _vacuum(spark, table, result)
-    log.info(result.summary())
-    return result
+def live_locations(spark: SparkSession, table: dict) -> set[str]:
+    """Every directory the table reads now (as files.key())."""
+    return {files.key(location) for _, location in current_locations(spark, table).values()}
 
 
-def _vacuum(spark: SparkSession, table: dict, result: VacuumResult) -> None:
-    now = datetime.now(timezone.utc)
-    cutoff = now - timedelta(hours=result.retain_hours)
-    orphan_cutoff = min(cutoff, now - timedelta(hours=ORPHAN_MIN_AGE_HOURS))
-    root = files.key(table["root"])
-    entries = {e["merge_id"]: e for e in read_history(spark, table["name"], limit=1_000_000)}
+def in_use(entries: list[dict], live: set[str], cutoff: datetime) -> tuple[set[str], set[str], dict[str, str]]:
+    """(every directory a version inside retention uses, those of them a commit inside retention
+    replaced, {directory: location as recorded} replaced before the cutoff), all as files.key().
 
-    live = live_locations(spark, table)
+    A directory is in use when the table reads it now, a commit that finished after the cutoff
+    wrote it, or such a commit replaced it (it was the current data at some moment of the period).
+    """
     keep = set(live)
-    replaced_long_ago, replaced_recently = {}, set()   # the first: key -> location as recorded
-    for entry in entries.values():
+    replaced_long_ago, replaced_recently = {}, set()
+    for entry in entries:
         recent = _finished(entry) >= cutoff
         for r in entry.get("repoints") or []:
             if recent:
@@ -176,7 +162,48 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult) -> None:
                 replaced_recently.add(files.key(r["old_location"]))
             else:
                 replaced_long_ago.setdefault(files.key(r["old_location"]), r["old_location"])
-    keep |= replaced_recently
+    return keep | replaced_recently, replaced_recently, replaced_long_ago
+
+
+def vacuum(spark: SparkSession, table_name: str, retain_hours: float | None = None,
+           dry_run: bool = False, moves: list[dict] | None = None) -> VacuumResult:
+    """Remove the directories no version inside the retention period uses.
+
+    ``moves``: in a dry run, the canonical-layout moves that a real run would commit first
+    (layout.plan_moves), so the list of what would be removed is the real run's.
+    """
+    table = _table(spark, table_name)
+    if retain_hours is None:
+        retain_hours = retention_hours(table)
+    if not dry_run:  # the catalog entries of dead merges' staging and read-once tables
+        drop_dead_stage_tables(spark, table)
+    if retain_hours < 0:
+        raise SpecError(f"retention must be zero or more hours, got {retain_hours:g}")
+    result = VacuumResult(table["name"], retain_hours, dry_run)
+    if dry_run:
+        _vacuum(spark, table, result, moves or [])
+    else:
+        with lock.table_lock(spark, table, f"vacuum_{new_merge_id()}"):  # no commit repoints while we look
+            _vacuum(spark, table, result)
+    log.info(result.summary())
+    return result
+
+
+def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[dict] = ()) -> None:
+    now = datetime.now(timezone.utc)
+    cutoff = now - timedelta(hours=result.retain_hours)
+    orphan_cutoff = min(cutoff, now - timedelta(hours=ORPHAN_MIN_AGE_HOURS))
+    root = files.key(table["root"])
+    entries = {e["merge_id"]: e for e in read_history(spark, table["name"], limit=1_000_000)}
+
+    live = live_locations(spark, table)
+    simulated = []   # a dry run: the canonical-layout commit a real run makes first, as its history entry
+    if moves:
+        live = (live - {files.key(m["location"]) for m in moves}) | {files.key(m["canonical"]) for m in moves}
+        simulated = [{"merge_id": "", "finished_at": (cutoff - timedelta(seconds=1) if result.retain_hours == 0
+                                                      else now).isoformat(),
+                      "repoints": [{"location": m["canonical"], "old_location": m["location"]} for m in moves]}]
+    keep, replaced_recently, replaced_long_ago = in_use(list(entries.values()) + simulated, live, cutoff)
     result.kept_for_retention = len(replaced_recently - live)
 
     def unused(location: str) -> bool:
@@ -185,7 +212,11 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult) -> None:
     doomed = []
     for k, location in sorted(replaced_long_ago.items()):
         if k == root:
-            # an unpartitioned table's original files sit in its root, next to _merge_* and _spark_merge
+            # an unpartitioned table's original files sit in its root, next to _merge_* and _spark_merge;
+            # they are a version in use when the table reads the root again (rolled back, or put back
+            # by the canonical layout) or a commit inside retention replaced it
+            if root in keep:
+                continue
             doomed += [child for child, _ in files.listing(location)
                        if not child.rsplit("/", 1)[1].startswith(("_", ".")) and unused(files.key(child))]
         elif unused(k):
@@ -260,6 +291,7 @@ class RollbackRun(Lifecycle):
                         )
         if not restore:
             raise SpecError(f"merge {to_merge_id} and the later ones changed no data in {table['name']}; nothing to roll back")
+        _refuse_reused(table, entries[ids.index(to_merge_id):], restore, to_merge_id)
         self.restore, self.current = restore, current
         self._planned(table=table, ctx=macros.fill("context", {}, table, self.merge_id), kind="rollback",
                       paradigm="ROLLBACK", statement=f"ROLLBACK {table['name']} TO BEFORE {to_merge_id}",
@@ -363,6 +395,27 @@ def _check_history_complete(table: dict, entries: list[dict], to_merge_id: str) 
             f"moved it from version {expected} (the table is at version {table['version']}); a commit whose "
             f"entry is missing would be kept while earlier ones are undone, a state that never existed. "
             f"Nothing was rolled back")
+
+
+def _refuse_reused(table: dict, entries: list[dict], restore: dict[tuple, dict], to_merge_id: str) -> None:
+    """Refuse a rollback that would point a partition at a directory a later commit wrote again.
+
+    Every other commit points partitions at directories it wrote new (or, a rollback, at ones it
+    found unchanged); `vacuum`'s canonical-layout step
+    (layout.CanonicalizeRun), which refills a partition's canonical directory once no version
+    inside retention uses it. A version older than that refill named the directory with other
+    content: it is out of reach, as if vacuum had removed it.
+    """
+    written = {files.key(r["location"]): e["merge_id"] for e in entries if e.get("kind") == "canonicalize"
+               for r in e.get("repoints") or []}
+    for target in restore.values():
+        location = target["location"]
+        if location and files.key(location) in written:
+            raise UnsupportedError(
+                f"cannot roll back {table['name']} to before {to_merge_id}: {location}, which "
+                f"{_where(target['partition'], table)} had then, was refilled with later data by "
+                f"{written[files.key(location)]} (vacuum's canonical layout, once no version inside retention "
+                f"used it); that version is gone, as after a vacuum. Nothing was rolled back")
 
 
 def _where(partition: dict | None, table: dict) -> str:

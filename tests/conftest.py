@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import socket
@@ -52,6 +53,25 @@ def db(spark):
     spark.sql(f"CREATE DATABASE {name}")
     yield name
     spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+
+
+@pytest.fixture
+def sales(spark, db):
+    """Four partitions p=0..3 of five rows each, in the default partition directories."""
+    t = f"{db}.sales"
+    spark.sql(f"CREATE TABLE {t} USING parquet PARTITIONED BY (p) "
+              f"AS SELECT CAST(id AS INT) AS id, CAST(id * 10 AS INT) AS v, CAST(id % 4 AS INT) AS p FROM range(20)")
+    return t
+
+
+def location(spark, table: str, partition: str | None = None) -> str:
+    """Where the catalog points the table, or one partition of it ("p=1")."""
+    spec = f" PARTITION ({partition})" if partition else ""
+    return json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table}{spec} AS JSON").collect()[0][0])["location"]
+
+
+def props(spark, table: str) -> dict[str, str]:
+    return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
 
 
 def free_port() -> int:

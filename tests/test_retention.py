@@ -1,7 +1,8 @@
-"""Vacuum keeps what versions inside retention use and removes the rest; rollback repoints to an older version."""
+"""Vacuum keeps what versions inside retention use and removes the rest; rollback repoints to an older version.
+
+The removal rule is tested with vacuum's canonical-layout step off (test_layout.py tests that step)."""
 from __future__ import annotations
 
-import json
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -11,12 +12,8 @@ import pytest
 from merge_core import ConflictError, SpecError, UnsupportedError, faults, files, merge, rollback, vacuum
 from merge_core.cli import main
 
-from .conftest import rows, snapshot
+from .conftest import location, props, rows, snapshot
 
-
-def location(spark, table, partition=None):
-    spec = f" PARTITION ({partition})" if partition else ""
-    return json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table}{spec} AS JSON").collect()[0][0])["location"]
 
 
 def on_disk(loc: str) -> bool:
@@ -26,14 +23,6 @@ def on_disk(loc: str) -> bool:
 def hours_since(moment: datetime) -> float:
     return (datetime.now(timezone.utc) - moment).total_seconds() / 3600
 
-
-@pytest.fixture
-def sales(spark, db):
-    """Four partitions p=0..3 of five rows each, in the default partition directories."""
-    t = f"{db}.sales"
-    spark.sql(f"CREATE TABLE {t} USING parquet PARTITIONED BY (p) "
-              f"AS SELECT CAST(id AS INT) AS id, CAST(id * 10 AS INT) AS v, CAST(id % 4 AS INT) AS p FROM range(20)")
-    return t
 
 
 def test_vacuum_keeps_versions_inside_retention_and_removes_older_ones(spark, sales):
@@ -50,11 +39,11 @@ def test_vacuum_keeps_versions_inside_retention_and_removes_older_ones(spark, sa
     after_b = rows(spark, sales)
 
     # default retention (7 days): every replaced directory is still a version inside it
-    dry = vacuum(spark, sales, dry_run=True)
+    dry = vacuum(spark, sales, dry_run=True, canonicalize=False)
     assert dry.removed == [] and dry.kept_for_retention == 3
 
     # retention reaching back to between the merges: A's version is inside it, the version before A is not
-    result = vacuum(spark, sales, retain_hours=hours_since(between))
+    result = vacuum(spark, sales, retain_hours=hours_since(between), canonicalize=False)
     assert result.removed == [original[1]]
     assert result.files >= 1 and result.bytes > 0
     assert not on_disk(original[1])
@@ -88,7 +77,7 @@ def test_vacuum_with_no_retention_removes_every_unused_directory(spark, sales):
     a = merge(spark, f"UPDATE {sales} SET v = -v WHERE p IN (1, 2)")
     b = merge(spark, f"DELETE FROM {sales} WHERE p = 1")
     expected = rows(spark, sales)
-    result = vacuum(spark, sales, retain_hours=0)
+    result = vacuum(spark, sales, retain_hours=0, canonicalize=False)
     # the original p=1 and p=2 directories, and A's p=1 (B replaced it); A's p=2 is live
     assert sorted(result.removed) == [f"{root}/_merge_{a.merge_id}/p=1", f"{root}/p=1", f"{root}/p=2"]
     assert on_disk(f"{root}/_merge_{a.merge_id}/p=2") and not on_disk(f"{root}/_merge_{a.merge_id}/p=1")
@@ -99,9 +88,9 @@ def test_vacuum_with_no_retention_removes_every_unused_directory(spark, sales):
     spark.sql(f"ALTER TABLE {sales} ADD PARTITION (p = 2)")
     assert rows(spark, f"(SELECT * FROM {sales} WHERE p = 2)") == []
     # dropping the partition deleted A's p=2, so A's directory is now empty and goes too; p=2 stays
-    assert vacuum(spark, sales, retain_hours=0).removed == [f"{root}/_merge_{a.merge_id}"]
+    assert vacuum(spark, sales, retain_hours=0, canonicalize=False).removed == [f"{root}/_merge_{a.merge_id}"]
     assert on_disk(f"{root}/p=2")
-    assert vacuum(spark, sales, retain_hours=0).removed == []  # nothing left to do
+    assert vacuum(spark, sales, retain_hours=0, canonicalize=False).removed == []  # nothing left to do
 
 
 def test_vacuum_of_an_unpartitioned_table_keeps_its_live_directory(spark, db):
@@ -112,7 +101,7 @@ def test_vacuum_of_an_unpartitioned_table_keeps_its_live_directory(spark, db):
     assert originals
     a = merge(spark, f"DELETE FROM {t} WHERE id < 3")
     b = merge(spark, f"DELETE FROM {t} WHERE id < 5")
-    result = vacuum(spark, t, retain_hours=0)
+    result = vacuum(spark, t, retain_hours=0, canonicalize=False)
     assert sorted(result.removed) == sorted([f"{root}/{p.name}" for p in originals] + [f"{root}/_merge_{a.merge_id}"])
     assert location(spark, t) == f"{root}/_merge_{b.merge_id}"
     assert rows(spark, t) == [(i,) for i in range(5, 10)]
@@ -223,9 +212,6 @@ def history_of(spark, table):
     return history(spark, table)
 
 
-def props(spark, table):
-    return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-
 
 def test_cli_vacuum_and_rollback(spark, sales, capsys):
     before = rows(spark, sales)
@@ -238,3 +224,18 @@ def test_cli_vacuum_and_rollback(spark, sales, capsys):
     assert "rolled back" in capsys.readouterr().out and rows(spark, sales) == before
     assert main(["rollback", sales, "--to", "nope", "-q"]) == 2
     assert "no merge nope" in capsys.readouterr().err
+
+
+def test_vacuum_keeps_the_root_files_of_an_unpartitioned_table_rolled_back_to_them(spark, db):
+    """The root was replaced long ago (by the merge) and is read again (after the rollback): in use."""
+    t = f"{db}.flat_back"
+    spark.sql(f"CREATE TABLE {t} USING parquet AS SELECT CAST(id AS INT) AS id FROM range(10)")
+    root = location(spark, t)
+    before = rows(spark, t)
+    a = merge(spark, f"DELETE FROM {t} WHERE id < 3")
+    rollback(spark, t, a.merge_id)
+    assert location(spark, t) == root
+    result = vacuum(spark, t, retain_hours=0, canonicalize=False)
+    assert result.removed == [f"{root}/_merge_{a.merge_id}"]
+    spark.sql(f"REFRESH TABLE {t}")
+    assert rows(spark, t) == before
