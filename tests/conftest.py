@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cluster import app_conf
+
 _counter = itertools.count()
 
 
@@ -20,13 +22,22 @@ def spark(tmp_path_factory):
     from merge_core.session import get_session
 
     home = tmp_path_factory.mktemp("spark_home")
-    session = get_session(
-        master="local[2]",
-        warehouse=str(home),
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
-    )
+    master = os.environ.get("SPARK_MASTER", "local[2]")   # test_cluster.py runs a subset on spark://
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", **app_conf(master)}
+    session = get_session(master=master, warehouse=str(home), conf=conf)
+    if master.startswith("spark://"):
+        _wait_for_executors(session, 2)
     yield session
     session.stop()
+
+
+def _wait_for_executors(session, n: int, timeout: float = 90) -> None:
+    """A cluster run must really run tasks in other JVMs: wait until ``n`` executors registered."""
+    deadline = time.monotonic() + timeout
+    while session.sparkContext._jsc.sc().getExecutorIds().size() < n:
+        if time.monotonic() > deadline:
+            pytest.fail(f"{n} executors did not register with {session.sparkContext.master} in {timeout:.0f} s")
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")
@@ -139,8 +150,13 @@ def tree(path: str) -> set[str]:
 def pytest_terminal_summary(terminalreporter):
     """Say how many random MERGE statements were compared with DuckDB, and the seed to replay them."""
     from tests.test_differential import REPORT
+    from tests.test_cluster import REPORT as CLUSTER
     from tests.test_soak import REPORT as SOAK
 
+    if CLUSTER:
+        terminalreporter.write_line(
+            f"standalone cluster (master + 2 workers): {CLUSTER['tests']} tests marked `cluster` passed, "
+            f"{CLUSTER['applications']} Spark applications ran on it")
     if SOAK:
         c = SOAK["counts"]
         terminalreporter.write_line(

@@ -7,10 +7,15 @@ verify: recover, print the rows, run a following merge, print the rows again (JS
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
 from merge_core import merge, recover
 from merge_core.session import get_session
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.cluster import app_conf  # noqa: E402
 
 TABLE = "crash.t"
 MERGE = (f"MERGE INTO {TABLE} t USING (SELECT * FROM VALUES (1, 'u1', 1), (3, 'u3', 2), (5, 'n5', 3) AS x(id, v, p)) s "
@@ -23,7 +28,8 @@ def rows(spark):
 
 
 def main(home: str, mode: str) -> None:
-    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1"})
+    master = os.environ.get("SPARK_MASTER", "local[1]")
+    spark = get_session(master=master, warehouse=home, conf={"spark.sql.shuffle.partitions": "1", **app_conf(master)})
     if mode == "merge":
         spark.sql("CREATE DATABASE IF NOT EXISTS crash")
         spark.sql(f"CREATE TABLE {TABLE} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")

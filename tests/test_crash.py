@@ -34,8 +34,13 @@ def run_driver(home, mode, env=None, timeout=240):
                           capture_output=True, text=True, timeout=timeout, cwd=home)
 
 
-@pytest.mark.parametrize("host", ["python", "dbt"])
-@pytest.mark.parametrize("point", POINTS)
+# on the standalone cluster (test_cluster.py): one point before the commit point, one inside the repoints
+CLUSTER_POINTS = ("after_staging", "between_repoints")
+
+
+@pytest.mark.parametrize("point,host", [
+    pytest.param(point, host, marks=[pytest.mark.cluster] if host == "python" and point in CLUSTER_POINTS else [])
+    for point in POINTS for host in ("python", "dbt")])
 def test_sigkill_then_recover(tmp_path, point, host):
     """The same merge, run by merge_core or by dbt's materialization (the same lifecycle macros,
     dbt's host primitives: its failpoint writes <flag>.d with SQL and sleeps in Spark)."""

@@ -9,6 +9,8 @@ from merge_core import DuplicateMatchError, explain, history, merge
 
 from .conftest import rows, snapshot, table_files, tree
 
+pytestmark = pytest.mark.cluster   # also run on a standalone cluster (test_cluster.py)
+
 
 @pytest.fixture
 def kv(spark, db):

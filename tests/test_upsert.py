@@ -49,6 +49,7 @@ def values(events):
     [[e] for e in reversed(EVENTS)],            # ... and newest first
     [EVENTS[1::2], EVENTS[0::2], EVENTS],       # fresh first, then stale, then everything again
 ])
+@pytest.mark.cluster
 def test_definition_examples(spark, orders, batches):
     for batch in batches:
         upsert(spark, orders, values(batch), tombstone_key="deleted")
@@ -56,6 +57,7 @@ def test_definition_examples(spark, orders, batches):
     assert live(spark, orders) == EXPECTED[:1]
 
 
+@pytest.mark.cluster
 def test_reapplying_a_batch_changes_nothing(spark, orders):
     upsert(spark, orders, values(EVENTS), tombstone_key="deleted")
     before = snapshot(spark, orders)
@@ -198,6 +200,7 @@ def stream_sql(batch):
         + " AS s(order_id, v, ts, deleted)")
 
 
+@pytest.mark.cluster
 def test_merge_on_read_view_agrees_with_copy_on_write(spark, db):
     rng, events = random_stream(11)
     cow, mor = f"{db}.cow", f"{db}.mor"
@@ -270,6 +273,7 @@ def test_watermark_of_a_wider_type_than_the_stored_one(spark, db):
     assert rows(spark, t) == [(1, Decimal("2.25"), "new"), (2, Decimal("9.00"), "kept")]
 
 
+@pytest.mark.cluster
 def test_keyed_upsert_without_a_watermark(spark, orders):
     """No watermark: a source row replaces the stored row of its key when it differs (no freshness
     guard), so the same batch again changes nothing; several rows of one key in a batch resolve by a

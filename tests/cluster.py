@@ -1,0 +1,85 @@
+"""A Spark standalone cluster on loopback for the tests: a master and two workers, started from
+pyspark's own jars (`bin/spark-class`), each its own JVM. Not a test module itself (test_cluster.py).
+
+Every worker offers 2 cores, and the tests' applications take one 1-core executor on each worker
+(spark.cores.max=2), so the tests' session and a subprocess driver (a crash test's) fit at once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pyspark
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+APP_CONF = {"spark.executor.cores": "1", "spark.cores.max": "2", "spark.executor.memory": "1g"}
+
+
+def app_conf(master: str) -> dict[str, str]:
+    """What an application of the tests adds to its conf on ``master``."""
+    return dict(APP_CONF) if master.startswith("spark://") else {}
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    def __init__(self, root: Path, workers: int = 2):
+        self.root, self.workers = root, workers
+        self.port, self.ui = _port(), _port()
+        self.procs: list[subprocess.Popen] = []
+
+    @property
+    def url(self) -> str:
+        return f"spark://127.0.0.1:{self.port}"
+
+    def _start(self, name: str, *args: str) -> None:
+        env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+               "SPARK_WORKER_DIR": str(self.root / "work"), "SPARK_LOG_DIR": str(self.root / "logs")}
+        log = open(self.root / f"{name}.log", "w")
+        self.procs.append(subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env, stdout=log,
+                                           stderr=subprocess.STDOUT, start_new_session=True))
+
+    def state(self) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=5) as r:
+            return json.load(r)
+
+    def start(self, timeout: float = 120) -> "Cluster":
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
+                    "--webui-port", str(self.ui))
+        for n in range(self.workers):
+            self._start(f"worker{n}", "org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
+                        "--cores", "2", "--memory", "3g", "--webui-port", str(_port()))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.state().get("aliveworkers") == self.workers:
+                    return self
+            except OSError:
+                pass
+            time.sleep(1)
+        self.stop()
+        raise RuntimeError(f"the standalone cluster did not come up in {timeout:.0f} s; logs in {self.root}")
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+        self.procs.clear()

@@ -1,0 +1,44 @@
+"""The core tests on a Spark standalone cluster: a master and two workers on loopback (tests/cluster.py),
+so tasks run in executor JVMs other than the driver's, as in production.
+
+The tests marked `cluster` (core MERGE / UPDATE / DELETE semantics, upserts, SIGKILL-then-recover)
+run again in a pytest of their own whose session (and the crash tests' subprocess drivers) use the
+cluster's master; the warehouse is a local path every JVM of this machine shares. Their conftest
+waits until two executors registered, so a run that silently fell back to local mode fails.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .cluster import Cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT: dict = {}  # printed in the terminal summary (conftest.py)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("SPARK_MASTER", "").startswith("spark://"), reason="already on a cluster")
+def test_core_tests_pass_on_a_standalone_cluster(tmp_path):
+    expected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "cluster",
+                               "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
+    wanted = int(re.search(r"(\d+)/\d+ tests collected", expected.stdout).group(1))
+    assert wanted >= 20, expected.stdout[-2000:]
+    cluster = Cluster(tmp_path / "cluster").start()
+    try:
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "cluster", "-p", "no:cacheprovider",
+                              "--basetemp", str(tmp_path / "tests")],
+                             cwd=ROOT, env={**os.environ, "SPARK_MASTER": cluster.url}, capture_output=True, text=True)
+        apps = cluster.state().get("completedapps", []) + cluster.state().get("activeapps", [])
+    finally:
+        cluster.stop()
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    assert re.search(rf"\b{wanted} passed", run.stdout), run.stdout[-3000:]
+    # the tests' session and the crash tests' drivers, each an application of the cluster
+    assert len(apps) >= 3
+    REPORT.update(tests=wanted, applications=len(apps))
