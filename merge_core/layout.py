@@ -40,12 +40,16 @@ log = logging.getLogger("spark_merge")
 class LayoutResult:
     table: str
     dry_run: bool
-    moved: list[str] = field(default_factory=list)   # canonical directories (re)filled, or that would be
-    waiting: list[str] = field(default_factory=list)  # canonical directories a version inside retention uses
+    planned: list[dict] = field(default_factory=list)  # the moves (plan_moves) made, or that would be
+    waiting: list[str] = field(default_factory=list)   # canonical directories a version inside retention uses
     files: int = 0
     bytes: int = 0
     merge_id: str | None = None
-    planned: list[dict] = field(default_factory=list)  # the moves (plan_moves), for a dry run of vacuum
+
+    @property
+    def moved(self) -> list[str]:
+        """The canonical directories (re)filled, or that would be."""
+        return [m["canonical"] for m in self.planned]
 
     def summary(self) -> str:
         verb = "would put" if self.dry_run else "put"
@@ -160,8 +164,8 @@ def canonicalize(spark: SparkSession, table_name: str, retain_hours: float | Non
 
     result = drive(make, dry_run=dry_run)
     run = runs[-1]
-    out = LayoutResult(result.target, dry_run, [m["canonical"] for m in run.moves], run.waiting,
-                       merge_id=None if dry_run or not run.moves else result.merge_id, planned=run.moves)
+    out = LayoutResult(result.target, dry_run, run.moves, run.waiting,
+                       merge_id=None if dry_run or not run.moves else result.merge_id)
     if dry_run:
         for m in run.moves:
             n, size = files.size(m["location"])

@@ -197,11 +197,10 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[
     entries = {e["merge_id"]: e for e in read_history(spark, table["name"], limit=1_000_000)}
 
     live = live_locations(spark, table)
-    simulated = []   # a dry run: the canonical-layout commit a real run makes first, as its history entry
+    simulated = []   # a dry run: the canonical-layout commit a real run makes just before, as its history entry
     if moves:
         live = (live - {files.key(m["location"]) for m in moves}) | {files.key(m["canonical"]) for m in moves}
-        simulated = [{"merge_id": "", "finished_at": (cutoff - timedelta(seconds=1) if result.retain_hours == 0
-                                                      else now).isoformat(),
+        simulated = [{"merge_id": "", "finished_at": (now - timedelta(seconds=1)).isoformat(),
                       "repoints": [{"location": m["canonical"], "old_location": m["location"]} for m in moves]}]
     keep, replaced_recently, replaced_long_ago = in_use(list(entries.values()) + simulated, live, cutoff)
     result.kept_for_retention = len(replaced_recently - live)
@@ -218,7 +217,7 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[
             if root in keep:
                 continue
             doomed += [child for child, _ in files.listing(location)
-                       if not child.rsplit("/", 1)[1].startswith(("_", ".")) and unused(files.key(child))]
+                       if files.visible(child.rsplit("/", 1)[1]) and unused(files.key(child))]
         elif unused(k):
             doomed.append(location)
     for child, is_dir in files.listing(table["root"]):
@@ -400,11 +399,11 @@ def _check_history_complete(table: dict, entries: list[dict], to_merge_id: str) 
 def _refuse_reused(table: dict, entries: list[dict], restore: dict[tuple, dict], to_merge_id: str) -> None:
     """Refuse a rollback that would point a partition at a directory a later commit wrote again.
 
-    Every other commit points partitions at directories it wrote new (or, a rollback, at ones it
-    found unchanged); `vacuum`'s canonical-layout step
-    (layout.CanonicalizeRun), which refills a partition's canonical directory once no version
-    inside retention uses it. A version older than that refill named the directory with other
-    content: it is out of reach, as if vacuum had removed it.
+    A merge points partitions at directories it wrote new, and a rollback at ones it found
+    unchanged. Only `vacuum`'s canonical-layout step (layout.CanonicalizeRun) writes into a
+    directory an older version used: it refills a partition's canonical directory once no
+    version inside retention uses it. A version older than that refill named the directory with
+    other content: it is out of reach, as if vacuum had removed it.
     """
     written = {files.key(r["location"]): e["merge_id"] for e in entries if e.get("kind") == "canonicalize"
                for r in e.get("repoints") or []}

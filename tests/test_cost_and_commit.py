@@ -13,7 +13,7 @@ from merge_core import macros
 from merge_core.host import SparkHost
 from merge_core.session import local_cores
 
-from .conftest import rows, tree
+from .conftest import location, rows, tree
 
 
 def files_by_partition(spark, table):
@@ -21,10 +21,6 @@ def files_by_partition(spark, table):
         r[0]: sorted(r[1])
         for r in spark.sql(f"SELECT dt, collect_set(_metadata.file_path) FROM {table} GROUP BY dt").collect()
     }
-
-
-def location(spark, table):
-    return json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").collect()[0][0])["location"]
 
 
 @pytest.fixture
