@@ -132,7 +132,7 @@ def data_passes(spark, table: str, sql: str, done) -> float:
     spec, ctx, partitions = run.spec_data, run.ctx, done.partitions
     ctx["scan_filter"] = macros.render("scan_filter", spec, run.table, partitions)
     ctx["broadcast_changed"] = broadcasts_changed(done.metrics)
-    last = (macros.render("append_sql", run.table, ctx) if run.spec.insert_only
+    last = (macros.render("append_sql", run.table, ctx) if run.resolved["insert_only"]
             else macros.render("stage_sql", run.table, ctx, partitions))
     t0 = time.monotonic()
     spark.sql(macros.render("cache_source_sql", spec, ctx))
@@ -141,7 +141,7 @@ def data_passes(spark, table: str, sql: str, done) -> float:
     spark.sql(last)
     seconds = time.monotonic() - t0
     run.close()
-    if not run.spec.insert_only:
+    if not run.resolved["insert_only"]:
         shutil.rmtree(ctx["stage_location"].removeprefix("file:"), ignore_errors=True)
     return seconds
 

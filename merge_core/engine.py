@@ -161,7 +161,7 @@ class MergeRun(Lifecycle):
         self.paradigm.begin(self.table, self.merge_id)
         self._planned(spec=self.spec_data, table=self.table, resolved=self.resolved, ctx=self.ctx,
                       kind=self.spec.kind, paradigm=self.paradigm.name, statement=self.spec.sql,
-                      insert_only=bool(self.spec.insert_only))
+                      insert_only=self.resolved["insert_only"])
         macros.render("lifecycle_plan_hash", self.host, self.s)
         self.plan_hash = self.s["plan_hash"]
         self.state = "begun"
@@ -187,7 +187,10 @@ class MergeRun(Lifecycle):
                       f"({keys}) its values' range (a partition column's list), which every target scan below "
                       f"is narrowed to",
                       macros.render("cache_source_sql", spec, ctx), macros.render("source_stats_sql", table, ctx)]
-        if self._prunes_by_matches():
+        by_source = macros.fill("by_source_reads", spec, self.resolved)
+        if by_source["note"]:
+            parts.append(f"-- {by_source['note']}")
+        if self._prunes_by_matches() and not by_source["all"]:
             parts += ["-- 1. partitions holding matched target rows (a join reading only the ON and partition "
                       "columns; the source is broadcast when small); step 2 scans only these. Skipped when step 0 "
                       "listed every partition column; no join, only the range, for a dense integer key",

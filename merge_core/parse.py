@@ -225,27 +225,26 @@ def _merge(tree: exp.Merge, dialect: str) -> MergeSpec:
 
 def _when(when: exp.When, i: int, target_alias: str) -> WhenClause:
     matched = bool(when.args.get("matched"))
-    label = f"WHEN {'MATCHED' if matched else 'NOT MATCHED'} clause {i}"
-    if when.args.get("source"):
-        raise UnsupportedError(f"{label}: WHEN NOT MATCHED BY SOURCE is not supported")
+    by_source = not matched and bool(when.args.get("source"))
+    label = f"WHEN {'MATCHED' if matched else 'NOT MATCHED BY SOURCE' if by_source else 'NOT MATCHED'} clause {i}"
     cond = when.args.get("condition")
     condition = _sql(cond) if cond is not None else None
     then = when.args.get("then")
     if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
-        return WhenClause(matched=matched, action="delete", condition=condition)
+        return WhenClause(matched=matched, by_source=by_source, action="delete", condition=condition)
     if isinstance(then, exp.Update):
         items = then.expressions
         if len(items) == 1 and isinstance(items[0], exp.Star):
-            return WhenClause(matched=matched, action="update", condition=condition, star=True)
+            return WhenClause(matched=matched, by_source=by_source, action="update", condition=condition, star=True)
         pairs = []
         for item in items:
             if not isinstance(item, exp.EQ):
                 raise UnsupportedError(f"{label}: cannot read assignment {_sql(item)}")
             pairs.append((_assignment_column(item.this, target_alias, label), _sql(item.expression)))
-        return WhenClause(matched=matched, action="update", condition=condition, assignments=pairs)
+        return WhenClause(matched=matched, by_source=by_source, action="update", condition=condition, assignments=pairs)
     if isinstance(then, exp.Insert):
         if isinstance(then.this, exp.Star):
-            return WhenClause(matched=matched, action="insert", condition=condition, star=True)
+            return WhenClause(matched=matched, by_source=by_source, action="insert", condition=condition, star=True)
         cols = []
         if isinstance(then.this, exp.Tuple):
             cols = [_assignment_column(c, target_alias, label) for c in then.this.expressions]
@@ -254,6 +253,7 @@ def _when(when: exp.When, i: int, target_alias: str) -> WhenClause:
             raise UnsupportedError(f"{label}: INSERT needs VALUES (...)")
         return WhenClause(
             matched=matched,
+            by_source=by_source,
             action="insert",
             condition=condition,
             insert_columns=cols,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from . import macros
 from .errors import SpecError
 from .options import choices, merge_keywords, names
 
@@ -19,6 +20,7 @@ Action = Literal["update", "delete", "insert"]
 DUPLICATE_RULES = choices("duplicate_rule")
 LOSSY_CHOICES = choices("lossy_assignments")
 SOURCE_KINDS = ("table", "query", "none")
+WHENS = tuple(macros.fill("codes")["when"])  # matched, not_matched, not_matched_by_source
 # primary-key upserts: watermark/tombstone, or Paimon-style merge engines (spark_merge_engines.sql,
 # whose per-field options are {field: value} dicts); declared in spark_merge_options.sql
 UPSERT_OPTIONS = names("upsert", "engine")
@@ -39,9 +41,18 @@ class WhenClause:
     insert_values: list[str] = field(default_factory=list)
     # UPDATE SET * / INSERT *: every target column from the same-named source column
     star: bool = False
+    # WHEN NOT MATCHED BY SOURCE (matched is False): a target row no source row matches;
+    # UPDATE or DELETE, its condition and values read only the target's columns
+    by_source: bool = False
+
+    @property
+    def when(self) -> str:
+        """matched, not_matched or not_matched_by_source (the dbt config's and from_dict's word)."""
+        return "matched" if self.matched else ("not_matched_by_source" if self.by_source else "not_matched")
 
     def describe(self) -> str:
-        when = "WHEN MATCHED" if self.matched else "WHEN NOT MATCHED"
+        when = {"matched": "WHEN MATCHED", "not_matched": "WHEN NOT MATCHED",
+                "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE"}[self.when]
         return f"{when}{' AND ' + self.condition if self.condition else ''} THEN {self.action.upper()}"
 
 
@@ -91,10 +102,6 @@ class MergeSpec:
     def target_name(self) -> str:
         return ".".join(self.target)
 
-    @property
-    def insert_only(self) -> bool:
-        return not self.upsert and all(not c.matched for c in self.clauses)
-
     def with_options(self, **options: Any) -> "MergeSpec":
         known = set(merge_keywords())
         unknown = set(options) - known
@@ -125,7 +132,7 @@ class MergeSpec:
         """Build a spec from plain data, e.g. an Airflow operator argument.
 
         Accepts ``target`` as "db.table" or a list of parts, and clauses with
-        ``when``/``matched``, ``action``, ``condition``, ``set`` (dict or pairs),
+        ``when`` (matched, not_matched, not_matched_by_source) or ``matched``, ``action``, ``condition``, ``set`` (dict or pairs),
         ``columns``, ``values``, ``star``.
         """
         data = dict(data)
@@ -140,9 +147,10 @@ class MergeSpec:
             raw = dict(raw)
             if "when" in raw:
                 when = raw.pop("when")
-                if when not in ("matched", "not_matched"):
-                    raise SpecError(f"clause {i}: when must be 'matched' or 'not_matched', got {when!r}")
+                if when not in WHENS:
+                    raise SpecError(f"clause {i}: when must be one of {', '.join(WHENS)}, got {when!r}")
                 raw["matched"] = when == "matched"
+                raw["by_source"] = when == "not_matched_by_source"
             if "set" in raw:
                 s = raw.pop("set")
                 raw["assignments"] = list(s.items()) if isinstance(s, dict) else [tuple(p) for p in s]
@@ -155,7 +163,7 @@ class MergeSpec:
             if action not in ("update", "delete", "insert"):
                 raise SpecError(f"clause {i}: action must be update, delete or insert, got {action!r}")
             if "matched" not in raw:
-                raise SpecError(f"clause {i}: say when: 'matched' or 'not_matched'")
+                raise SpecError(f"clause {i}: say when: {', '.join(WHENS)}")
             unknown = set(raw) - {f for f in WhenClause.__dataclass_fields__}
             if unknown:
                 raise SpecError(f"clause {i}: unknown field(s) {', '.join(sorted(unknown))}")

@@ -2,7 +2,8 @@
 
 The same method names and argument types as ``DataFrame.mergeInto`` (which raises on tables that are
 not row-level, such as plain parquet): ``whenMatched([cond]).update({...}) | .updateAll() | .delete()``,
-``whenNotMatched([cond]).insert({...}) | .insertAll()``, then ``.merge()``, which runs spark-merge and
+``whenNotMatched([cond]).insert({...}) | .insertAll()``,
+``whenNotMatchedBySource([cond]).update({...}) | .delete()``, then ``.merge()``, which runs spark-merge and
 returns its ``MergeResult``. Conditions and values are SQL text or Columns (Columns need a classic
 session: Spark Connect sends expressions the client cannot turn back into SQL). The DataFrame is the
 source, read through a temporary view of this merge named by ``source_alias`` (default ``source``); the
@@ -13,6 +14,8 @@ cond)`` is ``merge_into(df, t, cond, source_alias="s", target_alias="t")``; ``wh
 is ``whenMatched().update(...)``, ``whenMatchedUpdateAll()`` is ``whenMatched().updateAll()``,
 ``whenMatchedDelete()`` is ``whenMatched().delete()``, ``whenNotMatchedInsert(values=...)`` is
 ``whenNotMatched().insert(...)``, ``whenNotMatchedInsertAll()`` is ``whenNotMatched().insertAll()``,
+``whenNotMatchedBySourceUpdate(set=...)`` is ``whenNotMatchedBySource().update(...)``,
+``whenNotMatchedBySourceDelete()`` is ``whenNotMatchedBySource().delete()``,
 and ``execute()`` is ``merge()``.
 """
 from __future__ import annotations
@@ -52,17 +55,16 @@ class MergeIntoWriter:
     def whenNotMatched(self, condition: Any = None) -> "WhenNotMatched":
         return WhenNotMatched(self, condition)
 
-    def whenNotMatchedBySource(self, condition: Any = None):
-        raise UnsupportedError("whenNotMatchedBySource (WHEN NOT MATCHED BY SOURCE) is not supported yet")
+    def whenNotMatchedBySource(self, condition: Any = None) -> "WhenNotMatchedBySource":
+        return WhenNotMatchedBySource(self, condition)
 
     def withSchemaEvolution(self) -> "MergeIntoWriter":
         raise UnsupportedError("withSchemaEvolution is not supported yet: add the columns with ALTER TABLE ... ADD COLUMNS first")
 
-    def _add(self, matched: bool, condition: Any, action: str, **fields: Any) -> "MergeIntoWriter":
-        clause = {"matched": matched, "action": action, **fields}
+    def _add(self, when: str, condition: Any, action: str, **fields: Any) -> "MergeIntoWriter":
+        clause = {"when": when, "action": action, **fields}
         if condition is not None:
-            clause["condition"] = sql_text(condition, f"WHEN {'MATCHED' if matched else 'NOT MATCHED'} condition",
-                                           self._spark)
+            clause["condition"] = sql_text(condition, f"WHEN {when.replace('_', ' ').upper()} condition", self._spark)
         self._clauses.append(clause)
         return self
 
@@ -91,14 +93,14 @@ class WhenMatched:
         self._w, self._cond = writer, condition
 
     def update(self, assignments: dict[str, Any]) -> MergeIntoWriter:
-        return self._w._add(True, self._cond, "update",
+        return self._w._add("matched", self._cond, "update",
                             assignments=[(k, sql_text(v, f"value for {k}", self._w._spark)) for k, v in assignments.items()])
 
     def updateAll(self) -> MergeIntoWriter:
-        return self._w._add(True, self._cond, "update", star=True)
+        return self._w._add("matched", self._cond, "update", star=True)
 
     def delete(self) -> MergeIntoWriter:
-        return self._w._add(True, self._cond, "delete")
+        return self._w._add("matched", self._cond, "delete")
 
 
 class WhenNotMatched:
@@ -106,11 +108,23 @@ class WhenNotMatched:
         self._w, self._cond = writer, condition
 
     def insert(self, assignments: dict[str, Any]) -> MergeIntoWriter:
-        return self._w._add(False, self._cond, "insert", insert_columns=list(assignments),
+        return self._w._add("not_matched", self._cond, "insert", insert_columns=list(assignments),
                             insert_values=[sql_text(v, f"value for {k}", self._w._spark) for k, v in assignments.items()])
 
     def insertAll(self) -> MergeIntoWriter:
-        return self._w._add(False, self._cond, "insert", star=True)
+        return self._w._add("not_matched", self._cond, "insert", star=True)
+
+
+class WhenNotMatchedBySource:
+    def __init__(self, writer: MergeIntoWriter, condition: Any):
+        self._w, self._cond = writer, condition
+
+    def update(self, assignments: dict[str, Any]) -> MergeIntoWriter:
+        return self._w._add("not_matched_by_source", self._cond, "update",
+                            assignments=[(k, sql_text(v, f"value for {k}", self._w._spark)) for k, v in assignments.items()])
+
+    def delete(self) -> MergeIntoWriter:
+        return self._w._add("not_matched_by_source", self._cond, "delete")
 
 
 def merge_into(source: Any, table: str, condition: Any, source_alias: str = "source",

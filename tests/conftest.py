@@ -177,3 +177,6 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(
                 f"  {rule:8} {shape:13}: same rows {n['rows']}, both refused a duplicate match {n['duplicate']}, "
                 f"both rejected the statement {n['invalid']}")
+        bys = REPORT.get("not_matched_by_source") or {}
+        terminalreporter.write_line(
+            "  with WHEN NOT MATCHED BY SOURCE: " + ", ".join(f"{shape} {outcome} {n}" for (shape, outcome), n in sorted(bys.items())))

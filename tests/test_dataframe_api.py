@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.functions import col, expr, lit
 
-from merge_core import SpecError, UnsupportedError, merge_into
+from merge_core import SpecError, merge_into
 
 from .conftest import rows, snapshot
 
@@ -35,6 +35,20 @@ def test_sql_text_builder(spark, accounts):
     assert not [v for v in spark.catalog.listTables() if v.name.startswith("__sm_df_")]
 
 
+def test_when_not_matched_by_source(spark, accounts):
+    """Spark's whenNotMatchedBySource: the target rows the DataFrame lacks (2 in 'us'); a Column condition."""
+    source = changes(spark).where("op <> 'D'")  # ids 1 and 4
+    result = (merge_into(source, accounts, col("t.id") == col("s.id"), source_alias="s", target_alias="t")
+              .whenMatched().update({"amount": "s.amount"})
+              .whenNotMatchedBySource(col("t.region") == lit("us")).update({"amount": lit(0)})
+              .whenNotMatchedBySource().delete()
+              .merge())
+    m = result.metrics
+    assert (m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == (2, 1)
+    assert (m["numTargetRowsNotMatchedBySourceUpdated"], m["numTargetRowsNotMatchedBySourceDeleted"]) == (1, 1)
+    assert rows(spark, accounts) == [(1, 5, "eu"), (2, 0, "us")]  # 3 (eu, not in the source) deleted; 4 not inserted
+
+
 def test_column_builder_with_aliases_and_all_columns(spark, accounts):
     source = changes(spark).drop("op").withColumn("amount", col("amount") * 2)
     result = (merge_into(source, accounts, col("t.id") == col("s.id"), source_alias="s", target_alias="t")
@@ -55,8 +69,6 @@ def test_what_the_builder_refuses(spark, accounts):
     w = merge_into(changes(spark), accounts, "accounts.id = source.id")
     with pytest.raises(SpecError, match="add at least one whenMatched or whenNotMatched clause"):
         w.merge()
-    with pytest.raises(UnsupportedError, match="whenNotMatchedBySource"):
-        w.whenNotMatchedBySource()
     with pytest.raises(SpecError, match="value for amount: give SQL text"):
         w.whenMatched().update({"amount": 5})
 

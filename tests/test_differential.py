@@ -3,7 +3,9 @@
 Each case makes a small random target and source (NULL keys, duplicate keys,
 NULL values; about half the targets partitioned by a column holding NULLs), a
 MERGE with 1-4 clauses (conditions on both sides, extra ON predicates, subquery
-sources, partition-moving updates into and out of NULL; about a fifth of the
+sources, partition-moving updates into and out of NULL; WHEN NOT MATCHED BY
+SOURCE clauses, UPDATE or DELETE on target-only conditions, in about a third of
+the cases; about a fifth of the
 cases built so that two source rows of one key choose different UPDATE/DELETE
 clauses), and runs it under a duplicate rule drawn per case.
 
@@ -42,9 +44,10 @@ RULES = ["trino", "postgres", "strict"]
 @dataclass
 class Clause:
     matched: bool
-    action: str      # update | delete | insert
+    action: str      # update | delete | insert (a NOT MATCHED BY SOURCE clause: matched False, by_source)
     condition: str   # "" when none
     text: str        # the WHEN clause as written
+    by_source: bool = False
 
 
 @dataclass
@@ -91,6 +94,17 @@ def _condition(rng, matched: bool) -> str:
     return rng.choice(source_only + (both if matched else []))
 
 
+def _by_source_condition(rng) -> str:
+    return rng.choice(["t.v > 0", "t.v IS NULL", "t.s = 'a'", "t.p = 1", "t.p IS NULL", "t.k = 1", "t.p = 2 AND t.v < 5"])
+
+
+def _by_source_update(rng) -> str:
+    choices = {"v": ["t.v + 1", "NULL", "-t.v"], "s": ["'gone'", "t.s || 'x'"], "k": ["t.k + 1"],
+               "p": ["2", "t.p + 1", "NULL"]}  # moves rows between partitions too
+    cols = rng.sample(list(choices), rng.randrange(1, 3))
+    return ", ".join(f"{c} = {rng.choice(choices[c])}" for c in cols)
+
+
 def _update(rng, partitioned: bool) -> str:
     choices = {
         "v": ["s.v", "t.v + s.v", "t.v + 1", "coalesce(s.v, t.v)", "CASE WHEN s.v > t.v THEN s.v ELSE t.v END", "NULL"],
@@ -123,27 +137,40 @@ def make_case(rng: random.Random, number: int) -> Case:
         source.append((rng.choice(source)[0],) + _row(rng, partitioned)[1:])
     on = rng.choice(["t.id = s.id", "t.id = s.id", "t.id = s.id AND t.k = s.k", "t.id = s.id AND s.v > 0",
                      "t.id = s.id AND t.p = s.p", "t.id = s.id + 1"])
-    kinds = [rng.choice(["update", "update", "delete", "insert", "insert"]) for _ in range(rng.randrange(1, 5))]
-    # only the last clause of each kind (matched / not matched) may lack a condition, except in
-    # about 5% of cases, which check that both engines reject the unreachable clause
-    last = {matched: max(i for i, k in enumerate(kinds) if (k != "insert") == matched)
-            for matched in {k != "insert" for k in kinds}}
+    pool = ["update", "update", "delete", "insert", "insert"]
+    if rng.random() < 0.35:
+        pool += ["bys_update", "bys_delete"]
+    kinds = [rng.choice(pool) for _ in range(rng.randrange(1, 5))]
+    # only the last clause of each kind (matched / not matched / not matched by source) may lack a
+    # condition, except in about 5% of cases, which check that both engines reject the unreachable clause
+    last = {_when(k): max(i for i, j in enumerate(kinds) if _when(j) == _when(k)) for k in kinds}
     careless = rng.random() < 0.05
     clauses = []
     for i, kind in enumerate(kinds):
-        matched = kind != "insert"
-        optional = careless or i == last[matched]
-        cond = _condition(rng, matched) if not optional or rng.random() < 0.5 else ""
+        optional = careless or i == last[_when(kind)]
+        if rng.random() < 0.5 and optional:
+            cond = ""
+        elif kind.startswith("bys_"):
+            cond = _by_source_condition(rng)
+        else:
+            cond = _condition(rng, kind != "insert")
         clauses.append(_clause(rng, kind, cond, partitioned))
     source_rel = "(SELECT id, k, v, s, p FROM {source} WHERE v IS NULL OR v <> 7)" if rng.random() < 0.3 else "{source}"
     return Case(number, partitioned, rule, target, source, on, source_rel, clauses)
 
 
+def _when(kind: str) -> str:
+    return "not_matched_by_source" if kind.startswith("bys_") else "not_matched" if kind == "insert" else "matched"
+
+
 def _clause(rng, kind: str, cond: str, partitioned: bool) -> Clause:
-    when = ("WHEN MATCHED" if kind != "insert" else "WHEN NOT MATCHED") + (f" AND {cond}" if cond else "")
+    when = {"matched": "WHEN MATCHED", "not_matched": "WHEN NOT MATCHED",
+            "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE"}[_when(kind)] + (f" AND {cond}" if cond else "")
     action = {"update": lambda: f"UPDATE SET {_update(rng, partitioned)}", "delete": lambda: "DELETE",
-              "insert": lambda: _insert(rng, partitioned)}[kind]()
-    return Clause(kind != "insert", kind, cond, f"{when} THEN {action}")
+              "insert": lambda: _insert(rng, partitioned), "bys_update": lambda: f"UPDATE SET {_by_source_update(rng)}",
+              "bys_delete": lambda: "DELETE"}[kind]()
+    return Clause(_when(kind) == "matched", kind.removeprefix("bys_"), cond, f"{when} THEN {action}",
+                  by_source=kind.startswith("bys_"))
 
 
 def _collision_case(rng, number: int, partitioned: bool, rule: str) -> Case:
@@ -232,6 +259,7 @@ def run_duckdb(case: Case):
         con.execute(f"CREATE TABLE unmatched AS SELECT * FROM {source} AS s WHERE NOT EXISTS "
                     f"(SELECT 1 FROM tgt AS t WHERE {case.on})")
         con.execute(f"DELETE FROM tgt AS t WHERE EXISTS (SELECT 1 FROM {source} AS s WHERE {case.on})")
+        # the NOT MATCHED clauses, and the NOT MATCHED BY SOURCE ones on the target rows left (none matched)
         inserts = [c.text for c in case.clauses if not c.matched]
         if inserts:
             con.execute(f"MERGE INTO tgt AS t USING unmatched AS s ON false " + " ".join(inserts))
@@ -266,7 +294,8 @@ def test_random_merges_follow_each_rules_definition(spark, db):
     rng = random.Random(SEED)
     kinds = {(rule, shape): {"rows": 0, "duplicate": 0, "invalid": 0}
              for rule in RULES for shape in ("partitioned", "unpartitioned")}
-    REPORT.update(seed=SEED, cases=CASES, outcomes=kinds)
+    by_source = Counter()
+    REPORT.update(seed=SEED, cases=CASES, outcomes=kinds, not_matched_by_source=by_source)
     for number in range(CASES):
         case = make_case(rng, number)
         expected = run_duckdb(case)
@@ -278,8 +307,12 @@ def test_random_merges_follow_each_rules_definition(spark, db):
         else:  # the same kind of refusal: a duplicate match, or a statement both reject
             assert got[0] == expected[0], detail
         kinds[(case.rule, "partitioned" if case.partitioned else "unpartitioned")][expected[0]] += 1
+        if any(c.by_source for c in case.clauses):
+            by_source[("partitioned" if case.partitioned else "unpartitioned", expected[0])] += 1
     # the generator must exercise every rule with both outcomes, or the test proves little
     for rule in RULES:
         rows_ = sum(kinds[(rule, shape)]["rows"] for shape in ("partitioned", "unpartitioned"))
         dups = sum(kinds[(rule, shape)]["duplicate"] for shape in ("partitioned", "unpartitioned"))
         assert rows_ > 0 and dups > 0, (rule, kinds)
+    # and merges with NOT MATCHED BY SOURCE clauses that ran, on both shapes of target
+    assert by_source[("partitioned", "rows")] > 0 and by_source[("unpartitioned", "rows")] > 0, by_source

@@ -63,7 +63,6 @@ def test_subquery_and_table_sources_keep_their_column_aliases(using, source):
     ("MERGE INTO t USING (SELECT 1) ON true WHEN MATCHED THEN DELETE", ParseError, "needs an alias"),
     ("MERGE INTO t USING s AS t ON true WHEN MATCHED THEN DELETE", ParseError, "share the alias"),
     ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET x.a = 1", ParseError, "not the target alias"),
-    ("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED BY SOURCE THEN DELETE", UnsupportedError, "BY SOURCE"),
     ("SELECT 1", UnsupportedError, "got SELECT"),
     # Spark's grammar requires THEN; sqlglot alone would read these as if it were there
     ("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED UPDATE SET v = s.v", ParseError, "clause 1: THEN is missing before UPDATE"),
@@ -74,6 +73,22 @@ def test_subquery_and_table_sources_keep_their_column_aliases(using, source):
 def test_bad_statements(sql, error, fragment):
     with pytest.raises(error, match=fragment):
         parse(sql)
+
+
+def test_not_matched_by_source_clauses_keep_their_kind_and_order():
+    spec = parse("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED BY SOURCE AND t.p = 1 THEN UPDATE SET v = 0 "
+                 "WHEN MATCHED THEN DELETE WHEN NOT MATCHED BY TARGET THEN INSERT * "
+                 "WHEN NOT MATCHED BY SOURCE THEN DELETE")
+    assert [(c.when, c.action, c.condition) for c in spec.clauses] == [
+        ("not_matched_by_source", "update", "t.p = 1"), ("matched", "delete", None),
+        ("not_matched", "insert", None), ("not_matched_by_source", "delete", None)]
+    assert spec.clauses[0].describe() == "WHEN NOT MATCHED BY SOURCE AND t.p = 1 THEN UPDATE"
+    # the dict form (Airflow, dbt's merge_clauses) names the kind with the same word
+    clause = to_spec({"target": "a", "source": "s", "on": "t.id = s.id", "clauses": [
+        {"when": "not_matched_by_source", "action": "update", "set": {"v": "0"}}]}).clauses[0]
+    assert (clause.when, clause.matched, clause.by_source) == ("not_matched_by_source", False, True)
+    with pytest.raises(SpecError, match="when must be one of matched, not_matched, not_matched_by_source"):
+        to_spec({"target": "a", "source": "s", "on": "true", "clauses": [{"when": "by_source", "action": "delete"}]})
 
 
 def test_then_check_reads_past_case_expressions_and_columns_named_like_actions():

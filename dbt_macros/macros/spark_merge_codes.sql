@@ -1,5 +1,6 @@
 {#-
-  The codes both hosts use, declared once (and the labels of dbt's one-line summary). The plan's SQL marks each changed row with an
+  The codes both hosts use, declared once (and the labels of dbt's one-line summary, and the words
+  naming a WHEN clause's kind in a dict spec or dbt's merge_clauses). The plan's SQL marks each changed row with an
   operation code (__sm_op: Trino's INSERT=1, DELETE=2, UPDATE=3, none=-1); every error a
   merge raises on purpose starts with its error code. The lifecycle and the plan read them
   here (spark_merge__op, spark_merge__error_code); merge_core/errors.py gives its exception
@@ -8,6 +9,7 @@
 {% macro spark_merge__codes(out) -%}
 {%- do out.update({
   'op': {'insert': 1, 'delete': 2, 'update': 3, 'none': -1},
+  'when': ['matched', 'not_matched', 'not_matched_by_source'],
   'error': {
     'error': 'MERGE_ERROR',
     'invalid_spec': 'MERGE_INVALID_SPEC',

@@ -101,7 +101,10 @@
   {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
   {%- do ctx.update({'match_filter': narrowed.filter}) -%}
   {%- if narrowed.filter -%}{%- do host.step('plan: target scans narrowed to ' ~ narrowed.filter[:300]) -%}{%- endif -%}
-  {%- if table.partition_columns and narrowed.matched_by != 'filter' -%}
+  {%- set bys = {} -%}
+  {%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}
+  {%- if bys.note -%}{%- do host.step('plan: ' ~ bys.note[:400]) -%}{%- endif -%}
+  {%- if table.partition_columns and narrowed.matched_by != 'filter' and not bys.all -%}
     {%- do host.step('plan: find partitions with matched rows (' ~ ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
     {%- set matched = [] -%}
     {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx, m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}
@@ -153,7 +156,8 @@
 
 {#- Every metric a commit reports (Delta's names), set to zero: the one list of them. -#}
 {% macro spark_merge__zero_metrics(out) -%}
-{%- for k in ['numSourceRows', 'numTargetRowsInserted', 'numTargetRowsUpdated', 'numTargetRowsDeleted', 'numTargetRowsCopied',
+{%- for k in ['numSourceRows', 'numTargetRowsInserted', 'numTargetRowsUpdated', 'numTargetRowsDeleted',
+              'numTargetRowsNotMatchedBySourceUpdated', 'numTargetRowsNotMatchedBySourceDeleted', 'numTargetRowsCopied',
               'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved',
               'numTargetPartitionsRewritten', 'executionTimeMs'] -%}
   {%- do out.update({k: 0}) -%}

@@ -11,7 +11,9 @@
                 scan of a dense key range, or from a join that reads only the
                 columns ON names and the partition columns; step 2 scans only
                 those partitions, so the full-width read follows the change.
-  2. changes:   target (with a row id) RIGHT JOIN source ON ...; a searched CASE
+  2. changes:   target (with a row id) RIGHT JOIN source ON ... (a FULL join when
+                WHEN NOT MATCHED BY SOURCE clauses need the unmatched target
+                rows: see by_source_reads); a searched CASE
                 picks the first WHEN clause that holds (case number, -1 = none)
                 and its operation (INSERT=1, DELETE=2, UPDATE=3); the new values
                 are computed per target column as __sm_c<i>. Cached (lazily: the
@@ -73,8 +75,9 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 {%- endif -%}
 {%- endmacro %}
 
-{% macro spark_merge__target_scan(table, where=none) -%}
-(SELECT *, {{ spark_merge.spark_merge__row_id(table) }} FROM {{ table.relation }}{% if where %} WHERE ({{ where }}){% endif %})
+{#- `alias`: the name the filter `where` may qualify columns with (a NOT MATCHED BY SOURCE condition's t.col). -#}
+{% macro spark_merge__target_scan(table, where=none, alias=none) -%}
+(SELECT *, {{ spark_merge.spark_merge__row_id(table) }} FROM {{ table.relation }}{% if alias %} AS {{ alias }}{% endif %}{% if where %} WHERE ({{ where }}){% endif %})
 {%- endmacro %}
 
 {#- The value clause `cl` gives column `c` (index i). -#}
@@ -205,6 +208,40 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
 {{ parts | join(' AND ') }}
 {%- endmacro %}
 
+{#-
+  WHEN NOT MATCHED BY SOURCE: the target rows no source row matches, which the
+  narrowing by matches cannot find. Their cost rule: step 2 also reads every
+  target row where some such clause's condition holds (`filter`, the conditions
+  OR-ed; Spark prunes the partitions by its partition-column part, so a clause
+  restricted to partitions reads only those), and every row (every partition a
+  candidate) when a clause has no condition (`all`). Rows outside both can be
+  neither matched nor chosen by such a clause. Fills `out`: clauses, all, filter,
+  note (what explain and the run's progress say).
+-#}
+{% macro spark_merge__by_source_reads(spec, resolved, out) -%}
+{%- set clauses = resolved.clauses | selectattr('by_source') | list -%}
+{%- set reads_all = clauses | rejectattr('condition') | list | length > 0 -%}
+{%- set conds = [] -%}
+{%- for cl in clauses if cl.condition -%}{%- do conds.append('(' ~ cl.condition ~ ')') -%}{%- endfor -%}
+{%- set where = ' within partition_filter' if spec.partition_filter else '' -%}
+{%- do out.update({'clauses': clauses, 'all': reads_all, 'filter': '' if reads_all else conds | join(' OR '),
+  'note': '' if not clauses else (
+    'WHEN NOT MATCHED BY SOURCE without a condition: every target row' ~ where ~ ' is read (every partition is a candidate)' if reads_all else
+    'WHEN NOT MATCHED BY SOURCE: besides the rows ON can match, the target rows' ~ where ~ ' where ' ~ conds | join(' OR ') ~ ' are read (Spark prunes partitions by the partition columns it names; without them every partition is a candidate)')}) -%}
+{%- endmacro %}
+
+{#- The target rows step 2 (changes) joins: those ON can match (target_filter), and with WHEN NOT
+    MATCHED BY SOURCE clauses those by_source_reads names. Empty text: all. -#}
+{% macro spark_merge__changes_filter(spec, resolved, ctx) -%}
+{%- set matchable = spark_merge.spark_merge__target_filter(spec, ctx) | trim -%}
+{%- set bys = {} -%}
+{%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}
+{%- if not bys.clauses or spec.source_kind == 'none' -%}{{ matchable }}
+{%- elif bys.all or not matchable -%}{{ spec.partition_filter or '' }}
+{%- else -%}{% if spec.partition_filter %}({{ spec.partition_filter }}) AND {% endif %}(({{ matchable }}) OR {{ bys.filter }})
+{%- endif -%}
+{%- endmacro %}
+
 {#- What step 2 (changes) scans of the target: the user's partition_filter, and the matched partitions once known
     (rows of matched_partitions_sql, decoded by decode_partitions). -#}
 {% macro spark_merge__scan_filter(spec, table, matched=none) -%}
@@ -219,11 +256,14 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
 {%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
 {%- set has_source = spec.source_kind != 'none' -%}
 {%- set writers = resolved.clauses | rejectattr('action', 'equalto', 'delete') | list -%}
+{#- with WHEN NOT MATCHED BY SOURCE, a FULL join: a target row without a source row is one of its rows -#}
+{%- set full = has_source and resolved.clauses | selectattr('by_source') | list | length > 0 -%}
+{%- set is_matched = t ~ '.__sm_file IS NOT NULL' ~ (' AND ' ~ s ~ '.__sm_srow IS NOT NULL' if full else '') -%}
 SELECT
   {{ spark_merge.spark_merge__literal(ctx.merge_id) }} AS __sm_merge,
   {{ t }}.__sm_file AS __sm_file,
   {{ t }}.__sm_row AS __sm_row,
-  {{ t }}.__sm_file IS NOT NULL AS __sm_matched,
+  {{ is_matched }} AS __sm_matched,
   {{ s ~ '.__sm_srow' if has_source else 'CAST(NULL AS BIGINT)' }} AS __sm_srow,
 {%- for k in spec.key_columns if (k | lower) in table.columns_by_name %}
   {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_key{{ loop.index0 }},
@@ -236,7 +276,7 @@ SELECT
 {%- endfor %}
   CASE
 {%- for cl in resolved.clauses %}
-    WHEN {{ t }}.__sm_file IS {{ 'NOT NULL' if cl.matched else 'NULL' }}{% if cl.condition %} AND ({{ cl.condition }}){% endif %} THEN {{ cl.index }}
+    WHEN {{ is_matched if cl.matched else (s ~ '.__sm_srow IS NULL' if cl.by_source else t ~ '.__sm_file IS NULL') }}{% if cl.condition %} AND ({{ cl.condition }}){% endif %} THEN {{ cl.index }}
 {%- endfor %}
     ELSE -1
   END AS __sm_case,
@@ -255,8 +295,8 @@ SELECT
 {%- endif %}
 {%- endfor %}
 {% if has_source -%}
-FROM {{ spark_merge.spark_merge__target_scan(table, spark_merge.spark_merge__target_filter(spec, ctx)) }} AS {{ t }}
-RIGHT JOIN {{ ctx.source }} AS {{ s }}
+FROM {{ spark_merge.spark_merge__target_scan(table, spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim, t if full else none) }} AS {{ t }}
+{{ 'FULL' if full else 'RIGHT' }} JOIN {{ ctx.source }} AS {{ s }}
   ON ({{ spec.on }})
 {%- else -%}
 FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
@@ -350,7 +390,8 @@ LIMIT {{ limit }}
   is a group of its own), which gives the duplicate verdict and keeps each joined
   row's (op, old, new) with its weight (a row deleted by k source rows, where the
   rule lets several, weighs 1/k per joined row: counted once); then per (op, old,
-  new). Rows of op none carry only verdicts. A small result, one statement.
+  new, bys). bys is 1 for a target row no source row matched (WHEN NOT MATCHED BY
+  SOURCE). Rows of op none carry only verdicts. A small result, one statement.
 -#}
 {% macro spark_merge__change_summary_sql(spec, table, resolved, ctx) -%}
 {%- set idx = [] -%}
@@ -361,19 +402,19 @@ LIMIT {{ limit }}
 {%- for p in table.partition_columns -%}{%- do old.append('__sm_old' ~ loop.index0) -%}{%- do new.append('__sm_c' ~ idx[loop.index0]) -%}{%- endfor -%}
 {%- set rule = {} -%}
 {%- do spark_merge.spark_merge__duplicate_rule(spec, table, resolved, rule) -%}
-SELECT __sm_e.op AS op, __sm_e.old AS __sm_old, __sm_e.new AS __sm_new,
+SELECT __sm_e.op AS op, __sm_e.bys AS bys, __sm_e.old AS __sm_old, __sm_e.new AS __sm_new,
        CAST(round(sum(CASE WHEN __sm_e.op = {{ spark_merge.spark_merge__op('delete') }} THEN __sm_dw ELSE 1 END)) AS BIGINT) AS n,
        CAST(sum(CASE WHEN __sm_pos = 0 THEN __sm_dup ELSE 0 END) AS BIGINT) AS dups
 FROM (
   SELECT {% if rule.row_test %}CASE WHEN first(__sm_matched) AND ({{ rule.row_test }}) THEN 1 ELSE 0 END{% else %}0{% endif %} AS __sm_dup,
          {% if rule.lone_delete %}1.0 / {{ rule.sources }}{% else %}1{% endif %} AS __sm_dw,
-         collect_list(named_struct('op', __sm_op, 'old', {{ spark_merge.spark_merge__json_of(old) }}, 'new', {{ spark_merge.spark_merge__json_of(new) }})) AS __sm_es
+         collect_list(named_struct('op', __sm_op, 'bys', CAST(__sm_file IS NOT NULL AND NOT __sm_matched AS INT), 'old', {{ spark_merge.spark_merge__json_of(old) }}, 'new', {{ spark_merge.spark_merge__json_of(new) }})) AS __sm_es
   FROM {{ ctx.changes }}
-  WHERE __sm_matched OR __sm_op = {{ spark_merge.spark_merge__op('insert') }}
+  WHERE __sm_matched OR __sm_op <> {{ spark_merge.spark_merge__op('none') }}
   GROUP BY __sm_file, __sm_row, CASE WHEN NOT __sm_matched THEN __sm_srow END
 )
 LATERAL VIEW posexplode(__sm_es) AS __sm_pos, __sm_e
-GROUP BY __sm_e.op, __sm_e.old, __sm_e.new
+GROUP BY __sm_e.op, __sm_e.bys, __sm_e.old, __sm_e.new
 {%- endmacro %}
 
 {#- A JSON array of the given columns as strings: partition values as text that keeps NULL apart
@@ -404,7 +445,8 @@ GROUP BY __sm_e.op, __sm_e.old, __sm_e.new
 {%- endmacro %}
 
 {#-
-  From change_summary_sql's rows: out.metrics (rows inserted, updated, deleted),
+  From change_summary_sql's rows: out.metrics (rows inserted, updated, deleted; of
+  the updated and deleted, those by WHEN NOT MATCHED BY SOURCE, as Delta counts them),
   out.partitions, the touched partitions ({column: string or none}), sorted by
   partition_key: where a deleted or updated row was, and where an inserted or
   updated row goes (an UPDATE that changes a partition column touches both); and
@@ -412,7 +454,8 @@ GROUP BY __sm_e.op, __sm_e.old, __sm_e.new
   (negative: removes), which the write must match (output_errors).
 -#}
 {% macro spark_merge__summarize_changes(table, rows, out) -%}
-{%- set m = {'numTargetRowsInserted': 0, 'numTargetRowsDeleted': 0, 'numTargetRowsUpdated': 0} -%}
+{%- set m = {'numTargetRowsInserted': 0, 'numTargetRowsDeleted': 0, 'numTargetRowsUpdated': 0,
+               'numTargetRowsNotMatchedBySourceUpdated': 0, 'numTargetRowsNotMatchedBySourceDeleted': 0} -%}
 {%- set codes = {} -%}{%- do spark_merge.spark_merge__codes(codes) -%}
 {%- set op = codes.op -%}
 {%- set names = {op['insert']: 'numTargetRowsInserted', op['delete']: 'numTargetRowsDeleted', op['update']: 'numTargetRowsUpdated'} -%}
@@ -422,6 +465,10 @@ GROUP BY __sm_e.op, __sm_e.old, __sm_e.new
 {%- for r in rows if (r.op | int) in names -%}
   {%- set n = r.n | int -%}
   {%- do m.update({names[r.op | int]: m[names[r.op | int]] + n}) -%}
+  {%- if (r.get('bys') or 0) | int == 1 -%}
+    {%- set bys_name = names[r.op | int] | replace('numTargetRows', 'numTargetRowsNotMatchedBySource') -%}
+    {%- do m.update({bys_name: m[bys_name] + n}) -%}
+  {%- endif -%}
   {%- for side in ['old', 'new'] if (r.op | int) in ({'old': [op['delete'], op['update']], 'new': [op['insert'], op['update']]}[side]) -%}
     {%- set values = fromjson(r['__sm_' ~ side]) -%}
     {%- set part = {} -%}

@@ -69,15 +69,22 @@
 {%- else -%}{{ expr }}{%- endif -%}
 {%- endmacro %}
 
+{#- matched, not_matched or not_matched_by_source: which rows a clause is for. -#}
+{% macro spark_merge__when(clause) -%}
+{{ 'matched' if clause.matched else ('not_matched_by_source' if clause.get('by_source') else 'not_matched') }}
+{%- endmacro %}
+
 {% macro spark_merge__clause_label(clause, index) -%}
-WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }} ({{ clause.action | upper }})
+WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper }} clause {{ index + 1 }} ({{ clause.action | upper }})
 {%- endmacro %}
 
 {#-
   Structural checks and normalisation. Fills `out` with:
     errors   - list of messages (empty when fine)
-    clauses  - [{index, label, matched, action, op, condition, outputs: {lower col: expr}}]
+    clauses  - [{index, label, matched, by_source, action, op, condition, outputs: {lower col: expr}}]
     parts    - expressions to type-check: {label, expr, scope, expect, column}
+    insert_only - every clause is WHEN NOT MATCHED (INSERT): the merge appends, rewrites nothing
+  A WHEN NOT MATCHED BY SOURCE clause sees only the target's columns (scope 'target'), as in Spark.
   op codes: INSERT=1, DELETE=2, UPDATE=3 (as in Trino).
 -#}
 {% macro spark_merge__resolve(spec, table, out) -%}
@@ -94,23 +101,29 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
 {%- set catch_all = {} -%}
 {%- for cl in spec.clauses -%}
   {%- set label = spark_merge.spark_merge__clause_label(cl, loop.index0) -%}
-  {%- if cl.matched in catch_all -%}
-    {%- do errors.append(label ~ ': unreachable, because ' ~ catch_all[cl.matched] ~ ' before it has no condition; give that clause an AND condition or move it last') -%}
+  {%- set when = spark_merge.spark_merge__when(cl) | trim -%}
+  {%- if when in catch_all -%}
+    {%- do errors.append(label ~ ': unreachable, because ' ~ catch_all[when] ~ ' before it has no condition; give that clause an AND condition or move it last') -%}
   {%- elif not cl.condition -%}
-    {%- do catch_all.update({cl.matched: spark_merge.spark_merge__clause_label(cl, loop.index0)}) -%}
+    {%- do catch_all.update({when: spark_merge.spark_merge__clause_label(cl, loop.index0)}) -%}
   {%- endif -%}
-  {%- set scope = 'both' if cl.matched else 'source' -%}
+  {%- set scope = {'matched': 'both', 'not_matched': 'source', 'not_matched_by_source': 'target'}[when] -%}
   {%- set outputs = {} -%}
   {%- set op = spark_merge.spark_merge__op(cl.action) | int -%}
-  {%- if cl.action in ['update', 'delete'] and not cl.matched -%}
-    {%- do errors.append(label ~ ': ' ~ cl.action | upper ~ ' is only allowed in WHEN MATCHED clauses') -%}
-  {%- elif cl.action == 'insert' and cl.matched -%}
+  {%- if cl.action in ['update', 'delete'] and when == 'not_matched' -%}
+    {%- do errors.append(label ~ ': ' ~ cl.action | upper ~ ' is only allowed in WHEN MATCHED and WHEN NOT MATCHED BY SOURCE clauses') -%}
+  {%- elif cl.action == 'insert' and when != 'not_matched' -%}
     {%- do errors.append(label ~ ': INSERT is only allowed in WHEN NOT MATCHED clauses') -%}
+  {%- elif when == 'not_matched_by_source' and cl.star -%}
+    {%- do errors.append(label ~ ': UPDATE SET * needs a source row, and a NOT MATCHED BY SOURCE row has none; assign the columns (SET col = an expression over the target columns)') -%}
+  {%- elif when == 'not_matched_by_source' and not has_source -%}
+    {%- do errors.append(label ~ ': WHEN NOT MATCHED BY SOURCE needs a MERGE with a source') -%}
   {%- endif -%}
   {%- if cl.condition -%}
     {%- do parts.append({'label': label ~ ' condition', 'expr': cl.condition, 'scope': scope, 'expect': 'boolean'}) -%}
   {%- endif -%}
-  {%- if cl.star and not has_source -%}
+  {%- if cl.star and when == 'not_matched_by_source' -%}
+  {%- elif cl.star and not has_source -%}
     {%- do errors.append(label ~ ': SET * / INSERT * need a source') -%}
   {%- elif cl.star -%}
     {%- for c in table.columns -%}
@@ -157,9 +170,10 @@ WHEN {{ 'MATCHED' if clause.matched else 'NOT MATCHED' }} clause {{ index + 1 }}
   {%- for c in table.columns if (c.name | lower) in outputs -%}
     {%- do parts.append({'label': label ~ ' value for column ' ~ c.name, 'expr': outputs[c.name | lower], 'scope': scope, 'expect': 'column', 'column': c}) -%}
   {%- endfor -%}
-  {%- do clauses.append({'index': loop.index0, 'label': label, 'matched': cl.matched, 'action': cl.action, 'op': op, 'condition': cl.condition, 'outputs': outputs}) -%}
+  {%- do clauses.append({'index': loop.index0, 'label': label, 'matched': cl.matched, 'by_source': when == 'not_matched_by_source', 'action': cl.action, 'op': op, 'condition': cl.condition, 'outputs': outputs}) -%}
 {%- endfor -%}
-{%- do out.update({'errors': errors, 'clauses': clauses, 'parts': parts}) -%}
+{%- do out.update({'errors': errors, 'clauses': clauses, 'parts': parts,
+                   'insert_only': not spec.get('upsert') and clauses | length > 0 and clauses | rejectattr('matched') | rejectattr('by_source') | list | length == clauses | length}) -%}
 {%- endmacro %}
 
 {#- FROM clause giving expressions of a scope the names they see in the plan. -#}

@@ -198,7 +198,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set m = {} -%}
 {%- set s = {'spec': spec, 'table': table, 'resolved': resolved, 'ctx': ctx, 'merge_id': merge_id, 'metrics': m,
              'kind': 'merge', 'paradigm': 'DELETE_ROW_AND_INSERT_ROW', 'statement': 'dbt model ' ~ this,
-             'insert_only': spec.clauses | selectattr('matched') | list | length == 0, 'started': started.isoformat()} -%}
+             'insert_only': resolved.insert_only, 'started': started.isoformat()} -%}
 {%- do spark_merge.spark_merge__lifecycle_plan_hash(host, s) -%}
 {%- do log("spark_merge: BEGIN " ~ merge_id ~ " into " ~ table.name, info=true) -%}
 {%- do spark_merge.spark_merge__lifecycle_plan(host, s) -%}

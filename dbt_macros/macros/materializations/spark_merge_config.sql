@@ -103,7 +103,9 @@
     {%- if cl is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~ " must be a mapping, got " ~ cl) }}{%- endif -%}
     {%- set unknown = cl.keys() | reject('in', ['when', 'condition', 'action', 'set', 'columns', 'values']) | list -%}
     {%- if unknown -%}{{ spark_merge.spark_merge__dbt_fail(where ~ " has unknown key(s) " ~ unknown | join(', ')) }}{%- endif -%}
-    {%- if cl.get('when') not in ['matched', 'not_matched'] -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".when must be matched or not_matched, got " ~ cl.get('when')) }}{%- endif -%}
+    {%- set codes = {} -%}{%- do spark_merge.spark_merge__codes(codes) -%}
+    {%- if cl.get('when') not in codes.when -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".when must be one of " ~ codes.when | join(', ') ~ ", got " ~ cl.get('when')) }}{%- endif -%}
+    {%- if cl.get('when') == 'not_matched_by_source' and cl.get('action') == 'update' and not cl.get('set') -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ": a not_matched_by_source update needs set (the target row has no source row to copy from)") }}{%- endif -%}
     {%- if cl.get('action') not in ['update', 'delete', 'insert'] -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".action must be update, delete or insert, got " ~ cl.get('action')) }}{%- endif -%}
     {%- if cl.get('set') is not none and cl.get('set') is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".set must map column to expression") }}{%- endif -%}
   {%- endfor -%}
@@ -153,7 +155,7 @@
       {%- for col in shared -%}{%- do columns.append(col) -%}{%- do values.append(s ~ '.' ~ spark_merge.spark_merge__quote(col)) -%}{%- endfor -%}
     {%- endif -%}
   {%- endif -%}
-  {%- do clauses.append({'matched': cl.when == 'matched', 'action': cl.action, 'condition': cl.get('condition'),
+  {%- do clauses.append({'matched': cl.when == 'matched', 'by_source': cl.when == 'not_matched_by_source', 'action': cl.action, 'condition': cl.get('condition'),
                          'assignments': assignments, 'insert_columns': columns, 'insert_values': values, 'star': false}) -%}
 {%- endfor -%}
 {%- set upsert = none -%}
