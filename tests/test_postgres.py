@@ -100,6 +100,16 @@ def test_update_and_delete_statements_and_engines_work_on_postgres(spark, db, ac
     assert pg_rows(conn, table)[0] == (1, "y", 25, "open", "a")  # note: last_non_null_value keeps 'a'
 
 
+def test_not_matched_by_source_on_postgres(spark, db, accounts):
+    """The rows the source lacks (3) are changed by key, only the assigned column written."""
+    target, table, conn = accounts
+    r = merge(spark, f"MERGE INTO {table} t USING {db}.changes s ON t.id = s.id "
+                     f"WHEN NOT MATCHED BY SOURCE AND t.balance > 25 THEN UPDATE SET note = 'gone' "
+                     f"WHEN NOT MATCHED BY SOURCE THEN DELETE", jdbc_url=target.url)
+    assert pg_rows(conn, table) == [(1, "ann", 10, "open", "a"), (2, "bob", 20, "open", "b"), (3, "cy", 30, "open", "gone")]
+    assert r.metrics["numTargetRowsNotMatchedBySourceUpdated"] == 1
+
+
 def test_duplicate_match_changes_nothing(spark, db, accounts):
     target, table, conn = accounts
     before = pg_rows(conn, table)
