@@ -11,6 +11,9 @@ DEFAULT_HOME = "var"
 QUIET_LOG4J = Path(__file__).resolve().with_name("log4j2-quiet.properties")
 # Debian's libpostgresql-jdbc-java: the JDBC driver PostgreSQL targets need (merge_core/postgres.py)
 POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
+# How long a session trusts a cached directory listing (spark.sql.metadataCacheTTLSeconds, a static
+# conf): not longer than any retention period in use, see embedded_conf
+METADATA_CACHE_TTL_SECONDS = 300
 
 
 def jdbc_driver_jars() -> str | None:
@@ -57,6 +60,13 @@ def embedded_conf(home: Path, master_url: str) -> dict[str, str]:
         # Derby cannot filter partitions by a column whose name needs quoting (`part col`);
         # fall back to listing them rather than failing the query
         "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
+        # A session caches each directory's file listing (and its table relations) until it is told
+        # to refresh, and only the committing session is told. Another session of the application
+        # (a Thrift or Connect server's other clients) that listed a directory vacuum's canonical
+        # layout later refills would read files that are gone. Refills come at least the retention
+        # period after the version that used the directory, so a TTL no longer than the retention
+        # rules that out (README: "What a concurrent reader sees").
+        "spark.sql.metadataCacheTTLSeconds": str(METADATA_CACHE_TTL_SECONDS),
     }
     cores = local_cores(master_url)
     if cores:

@@ -1,4 +1,9 @@
-"""The spark_merge materialization under real `dbt run` (dbt-spark, method: session, this process's Spark)."""
+"""The spark_merge materialization under real `dbt run`, through both dbt-spark connection methods
+a Spark user has without a vendor: `method: session` (this process's Spark, the test's session) and
+`method: thrift` (a Spark Thrift Server, its own application: tests/thrift_server.py). Tests taking
+`project` run once per method and check the tables through ``project.sql`` (the session, or SQL over
+the same Thrift protocol); the two taking `session_project` share the warehouse with the Python path.
+"""
 from __future__ import annotations
 
 import json
@@ -17,25 +22,28 @@ from merge_core.result import parse_message
 from .conftest import rows, snapshot
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dbt_project"
+METHODS = ["session", pytest.param("thrift", marks=pytest.mark.slow)]
 
 
 class Project:
-    def __init__(self, path: Path, schema: str, spark):
-        self.path, self.schema, self.spark = path, schema, spark
+    def __init__(self, path: Path, schema: str, sql, spark=None):
+        self.path, self.schema, self.sql, self.spark = path, schema, sql, spark
         self.logs: list[str] = []
 
     def dbt(self, *args: str, vars: dict | None = None, ok: bool = True):
-        """One dbt command in this process; dbt-spark's session method reuses the test's SparkSession."""
-        ansi = self.spark.conf.get("spark.sql.ansi.enabled")
+        """One dbt command in this process (dbt-spark's session method reuses the test's SparkSession)."""
+        ansi = self.spark.conf.get("spark.sql.ansi.enabled") if self.spark else None
         argv = [*args, "--project-dir", str(self.path), "--profiles-dir", str(self.path)]
         if vars:
             argv += ["--vars", json.dumps(vars)]
         self.logs = []
+        os.environ["SPARK_MERGE_DBT_SCHEMA"] = self.schema
         runner = dbtRunner(callbacks=[lambda e: self.logs.append(e.info.msg)])
         try:
             result = runner.invoke(argv)
         finally:
-            self.spark.conf.set("spark.sql.ansi.enabled", ansi)  # dbt-spark turns it off
+            if self.spark:
+                self.spark.conf.set("spark.sql.ansi.enabled", ansi)  # dbt-spark turns it off
         assert result.success == ok, "\n".join(self.logs[-30:])
         return result
 
@@ -51,33 +59,66 @@ class Project:
 
 
 @pytest.fixture(scope="module")
-def project(spark, tmp_path_factory):
-    path = tmp_path_factory.mktemp("dbt") / "project"
-    shutil.copytree(EXAMPLE, path)
-    (path / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
-    schema = f"dbt_{os.getpid()}"
-    os.environ["SPARK_MERGE_DBT_SCHEMA"] = schema
-    p = Project(path, schema, spark)
-    p.dbt("deps")
-    p.dbt("seed")
-    yield p
-    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+def projects(spark, tmp_path_factory):
+    """The example project per connection method, made on first use (the Thrift server with it)."""
+    made: dict[str, Project] = {}
+    servers = []
+
+    def get(method: str) -> Project:
+        if method in made:
+            return made[method]
+        path = tmp_path_factory.mktemp(f"dbt_{method}") / "project"
+        shutil.copytree(EXAMPLE, path)
+        (path / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
+        schema = f"dbt_{os.getpid()}"
+        if method == "session":
+            p = Project(path, schema, spark, spark)
+        else:
+            from .thrift_server import ThriftServer, ThriftSql
+
+            server = ThriftServer(tmp_path_factory.mktemp("thrift_server")).start()
+            servers.append(server)
+            profile = (path / "profiles.yml").read_text()
+            head = profile[:profile.index("  target: local")]
+            (path / "profiles.yml").write_text(head + "  target: thrift\n  outputs:\n    thrift:\n" + server.profile(schema))
+            p = Project(path, schema, ThriftSql(server))
+        p.dbt("deps")
+        p.dbt("seed")
+        made[method] = p
+        return p
+
+    yield get
+    for p in made.values():
+        p.sql.sql(f"DROP DATABASE IF EXISTS {p.schema} CASCADE")
+    for server in servers:
+        server.stop()
 
 
-def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(spark, project):
+@pytest.fixture(scope="module", params=METHODS)
+def project(request, projects):
+    return projects(request.param)
+
+
+@pytest.fixture
+def session_project(projects):
+    return projects("session")
+
+
+def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(project):
+    db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("accounts")
     project.dbt("run", "-s", "accounts", vars={"batch": 1})
-    assert rows(spark, t) == [(1, "ann", 10.0, "eu"), (2, "bob", 20.0, "us"), (3, "cy", 30.0, "eu")]
+    assert rows(db, t) == [(1, "ann", 10.0, "eu"), (2, "bob", 20.0, "us"), (3, "cy", 30.0, "eu")]
     created = project.run_results()["accounts"]["adapter_response"]  # the first run reports its rows too
     assert (created["code"], created["rows_affected"], created["_message"]) == ("CREATE", 3, "CREATE 3 row(s)")
-    provider = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0])
+    provider = json.loads(db.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0])
     assert provider["provider"] == "parquet" and provider["partition_columns"] == ["region"]
 
     project.dbt("run", "-s", "accounts", vars={"batch": 2})
-    assert rows(spark, t) == [(1, "ann", 10.0, "eu"), (2, "bob", 25.0, "us"), (3, "cy", 0.0, "eu"),
+    assert rows(db, t) == [(1, "ann", 10.0, "eu"), (2, "bob", 25.0, "us"), (3, "cy", 0.0, "eu"),
                               (4, "di", 40.0, "apac")]
     response = project.run_results()["accounts"]["adapter_response"]
-    newest = history(spark, t)[0]
+    newest = history(db, t)[0]
     assert response["code"] == "MERGE" and response["rows_affected"] == 3
     assert response["_message"].startswith(f"MERGE {newest['merge_id']}: inserted 1, updated 2, deleted 0")
     assert "partitions rewritten 3" in response["_message"]
@@ -89,10 +130,10 @@ def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(spark, project
     assert set(newest) >= {"merge_id", "target", "kind", "paradigm", "plan_hash", "status", "finished_at",
                            "metrics", "partitions", "repoints", "version_before"}
     assert newest["metrics"]["numTargetPartitionsRewritten"] == 3 and newest["metrics"]["numTargetRowsCopied"] == 1
-    assert spark.sql(f"SHOW TBLPROPERTIES {t} ('spark_merge.retention_hours')").collect()[0][1] == "72"
+    assert db.sql(f"SHOW TBLPROPERTIES {t} ('spark_merge.retention_hours')").collect()[0][1] == "72"
 
     project.dbt("run", "-s", "accounts", "--full-refresh", vars={"batch": 3})
-    assert rows(spark, t) == [(4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
+    assert rows(db, t) == [(4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
 
 
 INCREMENTAL = """{{ config(materialized='spark_merge', unique_key='id') }}
@@ -102,15 +143,16 @@ where batch <= {{ var('batch') }}
 """
 
 
-def test_is_incremental_filters_the_runs_that_merge(spark, project):
+def test_is_incremental_filters_the_runs_that_merge(project):
     """The standard incremental model: every batch so far, filtered to the new ones once the table
     exists. Without the filter the second run would see bob twice (batches 1 and 2) and fail."""
+    db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("incremental_accounts")
     project.model("incremental_accounts", INCREMENTAL)
     project.dbt("run", "-s", "incremental_accounts", vars={"batch": 1})
     project.dbt("run", "-s", "incremental_accounts", vars={"batch": 2})
     assert project.run_results()["incremental_accounts"]["adapter_response"]["rows_affected"] == 3
-    assert rows(spark, f"(SELECT id, name, batch FROM {t})") == [(1, "ann", 1), (2, "bob", 2), (3, "cy", 2), (4, "di", 2)]
+    assert rows(db, f"(SELECT id, name, batch FROM {t})") == [(1, "ann", 1), (2, "bob", 2), (3, "cy", 2), (4, "di", 2)]
     project.dbt("run", "-s", "incremental_accounts", "--full-refresh", vars={"batch": 2})  # all batches again
     assert project.run_results()["incremental_accounts"]["adapter_response"]["rows_affected"] == 6
 
@@ -119,55 +161,58 @@ def test_is_incremental_filters_the_runs_that_merge(spark, project):
     text = shim.read_text()
     shim.unlink()
     try:
-        before = snapshot(spark, t)
+        before = snapshot(db, t)
         project.dbt("run", "-s", "incremental_accounts", vars={"batch": 3}, ok=False)
         message = project.run_results()["incremental_accounts"]["message"]
         assert "Compilation Error" in message and "calls is_incremental()" in message
         assert "{{ return(spark_merge.is_incremental()) }}" in message
-        assert snapshot(spark, t) == before
+        assert snapshot(db, t) == before
     finally:
         shim.write_text(text)
 
 
-def test_lossy_assignment_warns_or_refuses(spark, project):
+def test_lossy_assignment_warns_or_refuses(project):
     """A model whose value no longer fits the table's column type: dbt warns (and Spark rounds), or,
     with lossy_assignments='refuse', the model fails before any write."""
+    db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("lossy")
     project.model("lossy", "{{ config(materialized='spark_merge', unique_key='id', lossy_assignments=var('lossy', 'warn')) }}\n"
                            "select 1 as id, {{ var('v', 'cast(2.5 as decimal(3,1))') }} as v")
     project.dbt("run", "-s", "lossy")
     project.dbt("run", "-s", "lossy", vars={"v": "cast(2.75 as decimal(3,2))"})
     assert any("lossy assignment" in line and "rounds it to 1 decimal place(s)" in line for line in project.logs)
-    assert rows(spark, t)[0][1] in (Decimal("2.8"), Decimal("2.7"))  # rounded, as Spark stores it
-    before = snapshot(spark, t)
+    assert rows(db, t)[0][1] in (Decimal("2.8"), Decimal("2.7"))  # rounded, as Spark stores it
+    before = snapshot(db, t)
     project.dbt("run", "-s", "lossy", vars={"v": "cast(3.25 as decimal(3,2))", "lossy": "refuse"}, ok=False)
     message = project.run_results()["lossy"]["message"]
     assert "Compilation Error" in message and "value for column v: storing a value of type decimal(3,2)" in message
-    assert snapshot(spark, t) == before
+    assert snapshot(db, t) == before
 
 
-def test_clauses_with_delete(spark, project):
+def test_clauses_with_delete(project):
+    db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("account_balances")
     project.dbt("run", "-s", "account_balances", vars={"batch": 1})
     project.dbt("run", "-s", "account_balances", vars={"batch": 2})
     # bob's balance adds up, cy is deleted, di inserted
-    assert rows(spark, f"(SELECT id, name, balance FROM {t})") == [(1, "ann", 10.0), (2, "bob", 45.0), (4, "di", 40.0)]
+    assert rows(db, f"(SELECT id, name, balance FROM {t})") == [(1, "ann", 10.0), (2, "bob", 45.0), (4, "di", 40.0)]
     assert project.run_results()["account_balances"]["adapter_response"]["rows_affected"] == 3
 
 
-def test_duplicate_match_fails_the_model_and_leaves_the_table(spark, project):
+def test_duplicate_match_fails_the_model_and_leaves_the_table(project):
+    db = project.sql  # the test's session, or the Thrift server's tables
     project.model("dups", "{{ config(materialized='spark_merge', unique_key='id') }}\n"
                           "select * from values {{ var('rows', '(1, 1)') }} as s(id, v)")
     project.dbt("run", "-s", "dups")
     t = project.table("dups")
-    before = snapshot(spark, t)
+    before = snapshot(db, t)
     project.dbt("run", "-s", "dups", vars={"rows": "(1, 2), (1, 3)"}, ok=False)
     message = project.run_results()["dups"]["message"]
     assert "MERGE_TARGET_ROW_MULTIPLE_MATCHES" in message and "id='1'" in message
     # a failure while the model runs is not a config error: dbt labels it a Database Error
     assert "Database Error" in message and "Compilation Error" not in message, message
-    assert snapshot(spark, t) == before
-    assert spark.sql("SHOW TABLES LIKE '__sm_lock_dups'").count() == 0
+    assert snapshot(db, t) == before
+    assert db.sql("SHOW TABLES LIKE '__sm_lock_dups'").count() == 0
 
 
 @pytest.mark.parametrize("mode, ok, expected", [
@@ -176,7 +221,8 @@ def test_duplicate_match_fails_the_model_and_leaves_the_table(spark, project):
     ("sync_all_columns", True, [(1, "a", None), (2, "b", "x")]),
     ("fail", False, "columns differ"),
 ])
-def test_on_schema_change(spark, project, mode, ok, expected):
+def test_on_schema_change(project, mode, ok, expected):
+    db = project.sql  # the test's session, or the Thrift server's tables
     name = f"osc_{mode}"
     project.model(name, f"{{{{ config(materialized='spark_merge', unique_key='id', on_schema_change='{mode}') }}}}\n"
                         "select * from values {{ var('rows', \"(1, 'a')\") }} as s(id, name{{ var('extra', '') }})")
@@ -184,12 +230,12 @@ def test_on_schema_change(spark, project, mode, ok, expected):
     t = project.table(name)
     project.dbt("run", "-s", name, vars={"rows": "(2, 'b', 'x')", "extra": ", tag"}, ok=ok)
     if ok:
-        assert rows(spark, t) == expected
+        assert rows(db, t) == expected
     else:
-        assert expected in project.run_results()[name]["message"] and rows(spark, t) == [(1, "a")]
+        assert expected in project.run_results()[name]["message"] and rows(db, t) == [(1, "a")]
 
 
-def test_sync_all_columns_cannot_drop_a_column(spark, project):
+def test_sync_all_columns_cannot_drop_a_column(project):
     project.model("osc_drop", "{{ config(materialized='spark_merge', unique_key='id', on_schema_change='sync_all_columns') }}\n"
                               "select 1 as id{{ var('extra', \", 'a' as name\") }}")
     project.dbt("run", "-s", "osc_drop")
@@ -221,7 +267,7 @@ def test_sync_all_columns_cannot_drop_a_column(spark, project):
     ("unique_key='id', watermark_key='ts'", "watermark_key names column 'ts'"),
     ("unique_key='idd', later=True", "unique_key names column 'idd', which the model does not have"),
 ])
-def test_config_errors_are_compilation_errors(spark, project, config, fragment):
+def test_config_errors_are_compilation_errors(project, config, fragment):
     later = ", later=True" in config
     config = config.replace(", later=True", "")
     project.model("bad", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
@@ -259,7 +305,7 @@ CASES = [
 ]
 
 
-def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(project):
+def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(session_project):
     """Each macro, given the same data, through dbt's jinja (run-operation) and merge_core's jinja2."""
     from tests.test_macros import DESC, TYPES
 
@@ -279,11 +325,11 @@ def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(project):
         lines.append(f"{{% set args = fromjson({json.dumps(json.dumps(args))}) %}}")
         lines.append(f"{{% do log('CASE{i}=' ~ tojson(spark_merge.spark_merge__{name}(*args) | trim), info=true) %}}")
     lines.append("{% endmacro %}")
-    (project.path / "macros").mkdir(exist_ok=True)
-    (project.path / "macros" / "render_cases.sql").write_text("\n".join(lines))
-    project.dbt("run-operation", "render_cases")
+    (session_project.path / "macros").mkdir(exist_ok=True)
+    (session_project.path / "macros" / "render_cases.sql").write_text("\n".join(lines))
+    session_project.dbt("run-operation", "render_cases")
     from_dbt = {}
-    for line in project.logs:
+    for line in session_project.logs:
         if line.startswith("CASE"):
             key, value = line.split("=", 1)
             from_dbt[int(key[4:])] = json.loads(value)
@@ -292,13 +338,13 @@ def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(project):
         assert from_dbt[i] == macros.render(name, *args), name
 
 
-def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, project, monkeypatch):
+def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, session_project, monkeypatch):
     """Both hosts share the journal: a dbt run rolls a crashed commit forward before merging."""
     from merge_core import merge
     from merge_core.host import SparkHost
 
-    t = project.table("accounts")
-    project.dbt("run", "-s", "accounts", "--full-refresh", vars={"batch": 1})
+    t = session_project.table("accounts")
+    session_project.dbt("run", "-s", "accounts", "--full-refresh", vars={"batch": 1})
 
     def crash_after_first_repoint(self, table, merge_id, repoints, *args, **kwargs):
         self.spark.sql(macros.fill_list("repoint_statements", table, repoints)[0])
@@ -309,39 +355,42 @@ def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, pro
         merge(spark, f"UPDATE {t} SET name = upper(name)")
     monkeypatch.undo()
     assert sorted(r[0] for r in spark.sql(f"SELECT name FROM {t}").collect()) != ["ANN", "BOB", "CY"]  # half done
-    project.dbt("run", "-s", "accounts", vars={"batch": 3})
+    session_project.dbt("run", "-s", "accounts", vars={"batch": 3})
     assert rows(spark, t) == [(1, "ANN", 10.0, "eu"), (2, "BOB", 20.0, "us"), (3, "CY", 30.0, "eu"),
                               (4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
     assert spark.sql(f"SHOW TBLPROPERTIES {t} ('spark_merge.journal.parts')").collect()[0][1] == "0"
-    assert any("recovering interrupted merge" in line for line in project.logs)
+    assert any("recovering interrupted merge" in line for line in session_project.logs)
 
 
-def test_watermark_upsert_model_is_idempotent_across_backfills(spark, project):
+def test_watermark_upsert_model_is_idempotent_across_backfills(project):
+    db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("accounts_latest")
     project.dbt("run", "-s", "accounts_latest", "--full-refresh", vars={"batch": 3})
-    direct = rows(spark, t)
+    direct = rows(db, t)
     assert direct == [(1, "ann", 10.0, 1, False), (2, "bob", 25.0, 2, False), (3, "cy", 0.0, 2, True),
                       (4, "di", 45.0, 3, False), (5, "ed", 50.0, 3, False)]
     project.dbt("run", "-s", "accounts_latest", "--full-refresh", vars={"batch": 1})
     project.dbt("run", "-s", "accounts_latest", vars={"batch": 3})
     project.dbt("run", "-s", "accounts_latest", vars={"batch": 2})  # a backfill of an older day
     project.dbt("run", "-s", "accounts_latest", vars={"batch": 3})  # and the newest again
-    assert rows(spark, t) == direct
+    assert rows(db, t) == direct
     assert project.run_results()["accounts_latest"]["adapter_response"]["rows_affected"] == 0
 
 
-def test_merge_on_read_model_reads_like_the_copy_on_write_one(spark, project):
+def test_merge_on_read_model_reads_like_the_copy_on_write_one(project):
+    db = project.sql  # the test's session, or the Thrift server's tables
     cow, mor = project.table("accounts_latest"), project.table("accounts_log")
     for batch, refresh in ((1, True), (3, False), (2, False), (3, False)):
         args = ["run", "-s", "accounts_latest", "accounts_log"] + (["--full-refresh"] if refresh else [])
         project.dbt(*args, vars={"batch": batch})
-        assert rows(spark, mor) == rows(spark, f"(SELECT * FROM {cow} WHERE NOT deleted)")
-    assert spark.table(f"{mor}__sm_log").count() == 3 + 8 + 6 + 8  # every run only appended
+        assert rows(db, mor) == rows(db, f"(SELECT * FROM {cow} WHERE NOT deleted)")
+    assert db.table(f"{mor}__sm_log").count() == 3 + 8 + 6 + 8  # every run only appended
     assert project.run_results()["accounts_log"]["adapter_response"]["rows_affected"] == 8
 
 
-def test_aggregation_engine_model(spark, project):
+def test_aggregation_engine_model(project):
     """Batch by batch, and all batches in one run (a full refresh), give the same rows."""
+    db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("account_activity")
     project.dbt("run", "-s", "account_activity", "--full-refresh", vars={"batch": 1})
     project.dbt("run", "-s", "account_activity", vars={"batch": 2})
@@ -349,32 +398,69 @@ def test_aggregation_engine_model(spark, project):
     project.dbt("run", "-s", "account_activity", vars={"batch": 3})
     expected = [(1, 10.0, 1, 10.0, ["eu"], "ann"), (2, 45.0, 2, 25.0, ["us"], "bob"), (3, 30.0, 2, 30.0, ["eu"], "cy"),
                 (4, 85.0, 2, 45.0, ["apac"], "di"), (5, 50.0, 1, 50.0, ["us"], "ed")]
-    assert rows(spark, t) == expected
+    assert rows(db, t) == expected
     project.dbt("run", "-s", "account_activity", "--full-refresh", vars={"batches": [1, 2, 3]})
-    assert rows(spark, t) == expected
+    assert rows(db, t) == expected
 
 
-def test_null_partitions_random_sources_and_conditions_through_dbt(spark, project):
+def test_null_partitions_random_sources_and_conditions_through_dbt(project):
     """The dbt path: rows move into and out of the NULL partition (never confused with 'None'), a
     model drawing rand() is read once, and a non-deterministic merge condition is refused."""
+    db = project.sql  # the test's session, or the Thrift server's tables
     project.model("nulls", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
                            "select * from values {{ var('rows', \"(1, 'a', CAST(NULL AS STRING)), (2, 'b', 'None'), (3, 'c', 'x')\") }} "
                            "as s(id, v, p)")
     project.dbt("run", "-s", "nulls")
     t = project.table("nulls")
     project.dbt("run", "-s", "nulls", vars={"rows": "(1, 'a2', 'x'), (2, 'b2', CAST(NULL AS STRING)), (4, 'd', NULL)"})
-    assert rows(spark, t) == [(1, "a2", "x"), (2, "b2", None), (3, "c", "x"), (4, "d", None)]
+    assert rows(db, t) == [(1, "a2", "x"), (2, "b2", None), (3, "c", "x"), (4, "d", None)]
 
     project.model("rnd", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
                          "select CAST(id AS INT) AS id, CAST(floor(rand() * 5) AS INT) AS p from range(0, {{ var('n', 10) }})")
     project.dbt("run", "-s", "rnd")
     project.dbt("run", "-s", "rnd", vars={"n": 20})
-    assert sorted(r[0] for r in rows(spark, project.table("rnd"))) == list(range(20))
+    assert sorted(r[0] for r in rows(db, project.table("rnd"))) == list(range(20))
 
     project.model("rnd", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p'], "
                          "merge_clauses=[{'when': 'matched', 'condition': 'rand() < 0.5', 'action': 'delete'}]) }}\n"
                          "select CAST(id AS INT) AS id, 0 AS p from range(0, 5)")
-    before = snapshot(spark, project.table("rnd"))
+    before = snapshot(db, project.table("rnd"))
     project.dbt("run", "-s", "rnd", ok=False)
     assert "is not deterministic" in project.run_results()["rnd"]["message"]
-    assert snapshot(spark, project.table("rnd")) == before
+    assert snapshot(db, project.table("rnd")) == before
+
+
+@pytest.mark.slow
+def test_a_long_lived_thrift_session_sees_each_commit(projects):
+    """What another client of the same Thrift Server (a BI tool's open connection) sees, as the README
+    says: a partitioned table's copy-on-write commit at once (its partitions point at directories no
+    session has listed, and Spark asks the metastore for a partitioned table's partitions at every
+    query); an unpartitioned table's commit and a merge-on-read append after REFRESH TABLE (or once its
+    cached listing is older than spark.sql.metadataCacheTTLSeconds), Spark's rule for any write by
+    another session, its own INSERT INTO included."""
+    from .thrift_server import ThriftSql
+
+    project = projects("thrift")
+    reader = ThriftSql(project.sql.server, keep_session=True)
+    try:
+        for name, partition in (("seen_parts", ", partition_by=['p']"), ("seen_flat", "")):
+            project.model(name, "{{ config(materialized='spark_merge', unique_key='id'" + partition + ") }}\n"
+                                "select * from values {{ var('rows', \"(1, 'a', 1), (2, 'b', 2)\") }} as s(id, v, p)")
+            project.dbt("run", "-s", name)
+            t = project.table(name)
+            assert rows(reader, t) == [(1, "a", 1), (2, "b", 2)]
+            project.dbt("run", "-s", name, vars={"rows": "(1, 'a2', 1), (3, 'c', 3)"})
+            if not partition:
+                reader.sql(f"REFRESH TABLE {t}")
+            assert rows(reader, t) == [(1, "a2", 1), (2, "b", 2), (3, "c", 3)], name
+
+        log = project.table("accounts_log")
+        project.dbt("run", "-s", "accounts_log", "--full-refresh", vars={"batch": 1})
+        reader.sql(f"REFRESH TABLE {log}__sm_log")  # dbt's CTAS made it again at the same directory
+        first = reader.sql(f"SELECT count(*) FROM {log}__sm_log").collect()[0][0]
+        project.dbt("run", "-s", "accounts_log", vars={"batch": 2})
+        reader.sql(f"REFRESH TABLE {log}__sm_log")
+        assert reader.sql(f"SELECT count(*) FROM {log}__sm_log").collect()[0][0] > first
+        assert rows(reader, log) == rows(project.sql, log)
+    finally:
+        reader.close()

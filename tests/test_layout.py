@@ -195,3 +195,21 @@ def test_a_location_the_user_chose_is_left_alone(spark, sales):
     result = vacuum(spark, sales, retain_hours=0)
     assert result.layout.moved == [] and location(spark, sales, "p=3") == elsewhere
 
+
+
+@pytest.mark.slow
+def test_another_session_reads_a_refilled_directory_once_its_listing_expired(tmp_path):
+    """README "Readers in other sessions": the canonical-layout step refills a directory another session
+    listed; with the metadata cache TTL no longer than the retention, that session lists it again."""
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "tests.session_cache_driver", str(tmp_path)], capture_output=True,
+                         text=True, cwd=Path(__file__).resolve().parents[1], timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert seen["before"] == [[1, 1, 1], [2, 2, 1], [3, 3, 2]]
+    assert seen["after_merge"] == seen["writer"] == [[1, 11, 1], [2, 12, 1], [3, 3, 2]]
+    assert seen["moved"] == ["p=1"]  # the step did refill the directory the second session had listed
+    assert seen["after_vacuum"] == seen["writer"]
