@@ -18,9 +18,7 @@ from merge_core import DuplicateMatchError, host, merge
 from merge_core.catalog import describe_table
 
 from .conftest import rows
-from .test_dbt import project  # noqa: F401  (the dbt project fixture)
-
-pytestmark = pytest.mark.usefixtures("project")
+from .test_dbt import projects, session_project  # noqa: F401  (the dbt project fixtures)
 
 COLUMNS = ["id", "name", "amount", "region"]
 T, S = "DBT_INTERNAL_DEST", "DBT_INTERNAL_SOURCE"
@@ -111,16 +109,16 @@ def _dbt_trace(logs: list[str]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_dbt_and_python_issue_the_same_statements(spark, project, shape):
+def test_dbt_and_python_issue_the_same_statements(spark, session_project, shape):
     config, statement, batch = SHAPES[shape]
-    updates = f"{project.schema}.account_updates"
+    updates = f"{session_project.schema}.account_updates"
     # names of one length for both tables: the journal is split into table properties by length
     name = f"conf_{shape}_db"
     op = {"delete_and_update": ", op", "watermark_upsert": ", batch", "merge_on_read": ", batch"}.get(shape, "")
-    _model(project, name, config, BATCH_SQL.format(op=op, updates="{{ ref('account_updates') }}", batch=1))
-    project.dbt("run", "-s", name)
-    dbt_table = project.table(name)
-    py_table = f"{project.schema}.conf_{shape}_py"
+    _model(session_project, name, config, BATCH_SQL.format(op=op, updates="{{ ref('account_updates') }}", batch=1))
+    session_project.dbt("run", "-s", name)
+    dbt_table = session_project.table(name)
+    py_table = f"{session_project.schema}.conf_{shape}_py"
     for leftover in (py_table, py_table + "__sm_log"):  # a merge-on-read table is a view over its log
         spark.sql(f"DROP VIEW IF EXISTS {leftover}")
         spark.sql(f"DROP TABLE IF EXISTS {leftover}")
@@ -136,9 +134,9 @@ def test_dbt_and_python_issue_the_same_statements(spark, project, shape):
 
     body = (DUPLICATES.format(updates="{{ ref('account_updates') }}") if shape == "duplicate"
             else BATCH_SQL.format(op=op, updates="{{ ref('account_updates') }}", batch=batch))
-    _model(project, name, config, body)
-    project.dbt("run", "-s", name, ok=shape != "duplicate")
-    from_dbt = _dbt_trace(project.logs)
+    _model(session_project, name, config, body)
+    session_project.dbt("run", "-s", name, ok=shape != "duplicate")
+    from_dbt = _dbt_trace(session_project.logs)
 
     view = f"{name}__sm_source_20260101000000_00000000"
     source = (DUPLICATES.format(updates=updates) if shape == "duplicate"
