@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-delta clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,19 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/merge_cost.py
 	$(BIN)/python bench/upsert_modes.py
+
+# Delta Lake's MERGE beside spark-merge's (bench/delta_spark.py): delta-spark 4.4.0, the newest on Maven
+# Central, is built for Spark 4.2, so both run on pyspark 4.2.1, fetched into var/delta (not committed)
+DELTA := var/delta
+MAVEN := https://repo1.maven.org/maven2/io/delta
+DELTA_ARGS ?=
+bench-delta: $(STAMP)
+	mkdir -p $(DELTA)
+	test -d $(DELTA)/py42/pyspark || $(BIN)/pip install --quiet --no-deps --target $(DELTA)/py42 pyspark==4.2.1
+	test -f $(DELTA)/delta-spark_2.13-4.4.0.jar || curl -fsSL -o $(DELTA)/delta-spark_2.13-4.4.0.jar $(MAVEN)/delta-spark_2.13/4.4.0/delta-spark_2.13-4.4.0.jar
+	test -f $(DELTA)/delta-storage-4.4.0.jar || curl -fsSL -o $(DELTA)/delta-storage-4.4.0.jar $(MAVEN)/delta-storage/4.4.0/delta-storage-4.4.0.jar
+	PYTHONPATH=$(DELTA)/py42:. DELTA_JARS=$(CURDIR)/$(DELTA)/delta-spark_2.13-4.4.0.jar,$(CURDIR)/$(DELTA)/delta-storage-4.4.0.jar \
+	  $(BIN)/python bench/delta_spark.py $(DELTA_ARGS)
 
 clean:
 	rm -rf var .pytest_cache

@@ -1,0 +1,109 @@
+"""spark-merge against Delta Lake's own MERGE, in one Spark session, on the same rows.
+
+    make bench-delta                       # N=5M and 20M, M=500k, medians of 3
+    make bench-delta DELTA_ARGS="--rows 1000000 --repeat 1"
+
+The peer a Spark user would pick instead of spark-merge is Delta Lake's (or Iceberg's) MERGE on the
+same Spark. delta-spark is published for a Spark minor version, not for every one: the newest
+(4.4.0) is built for Spark 4.2 and fails on Spark 4.3, the project's version, inside its own code
+(NoSuchMethodError on org.apache.spark.sql.execution.LogicalRDD.<init>, which changed in 4.3). So this
+bench runs both on Spark 4.2 (`make bench-delta` fetches pyspark 4.2.1 and the delta-spark jars into
+var/, outside the project's environment); spark-merge runs unchanged there.
+
+Workload and data: bench/merge_cost.py's (a target of N rows partitioned by day, a CDC source of M
+rows). Each run gets a fresh copy: a parquet table for spark-merge; for Delta a Delta table made by
+CTAS from the same files (not timed), partitioned by dt, copy-on-write (no deletion vectors: Delta's
+default for a new table). The same MERGE statement runs on both. Jobs: the Spark jobs each MERGE ran
+(job group + statusTracker), counted in the first run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from merge_core import merge
+from merge_core.session import get_session
+
+from merge_cost import checksum, fresh_target, generate, scenarios, timed
+
+JARS = os.environ.get("DELTA_JARS", "")
+
+
+def delta_target(spark, where: Path) -> str:
+    spark.sql("DROP TABLE IF EXISTS bench.d")
+    spark.sql(f"CREATE TABLE bench.d USING delta PARTITIONED BY (dt) LOCATION '{where / f'delta_{time.monotonic_ns()}'}' "
+              f"AS SELECT * FROM parquet.`{where / 'target'}`")
+    return "bench.d"
+
+
+def jobs_of(spark, fn) -> tuple[float, int]:
+    sc = spark.sparkContext
+    group = f"bench_{time.monotonic_ns()}"
+    sc.setJobGroup(group, "bench")
+    try:
+        seconds = timed(fn)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return seconds, len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def compare(spark, where: Path, repeat: int, kinds: list[str]) -> None:
+    for kind in kinds:
+        sm, dl, sums, jobs = [], [], set(), {}
+        for i in range(repeat):
+            table = fresh_target(spark, where)
+            s, j = jobs_of(spark, lambda: merge(spark, scenarios(table)[kind]))
+            sm.append(s)
+            jobs.setdefault("sm", j)
+            sums.add(checksum(spark, table))
+            table = delta_target(spark, where)
+            s, j = jobs_of(spark, lambda: spark.sql(scenarios(table)[kind]).collect())
+            dl.append(s)
+            jobs.setdefault("delta", j)
+            sums.add(checksum(spark, table))
+        a, b = statistics.median(sm), statistics.median(dl)
+        print(f"| {kind} | {a:.2f} ({jobs['sm']} jobs) | {b:.2f} ({jobs['delta']} jobs) | **{b / a:.2f}x** | "
+              f"{'yes' if len(sums) == 1 else 'NO'} |", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", default="5000000,20000000", help="N values, target rows")
+    ap.add_argument("--changes", type=int, default=500_000, help="M, source rows")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--scenarios", default="cdc, ON id;cdc, ON id AND dt", help="';'-separated, of merge_cost.py's")
+    args = ap.parse_args()
+    if not JARS:
+        raise SystemExit("set DELTA_JARS to the delta-spark and delta-storage jars (make bench-delta does)")
+    import pyspark
+
+    home = Path(tempfile.mkdtemp(prefix="sm_bench_delta_"))
+    spark = get_session(warehouse=str(home), conf={
+        "spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g", "spark.ui.showConsoleProgress": "false",
+        "spark.jars": JARS, "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"})
+    spark.sql("CREATE DATABASE IF NOT EXISTS bench")
+    try:
+        for n in [int(x) for x in args.rows.split(",")]:
+            data = home / f"n{n}"
+            generate(spark, n, args.changes, data)
+            fresh_target(spark, data)  # warm up both (JIT compilation) before anything is timed
+            merge(spark, scenarios("bench.t")["cdc, ON id"])
+            spark.sql(scenarios(delta_target(spark, data))["cdc, ON id"]).collect()
+            print(f"\nSpark {pyspark.__version__}, N={n:,} target rows, M={args.changes:,} source rows, medians of "
+                  f"{args.repeat} (seconds; side by side in this run)\n")
+            print("| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | same rows |")
+            print("|---|---|---|---|---|")
+            compare(spark, data, args.repeat, args.scenarios.split(";"))
+    finally:
+        spark.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
