@@ -158,15 +158,20 @@ def _key_columns(on: exp.Expression | None, target_alias: str, target_parts: lis
     return keys
 
 
-def _assignment_column(target: exp.Expression, target_alias: str, where: str) -> str:
-    if not isinstance(target, exp.Column):
+def _assignment_column(target: exp.Expression, target_alias: str, where: str, nested: bool = True) -> str:
+    """The assigned column, or a struct field's path ``col.field.sub`` (Spark's ``SET s.c1 = ...``).
+
+    A leading part equal to the target alias qualifies; any other dotted name is a field path
+    into a target column, resolved against the table's schema by spark_merge__resolve."""
+    if not isinstance(target, (exp.Column, exp.Dot)):
         raise UnsupportedError(f"{where}: assignment target must be a column, got {_sql(target)}")
-    if target.table and target.table.lower() != target_alias.lower():
-        raise ParseError(
-            f"{where}: assignment to {_sql(target)} must name a target column "
-            f"(qualifier {target.table!r} is not the target alias {target_alias!r})"
-        )
-    return target.name
+    parts = [p.name for p in target.parts]
+    if len(parts) > 1 and parts[0].lower() == target_alias.lower():
+        parts = parts[1:]
+    if len(parts) > 1 and not nested:
+        raise UnsupportedError(f"{where}: an INSERT column cannot be a nested field ({_sql(target)}); "
+                               f"insert the whole struct, e.g. named_struct(...)")
+    return ".".join(parts)
 
 
 def _merge(tree: exp.Merge, dialect: str) -> MergeSpec:
@@ -247,7 +252,7 @@ def _when(when: exp.When, i: int, target_alias: str) -> WhenClause:
             return WhenClause(matched=matched, by_source=by_source, action="insert", condition=condition, star=True)
         cols = []
         if isinstance(then.this, exp.Tuple):
-            cols = [_assignment_column(c, target_alias, label) for c in then.this.expressions]
+            cols = [_assignment_column(c, target_alias, label, nested=False) for c in then.this.expressions]
         values = then.expression
         if not isinstance(values, exp.Tuple):
             raise UnsupportedError(f"{label}: INSERT needs VALUES (...)")

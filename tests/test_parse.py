@@ -62,7 +62,8 @@ def test_subquery_and_table_sources_keep_their_column_aliases(using, source):
     ("MERGE INTO t USING s WHEN MATCHED THEN DELETE", ParseError, "needs an ON condition"),
     ("MERGE INTO t USING (SELECT 1) ON true WHEN MATCHED THEN DELETE", ParseError, "needs an alias"),
     ("MERGE INTO t USING s AS t ON true WHEN MATCHED THEN DELETE", ParseError, "share the alias"),
-    ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET x.a = 1", ParseError, "not the target alias"),
+    ("MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN INSERT (a, x.b) VALUES (1, 2)", UnsupportedError,
+     r"an INSERT column cannot be a nested field \(x.b\)"),
     ("SELECT 1", UnsupportedError, "got SELECT"),
     # Spark's grammar requires THEN; sqlglot alone would read these as if it were there
     ("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED UPDATE SET v = s.v", ParseError, "clause 1: THEN is missing before UPDATE"),
@@ -73,6 +74,18 @@ def test_subquery_and_table_sources_keep_their_column_aliases(using, source):
 def test_bad_statements(sql, error, fragment):
     with pytest.raises(error, match=fragment):
         parse(sql)
+
+
+@pytest.mark.parametrize("assignment, key", [
+    ("v = 1", "v"), ("t.v = 1", "v"), ("s.c1 = 1", "s.c1"), ("t.s.c1 = 1", "s.c1"),
+    ("s.c2.m.k = 1", "s.c2.m.k"), ("t.s.c2.m.k = 1", "s.c2.m.k"),
+])
+def test_an_assignment_names_a_column_or_a_struct_field_path(assignment, key):
+    """As in Spark, a leading target alias qualifies and anything else is a field path into a column
+    (resolved against the table's schema later, where an unknown column is an error)."""
+    assert parse(f"UPDATE t SET {assignment}").clauses[0].assignments[0][0] == key
+    merge = parse(f"MERGE INTO t USING src AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET {assignment}")
+    assert merge.clauses[0].assignments[0][0] == key
 
 
 def test_not_matched_by_source_clauses_keep_their_kind_and_order():

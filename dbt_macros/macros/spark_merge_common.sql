@@ -73,6 +73,19 @@ PARTITION ({% for c in table.partition_columns -%}
 {%- endif -%}
 {%- endmacro %}
 
+{#- The top-level comma-separated parts of a type's arguments (`a:int,b:map<string,int>`,
+    `string,decimal(10,2)`), appended to `out`. -#}
+{% macro spark_merge__type_args(inner, out) -%}
+{%- set ns = namespace(depth=0, start=0) -%}
+{%- for ch in inner -%}
+  {%- if ch in '<(' -%}{%- set ns.depth = ns.depth + 1 -%}
+  {%- elif ch in '>)' -%}{%- set ns.depth = ns.depth - 1 -%}
+  {%- elif ch == ',' and ns.depth == 0 -%}{%- do out.append(inner[ns.start:loop.index0] | trim) -%}{%- set ns.start = loop.index -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- do out.append(inner[ns.start:] | trim) -%}
+{%- endmacro %}
+
 {% macro spark_merge__can_assign(src, dst) -%}
 {%- set s = src | lower | trim -%}
 {%- set d = dst | lower | trim -%}
@@ -87,6 +100,19 @@ PARTITION ({% for c in table.partition_columns -%}
 {%- elif (d.startswith('string') or d.startswith('varchar') or d.startswith('char')) and not s_complex -%}true
 {%- elif s in datetimes and d in datetimes -%}true
 {%- elif s.startswith('array<') and d.startswith('array<') -%}{{ spark_merge.spark_merge__can_assign(s[6:-1], d[6:-1]) }}
+{%- elif (s.startswith('map<') and d.startswith('map<')) or (s.startswith('struct<') and d.startswith('struct<')) -%}
+  {#- field by field, by position (names need not agree), as Spark's store assignment -#}
+  {%- set struct = s.startswith('struct<') -%}
+  {%- set sa = [] -%}{%- set da = [] -%}
+  {%- do spark_merge.spark_merge__type_args(s[(7 if struct else 4):-1], sa) -%}
+  {%- do spark_merge.spark_merge__type_args(d[(7 if struct else 4):-1], da) -%}
+  {%- set ns = namespace(ok=(sa | length == da | length)) -%}
+  {%- for a in sa if ns.ok -%}
+    {%- set ta = a.split(':', 1)[-1] if struct else a -%}
+    {%- set tb = da[loop.index0].split(':', 1)[-1] if struct else da[loop.index0] -%}
+    {%- set ns.ok = spark_merge.spark_merge__can_assign(ta, tb) | trim == 'true' -%}
+  {%- endfor -%}
+  {{- 'true' if ns.ok else 'false' -}}
 {%- else -%}false
 {%- endif -%}
 {%- endmacro %}

@@ -31,8 +31,10 @@
 {%- endfor -%}
 {%- set nullable_by_name = {} -%}
 {%- set default_by_name = {} -%}
+{%- set struct_by_name = {} -%}
 {%- for c in desc.get('columns') or [] -%}
   {%- do nullable_by_name.update({c.name | lower: c.get('nullable', true)}) -%}
+  {%- if c.type is mapping and c.type.get('name') == 'struct' -%}{%- do struct_by_name.update({c.name | lower: c.type}) -%}{%- endif -%}
   {%- if c.get('default') is not none -%}{%- do default_by_name.update({c.name | lower: c.default}) -%}{%- endif -%}
 {%- endfor -%}
 {%- set columns = [] -%}
@@ -40,7 +42,7 @@
 {%- for row in column_types -%}
   {%- set lname = row[0] | lower -%}
   {%- set col = {'name': row[0], 'type': row[1], 'nullable': (nullable_by_name.get(lname, true) and lname not in not_null),
-                 'default': default_by_name.get(lname)} -%}
+                 'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname)} -%}
   {%- do columns.append(col) -%}
   {%- do by_name.update({lname: col}) -%}
 {%- endfor -%}
@@ -67,6 +69,34 @@
 {% macro spark_merge__default_or(expr, column) -%}
 {%- if expr | trim | upper == 'DEFAULT' -%}{{ '(' ~ column.default ~ ')' if column.get('default') is not none else 'NULL' }}
 {%- else -%}{{ expr }}{%- endif -%}
+{%- endmacro %}
+
+{#- The struct `prefix` (of JSON type `stype`) with some fields assigned: `assigned` holds
+    [field path, value] pairs. As Spark (AssignmentUtils.applyFieldAssignments): every field is
+    rebuilt with named_struct, from its value or the old field, so assigning a field of a NULL
+    struct gives a struct whose other fields are NULL; only struct fields can be assigned. -#}
+{% macro spark_merge__struct_value(prefix, stype, assigned, label, path, errors) -%}
+{%- set names = stype.fields | map(attribute='name') | map('lower') | list -%}
+{%- for a in assigned if (a[0][0] | lower) not in names -%}
+  {%- do errors.append(label ~ ': SET ' ~ path ~ '.' ~ a[0] | join('.') ~ ': struct ' ~ path ~ ' has no field ' ~ a[0][0] ~ ' (it has: ' ~ stype.fields | map(attribute='name') | join(', ') ~ ')') -%}
+{%- endfor -%}
+named_struct(
+{%- for f in stype.fields -%}
+  {%- set whole = [] -%}{%- set deeper = [] -%}
+  {%- for a in assigned if (a[0][0] | lower) == (f.name | lower) -%}
+    {%- do (whole if a[0] | length == 1 else deeper).append([a[0][1:], a[1]]) -%}
+  {%- endfor -%}
+  {%- set field = prefix ~ '.' ~ spark_merge.spark_merge__quote(f.name) -%}
+  {{- ', ' if not loop.first }}{{ spark_merge.spark_merge__literal(f.name) }}, {# -#}
+  {%- if whole | length > 1 or (whole and deeper) -%}
+    {%- do errors.append(label ~ ': field ' ~ path ~ '.' ~ f.name ~ ' is assigned more than once') -%}{{ field }}
+  {%- elif whole -%}({{ whole[0][1] }})
+  {%- elif deeper and f.type.get('name') != 'struct' -%}
+    {%- do errors.append(label ~ ': SET ' ~ path ~ '.' ~ f.name ~ '.' ~ deeper[0][0] | join('.') ~ ': only struct fields can be assigned, and ' ~ path ~ '.' ~ f.name ~ ' has type ' ~ f.type.get('name')) -%}{{ field }}
+  {%- elif deeper -%}{{ spark_merge.spark_merge__struct_value(field, f.type, deeper, label, path ~ '.' ~ f.name, errors) | trim }}
+  {%- else -%}{{ field }}
+  {%- endif -%}
+{%- endfor -%})
 {%- endmacro %}
 
 {#- matched, not_matched or not_matched_by_source: which rows a clause is for. -#}
@@ -133,14 +163,32 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
     {%- if cl.assignments | length == 0 -%}
       {%- do errors.append(label ~ ': UPDATE SET needs at least one assignment') -%}
     {%- endif -%}
+    {#- SET s.c1 = ...: a struct field's path, folded into one value for column s below -#}
+    {%- set fields = {} -%}
     {%- for pair in cl.assignments -%}
       {%- set lname = pair[0] | lower -%}
-      {%- if lname not in table.columns_by_name -%}
-        {%- do errors.append(label ~ ': SET assigns unknown column ' ~ pair[0] ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
-      {%- elif lname in outputs -%}
-        {%- do errors.append(label ~ ': column ' ~ pair[0] ~ ' is assigned more than once') -%}
+      {%- set top = lname.split('.')[0] -%}
+      {%- if lname not in table.columns_by_name and (top == lname or top not in table.columns_by_name) -%}
+        {%- do errors.append(label ~ ': SET assigns unknown column ' ~ pair[0] ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ '; a qualifier must be the target alias ' ~ spec.target_alias ~ ')') -%}
+      {%- elif lname not in table.columns_by_name -%}
+        {%- if top in outputs -%}
+          {%- do errors.append(label ~ ': column ' ~ top ~ ' is assigned whole and by field (' ~ pair[0] ~ '); assign one or the other') -%}
+        {%- else -%}
+          {%- do fields.setdefault(top, []).append([pair[0].split('.')[1:], pair[1]]) -%}
+        {%- endif -%}
+      {%- elif lname in outputs or lname in fields -%}
+        {%- do errors.append(label ~ ': column ' ~ pair[0] ~ (' is assigned whole and by field; assign one or the other' if lname in fields else ' is assigned more than once')) -%}
       {%- else -%}
         {%- do outputs.update({lname: spark_merge.spark_merge__default_or(pair[1], table.columns_by_name[lname]) | trim}) -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- for top, assigned in fields.items() -%}
+      {%- set column = table.columns_by_name[top] -%}
+      {%- if not column.struct -%}
+        {%- do errors.append(label ~ ': SET ' ~ column.name ~ '.' ~ assigned[0][0] | join('.') ~ ': only struct fields can be assigned, and ' ~ column.name ~ ' has type ' ~ column.type) -%}
+      {%- else -%}
+        {%- set prefix = spark_merge.spark_merge__quote(spec.target_alias) ~ '.' ~ spark_merge.spark_merge__quote(column.name) -%}
+        {%- do outputs.update({top: spark_merge.spark_merge__struct_value(prefix, column.struct, assigned, label, column.name, errors) | trim}) -%}
       {%- endif -%}
     {%- endfor -%}
   {%- elif cl.action == 'insert' -%}
