@@ -293,6 +293,14 @@ SELECT
   {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor %}
   CASE WHEN {% if c.get('has_default') %}__sm_case IN ({{ (writers_of_c or [-2]) | join(', ') }}){% else %}__sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}){% endif %} AND __sm_c{{ loop.index0 }} IS NULL THEN raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ loop.index0 }}
 {%- endif %}
+{#- a struct field listed in spark_merge.not_null (s.c1): NULL there, in a struct that is not NULL -#}
+{%- set i = loop.index0 -%}
+{%- for path in c.get('not_null_fields') or [] %},
+  {%- set parts = [] -%}{%- for p in path.split('.') -%}{%- do parts.append(spark_merge.spark_merge__quote(p) | trim) -%}{%- endfor %}
+  CASE WHEN __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}) AND __sm_c{{ i }} IS NOT NULL
+  {%- for n in range(1, parts | length) %} AND __sm_c{{ i }}.{{ parts[:n] | join('.') }} IS NOT NULL{% endfor %}
+  AND __sm_c{{ i }}.{{ parts | join('.') }} IS NULL THEN raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL field ' ~ c.name ~ '.' ~ path ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ i }}_{{ loop.index0 }}
+{%- endfor %}
 {%- endfor %}
 {% if has_source -%}
 FROM {{ spark_merge.spark_merge__target_scan(table, spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim, t if full else none) }} AS {{ t }}

@@ -42,7 +42,8 @@
 {%- for row in column_types -%}
   {%- set lname = row[0] | lower -%}
   {%- set col = {'name': row[0], 'type': row[1], 'nullable': (nullable_by_name.get(lname, true) and lname not in not_null),
-                 'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname)} -%}
+                 'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname), 'not_null_fields': []} -%}
+  {%- for n in not_null if n.startswith(lname ~ '.') -%}{%- do col.not_null_fields.append(n[lname | length + 1:]) -%}{%- endfor -%}
   {%- do columns.append(col) -%}
   {%- do by_name.update({lname: col}) -%}
 {%- endfor -%}
