@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench bench-delta clean
+.PHONY: demo test test-all bench bench-delta clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# everything, the extended tier too (README: Tests); longer than CI's hour
+test-all: $(STAMP)
+	SPARK_MERGE_SOAK_ITERATIONS=8 $(BIN)/python -m pytest -m '' $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/merge_cost.py

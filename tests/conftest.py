@@ -23,7 +23,7 @@ def spark(tmp_path_factory):
 
     home = tmp_path_factory.mktemp("spark_home")
     master = os.environ.get("SPARK_MASTER", "local[2]")   # test_cluster.py runs a subset on spark://
-    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", **app_conf(master)}
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", **app_conf(master, short_lived=False)}
     session = get_session(master=master, warehouse=str(home), conf=conf)
     if master.startswith("spark://"):
         _wait_for_executors(session, 2)
@@ -145,6 +145,16 @@ def snapshot(spark, table: str):
 def tree(path: str) -> set[str]:
     root = Path(path.removeprefix("file:"))
     return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """A dbt test runs over Thrift in CI only when marked thrift_ci (test_dbt.py); every dbt test
+    runs over Thrift in the extended tier (make test-all)."""
+    for item in items:
+        params = getattr(item, "callspec", None)
+        if params and params.params.get("project") == "thrift" and not item.get_closest_marker("thrift_ci"):
+            item.add_marker(pytest.mark.extended)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -15,6 +15,9 @@ from dbt.cli.main import dbtRunner
 from dbt_macros import PACKAGE_DIR
 from merge_core.session import get_session
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.cluster import FAST_CONF  # noqa: E402
+
 MODEL = """{{ config(materialized='spark_merge', unique_key='id', partition_by=['p'], merge_clauses=[
     {'when': 'matched', 'action': 'update', 'set': {'v': 'DBT_INTERNAL_SOURCE.v'}},
     {'when': 'not_matched', 'action': 'insert'}]) }}
@@ -28,7 +31,7 @@ PROFILE = """crash:
 
 
 def main(home: str) -> None:
-    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1"})
+    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1", **FAST_CONF})
     spark.sql("CREATE DATABASE IF NOT EXISTS crash")
     spark.sql("CREATE TABLE crash.t (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
     spark.sql("INSERT INTO crash.t VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2), (4, 'd', 2)")

@@ -9,10 +9,14 @@ import sys
 
 from merge_core import merge
 from merge_core.session import get_session
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.cluster import FAST_CONF  # noqa: E402
 
 
 def main(home: str, url: str, table: str) -> None:
-    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1"})
+    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1", **FAST_CONF})
     merge(spark, f"MERGE INTO {table} t USING (SELECT * FROM VALUES (1, 'x'), (5, 'new') AS s(id, name)) s "
                  "ON t.id = s.id WHEN MATCHED THEN UPDATE SET note = s.name "
                  "WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name)", jdbc_url=url)

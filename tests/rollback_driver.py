@@ -13,6 +13,10 @@ import sys
 from merge_core import MergeError, history, merge, recover, rollback
 from merge_core.catalog import describe_table
 from merge_core.session import get_session
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.cluster import FAST_CONF  # noqa: E402
 
 TABLE = "rb.t"
 
@@ -22,7 +26,7 @@ def rows(spark):
 
 
 def main(home: str, mode: str) -> None:
-    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1"})
+    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1", **FAST_CONF})
     if mode == "prep":
         spark.sql("CREATE DATABASE IF NOT EXISTS rb")
         spark.sql(f"CREATE TABLE {TABLE} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")

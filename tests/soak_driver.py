@@ -13,6 +13,9 @@ from pathlib import Path
 from merge_core import compact, merge, recover, rollback
 from merge_core.session import get_session
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.cluster import FAST_CONF  # noqa: E402
+
 T, M = "soak.t", "soak.m"
 SOURCE = "SELECT * FROM VALUES {} AS s(id, v, w, p)"
 OPERATIONS = {  # kind -> what the run does (after the set-up)
@@ -49,7 +52,7 @@ def setup(spark, home: str, kind: str) -> None:
 
 
 def main(home: str, mode: str, kind: str) -> None:
-    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1"})
+    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1", **FAST_CONF})
     if mode == "run":
         setup(spark, home, kind)
         # arm the failpoint's mark only now: the set-up's own merges pass the same boundaries

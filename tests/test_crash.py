@@ -36,11 +36,20 @@ def run_driver(home, mode, env=None, timeout=240):
 
 # on the standalone cluster (test_cluster.py): a kill inside the commit (the before-journal side is covered locally)
 CLUSTER_POINTS = ("between_repoints",)
+# in CI (each case is two JVMs, about a minute): one point before the commit and the points around the
+# journal through Python, one on each side of the journal through dbt; the rest in the extended tier
+# (make test-all), which the kill soak (test_soak.py) also reaches at random moments
+CI_POINTS = {"python": ("after_validation", "after_journal", "between_repoints", "before_refresh"),
+             "dbt": ("after_staging", "between_repoints")}
+
+
+def _marks(point: str, host: str) -> list:
+    marks = [pytest.mark.cluster] if host == "python" and point in CLUSTER_POINTS else []
+    return marks + ([] if point in CI_POINTS[host] else [pytest.mark.extended])
 
 
 @pytest.mark.parametrize("point,host", [
-    pytest.param(point, host, marks=[pytest.mark.cluster] if host == "python" and point in CLUSTER_POINTS else [])
-    for point in POINTS for host in ("python", "dbt")])
+    pytest.param(point, host, marks=_marks(point, host)) for point in POINTS for host in ("python", "dbt")])
 def test_sigkill_then_recover(tmp_path, point, host):
     """The same merge, run by merge_core or by dbt's materialization (the same lifecycle macros,
     dbt's host primitives: its failpoint writes <flag>.d with SQL and sleeps in Spark)."""

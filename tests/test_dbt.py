@@ -104,6 +104,7 @@ def session_project(projects):
     return projects("session")
 
 
+@pytest.mark.thrift_ci
 def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(project):
     db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("accounts")
@@ -189,6 +190,7 @@ def test_lossy_assignment_warns_or_refuses(project):
     assert snapshot(db, t) == before
 
 
+@pytest.mark.thrift_ci
 def test_clauses_with_delete(project):
     db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("account_balances")
@@ -199,6 +201,7 @@ def test_clauses_with_delete(project):
     assert project.run_results()["account_balances"]["adapter_response"]["rows_affected"] == 3
 
 
+@pytest.mark.thrift_ci
 def test_duplicate_match_fails_the_model_and_leaves_the_table(project):
     db = project.sql  # the test's session, or the Thrift server's tables
     project.model("dups", "{{ config(materialized='spark_merge', unique_key='id') }}\n"
@@ -377,6 +380,7 @@ def test_watermark_upsert_model_is_idempotent_across_backfills(project):
     assert project.run_results()["accounts_latest"]["adapter_response"]["rows_affected"] == 0
 
 
+@pytest.mark.thrift_ci
 def test_merge_on_read_model_reads_like_the_copy_on_write_one(project):
     db = project.sql  # the test's session, or the Thrift server's tables
     cow, mor = project.table("accounts_latest"), project.table("accounts_log")
@@ -403,6 +407,7 @@ def test_aggregation_engine_model(project):
     assert rows(db, t) == expected
 
 
+@pytest.mark.thrift_ci
 def test_null_partitions_random_sources_and_conditions_through_dbt(project):
     """The dbt path: rows move into and out of the NULL partition (never confused with 'None'), a
     model drawing rand() is read once, and a non-deterministic merge condition is refused."""
