@@ -26,6 +26,11 @@ def test_table_info(table):
     ("int", "bigint", True), ("decimal(10,2)", "double", True), ("string", "int", False),
     ("int", "string", True), ("date", "timestamp", True), ("array<int>", "array<bigint>", True),
     ("array<string>", "date", False), ("boolean", "int", False), ("void", "date", True),
+    # field by field, by position: NULL fields take any type, names need not agree, shapes must
+    ("struct<a:void,b:int>", "struct<x:array<int>,y:bigint>", True), ("struct<x:string>", "struct<x:int>", False),
+    ("struct<a:int>", "struct<a:int,b:int>", False), ("map<string,void>", "map<string,string>", True),
+    ("map<string,array<int>>", "map<string,string>", False),
+    ("struct<d:decimal(10,2),m:map<string,int>>", "struct<d:double,m:map<string,bigint>>", True),
 ])
 def test_store_assignment_rules(src, dst, ok):
     assert macros.render("can_assign", src, dst) == ("true" if ok else "false")
@@ -55,6 +60,25 @@ def test_rendering_is_deterministic(table):
     first = macros.render("changes_sql", spec, table, resolved, ctx)
     assert first == macros.render("changes_sql", spec, table, resolved, ctx)
     assert "RIGHT JOIN" in first and "CAST((s.v) AS string)" in first
+
+
+def test_a_struct_field_assignment_rebuilds_the_struct_from_its_old_fields():
+    """SET s.c2.m = ... (a dict spec's, or dbt merge_clauses' set, key): every field from its old value
+    but the assigned one, as Spark's AssignmentUtils; an unknown field names the ones there are."""
+    struct = {"name": "struct", "fields": [
+        {"name": "c1", "type": {"name": "int"}},
+        {"name": "c2", "type": {"name": "struct", "fields": [{"name": "a", "type": {"name": "array"}},
+                                                             {"name": "m", "type": {"name": "map"}}]}}]}
+    desc = dict(DESC, columns=DESC["columns"] + [{"name": "s", "type": struct, "nullable": True}])
+    table = macros.fill("table_info", desc, TYPES + [["s", "struct<c1:int,c2:struct<a:array<int>,m:map<string,string>>>"]])
+    spec = parse("UPDATE db.acc SET s.c2.m = map('k', 'v'), v = 'x' WHERE id = 1").to_dict()
+    resolved = macros.fill("resolve", spec, table)
+    assert resolved["errors"] == []
+    assert resolved["clauses"][0]["outputs"]["s"] == (
+        "named_struct('c1', `acc`.`s`.`c1`, 'c2', named_struct('a', `acc`.`s`.`c2`.`a`, 'm', (MAP('k', 'v'))))")
+    spec["clauses"][0]["assignments"] = [["s.c3", "1"]]
+    assert macros.fill("resolve", spec, table)["errors"] == [
+        "WHEN MATCHED clause 1 (UPDATE): SET s.c3: struct s has no field c3 (it has: c1, c2)"]
 
 
 def _narrow(table, keys, stats):
