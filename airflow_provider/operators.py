@@ -23,7 +23,7 @@ class SparkMergeOperator(BaseOperator):
 
     ``postgres_conn_id``: the target is a table of that PostgreSQL database (an Airflow Postgres
     connection: host, port, schema = database, login, password), changed in place by primary key.
-    ``options``: every option of ``merge_core.merge``: duplicate_rule, lossy_assignments, partition_filter,
+    ``options``: every option of ``merge_core.merge``: duplicate_rule, lossy_assignments, schema_evolution, partition_filter,
     key_columns;
     for watermark upserts primary_key, watermark_key, tombstone_key, tombstone_string_key_value,
     upsert_mode; for merge engines primary_key, merge_engine, sequence_field, row_kind_field,

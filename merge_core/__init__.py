@@ -135,6 +135,7 @@ def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, jdbc_url: 
             jdbc_user: str | None = None, jdbc_password: str | None = None, **options: Any) -> str:
     """Validate and return the plan's SQL without running it."""
     merge_run = MergeRun(spark, to_spec(sql_or_spec, **options), jdbc_target(jdbc_url, jdbc_user, jdbc_password))
+    merge_run.schema_changes = "preview"  # show the columns schema evolution would add; add none
     try:
         merge_run.begin()
         return merge_run.explain()

@@ -54,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--dialect", choices=["spark", "trino"], help="how to read the SQL (default: Spark, then Trino)")
         declared(sp, options.option("partition_filter"))
         declared(sp, options.option("lossy_assignments"))
+        declared(sp, options.option("schema_evolution"))
         sp.add_argument("--json", action="store_true", help="print the result as JSON")
         if name == "run":
             sp.add_argument("--dry-run", action="store_true", help="run the planning jobs only and report what would "
@@ -241,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = {k: v for k, v in (("duplicate_rule", args.duplicate_rule), ("dialect", args.dialect),
                                     ("partition_filter", args.partition_filter), ("jdbc_url", args.jdbc_url),
                                     ("lossy_assignments", args.lossy_assignments),
+                                    ("schema_evolution", args.schema_evolution),
                                     ("jdbc_user", args.jdbc_user), ("jdbc_password", args.jdbc_password)) if v}
         if args.command == "explain":
             print(explain(spark, sql, **chosen))

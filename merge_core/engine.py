@@ -22,7 +22,7 @@ from .lifecycle import Lifecycle, drive, live_ids
 from .result import MergeResult
 from .parse import on_equalities
 from .spec import MergeSpec
-from .validate import source_columns, validate
+from .validate import source_columns, source_types, validate
 
 log = logging.getLogger("spark_merge")
 
@@ -123,11 +123,15 @@ class MergeRun(Lifecycle):
     """One MERGE, UPDATE, DELETE or copy-on-write upsert through the lifecycle. Use ``merge()``
     unless you need the steps."""
 
-    def __init__(self, spark: SparkSession, spec: MergeSpec, target=None):
+    def __init__(self, spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False):
         super().__init__(spark)
         self.spec = spec
         self.target = target  # a postgres.PostgresTarget, or None for a Spark catalog table
         self.spec_data = spec.to_dict()
+        # schema evolution's new columns: added at begin ("apply"), shown by explain ("preview"), or,
+        # in a dry run, whose plan would read them from the table, refused ("refuse")
+        self.schema_changes = "refuse" if dry_run else "apply"
+        self.added_columns: list[list[str]] = []
 
     def begin(self) -> dict:
         """Read the target, finish any interrupted commit, validate. Touches no data."""
@@ -147,6 +151,8 @@ class MergeRun(Lifecycle):
             # an interrupted one
             if macros.fill("lifecycle_settle", self.host, self.table)["recovered"]:
                 self.table = describe_table(self.spark, self.spec.target)
+        if self.spec_data["schema_evolution"]:
+            self._evolve_schema()
         if self.spec.upsert:  # generate the guarded MERGE now that the column types are known
             compiled = macros.fill("upsert_spec", self.spec_data, self.table, source_columns(self.spark, self.spec_data))
             if compiled["errors"]:
@@ -170,6 +176,37 @@ class MergeRun(Lifecycle):
         log.info("BEGIN %s", json.dumps(info))
         return info
 
+    def _evolve_schema(self) -> None:
+        """MERGE WITH SCHEMA EVOLUTION: the source columns UPDATE SET * / INSERT * carry that the table
+        lacks are added (ALTER TABLE ... ADD COLUMNS) before planning, once the statement has been
+        validated against the table as it will be, so an invalid statement changes nothing. Spark
+        alters a Delta table's schema in the commit itself; a parquet table's schema lives in the
+        metastore, so here the columns come first and stay (NULL in every existing row) if the
+        merge then fails."""
+        if self.target is not None or self.spec.upsert:
+            raise ValidationError(["schema_evolution applies to a MERGE into a Spark catalog table; for an upsert "
+                                   "or a PostgreSQL target, add the columns (ALTER TABLE ... ADD COLUMNS) first"])
+        types = source_types(self.spark, self.spec_data)
+        self.spec_data["star_columns"] = [name.lower() for name, _ in types]
+        evolved = macros.fill("evolved_columns", self.spec_data, self.table, types)
+        if evolved["errors"]:
+            raise ValidationError(evolved["errors"])
+        self.added_columns = evolved["columns"]
+        if not self.added_columns:
+            return
+        names = ", ".join(name for name, _ in self.added_columns)
+        preview = _with_columns(self.table, self.added_columns)
+        validate(self.spark, self.spec_data, preview)
+        if self.schema_changes == "refuse":
+            raise ValidationError([f"schema evolution would add column(s) {names} to {self.table['name']}, and a dry "
+                                   f"run's plan reads them from the table; explain shows the plan, a run adds them"])
+        if self.schema_changes == "preview":
+            self.table = preview
+            return
+        self.host.step(f"schema evolution: adding column(s) {names} to {self.table['name']}")
+        self.host.run(macros.render("add_columns_sql", self.table, self.added_columns))
+        self.table = describe_table(self.spark, self.spec.target)
+
     def explain(self, placeholder_id: bool = False) -> str:
         """The plan's SQL, in order, before anything runs."""
         spec, table = self.spec_data, self.table
@@ -187,6 +224,9 @@ class MergeRun(Lifecycle):
                       f"({keys}) its values' range (a partition column's list), which every target scan below "
                       f"is narrowed to",
                       macros.render("cache_source_sql", spec, ctx), macros.render("source_stats_sql", table, ctx)]
+        if self.added_columns:
+            parts += ["-- schema evolution: first add the source's columns the target lacks (UPDATE SET * and "
+                      "INSERT * carry them)", macros.render("add_columns_sql", table, self.added_columns)]
         by_source = macros.fill("by_source_reads", spec, self.resolved)
         if by_source["note"]:
             parts.append(f"-- {by_source['note']}")
@@ -246,13 +286,21 @@ class MergeRun(Lifecycle):
             postgres.forget(self.spark, self.table)
 
 
-def new_run(spark: SparkSession, spec: MergeSpec, target=None) -> Lifecycle:
+def _with_columns(table: dict, columns: list[list[str]]) -> dict:
+    """``table`` as it will be once ``columns`` ([name, type]) are added: nullable, no default."""
+    added = [{"name": n, "type": t, "nullable": True, "default": None, "struct": None, "not_null_fields": []}
+             for n, t in columns]
+    return {**table, "columns": table["columns"] + added,
+            "columns_by_name": {**table["columns_by_name"], **{c["name"].lower(): c for c in added}}}
+
+
+def new_run(spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False) -> Lifecycle:
     """The lifecycle of ``spec``: a merge-on-read upsert appends to a log, anything else merges."""
     if target is None and spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read" and not spec.upsert.get("merge_engine"):
         from .merge_on_read import UpsertRun
 
         return UpsertRun(spark, spec)
-    return MergeRun(spark, spec, target)
+    return MergeRun(spark, spec, target, dry_run)
 
 
 def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=None, on_start=None,
@@ -265,4 +313,4 @@ def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=N
     ``on_planned(info)`` after the checks, before anything is written, with the merge id, target,
     paradigm, plan hash, partitions to rewrite and changed rows (the operator's XCom begin record).
     """
-    return drive(lambda: new_run(spark, spec, target), max_retries, on_planned, on_start, dry_run=dry_run)
+    return drive(lambda: new_run(spark, spec, target, dry_run), max_retries, on_planned, on_start, dry_run=dry_run)

@@ -25,6 +25,8 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
         raise ParseError("empty statement: expected MERGE INTO, UPDATE or DELETE FROM")
     if dialect is not None and dialect not in DIALECTS:
         raise ParseError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+    original = sql
+    sql, evolve = _SCHEMA_EVOLUTION.subn("MERGE INTO", sql, count=1)
     tree, used, first_error = None, None, None
     for d in ([dialect] if dialect else DIALECTS):
         try:
@@ -52,8 +54,13 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
         raise UnsupportedError(
             f"expected MERGE INTO, UPDATE or DELETE FROM, got {tree.key.upper()} statement"
         )
-    spec.sql = sql.strip()
+    spec.sql = original.strip()
+    spec.schema_evolution = bool(evolve)
     return spec
+
+
+# Spark 4's `MERGE WITH SCHEMA EVOLUTION INTO t ...` (sqlglot does not read it): the option schema_evolution
+_SCHEMA_EVOLUTION = re.compile(r"\bMERGE\s+WITH\s+SCHEMA\s+EVOLUTION\s+INTO\b", re.I)
 
 
 _ACTIONS = {

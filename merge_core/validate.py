@@ -64,8 +64,13 @@ def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
 
 def source_columns(spark: SparkSession, spec: dict) -> list[str]:
     """The column names of the user's source (analysis only), or a ValidationError naming the source."""
+    return [name for name, _ in source_types(spark, spec)]
+
+
+def source_types(spark: SparkSession, spec: dict) -> list[list[str]]:
+    """[name, type] of each column of the user's source (analysis only)."""
     try:
-        return [r[0] for r in spark.sql(macros.render("describe_source_sql", spec)).collect()]
+        return [[r[0], r[1]] for r in spark.sql(macros.render("describe_source_sql", spec)).collect()]
     except SPARK_ERRORS as e:
         raise ValidationError([f"source {spec['source']}: {spark_message(e)}"]) from None
 

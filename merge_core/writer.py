@@ -23,7 +23,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from .errors import SpecError, UnsupportedError
+from .errors import SpecError
 from .result import MergeResult
 
 
@@ -48,6 +48,7 @@ class MergeIntoWriter:
         self._source_alias = source_alias
         self._target_alias = target_alias or table.split(".")[-1].strip("`")
         self._clauses: list[dict] = []
+        self._schema_evolution = False
 
     def whenMatched(self, condition: Any = None) -> "WhenMatched":
         return WhenMatched(self, condition)
@@ -59,7 +60,9 @@ class MergeIntoWriter:
         return WhenNotMatchedBySource(self, condition)
 
     def withSchemaEvolution(self) -> "MergeIntoWriter":
-        raise UnsupportedError("withSchemaEvolution is not supported yet: add the columns with ALTER TABLE ... ADD COLUMNS first")
+        """updateAll() / insertAll() add the source's columns the table lacks (option schema_evolution)."""
+        self._schema_evolution = True
+        return self
 
     def _add(self, when: str, condition: Any, action: str, **fields: Any) -> "MergeIntoWriter":
         clause = {"when": when, "action": action, **fields}
@@ -71,7 +74,8 @@ class MergeIntoWriter:
     def spec(self, view: str) -> dict:
         """The merge as a spec dict (what the Airflow operator passes), reading the source from ``view``."""
         return {"target": self._table, "source": view, "source_kind": "table", "on": self._on,
-                "target_alias": self._target_alias, "source_alias": self._source_alias, "clauses": list(self._clauses)}
+                "target_alias": self._target_alias, "source_alias": self._source_alias, "clauses": list(self._clauses),
+                "schema_evolution": self._schema_evolution}
 
     def merge(self, **options: Any) -> MergeResult:
         """Run the merge (options as ``merge_core.merge``: duplicate_rule, dry_run, ...)."""

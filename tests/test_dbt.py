@@ -223,11 +223,13 @@ def test_duplicate_match_fails_the_model_and_leaves_the_table(project):
     ("append_new_columns", True, [(1, "a", None), (2, "b", "x")]),
     ("sync_all_columns", True, [(1, "a", None), (2, "b", "x")]),
     ("fail", False, "columns differ"),
+    ("schema_evolution", True, [(1, "a", None), (2, "b", "x")]),  # the merge option: dbt's append_new_columns
 ])
 def test_on_schema_change(project, mode, ok, expected):
     db = project.sql  # the test's session, or the Thrift server's tables
     name = f"osc_{mode}"
-    project.model(name, f"{{{{ config(materialized='spark_merge', unique_key='id', on_schema_change='{mode}') }}}}\n"
+    config = "schema_evolution=true" if mode == "schema_evolution" else f"on_schema_change='{mode}'"
+    project.model(name, f"{{{{ config(materialized='spark_merge', unique_key='id', {config}) }}}}\n"
                         "select * from values {{ var('rows', \"(1, 'a')\") }} as s(id, name{{ var('extra', '') }})")
     project.dbt("run", "-s", name)
     t = project.table(name)

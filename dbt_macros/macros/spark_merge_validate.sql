@@ -66,6 +66,26 @@
 {%- do out.update({'relation': spark_merge.spark_merge__quote(out.database) ~ '.' ~ spark_merge.spark_merge__quote(out.table_name)}) -%}
 {%- endmacro %}
 
+{#- Add `columns` ([name, type] pairs) to the table: dbt's on_schema_change and schema evolution. -#}
+{% macro spark_merge__add_columns_sql(table, columns) -%}
+ALTER TABLE {{ table.relation }} ADD COLUMNS ({% for c in columns %}{{ spark_merge.spark_merge__quote(c[0]) }} {{ c[1] }}{{ ', ' if not loop.last }}{% endfor %})
+{%- endmacro %}
+
+{#- The source columns UPDATE SET * / INSERT * would carry that the table lacks ([name, type] pairs
+    of `source_types`), and a column without a type (a bare NULL) as an error. Empty without a star
+    clause: schema evolution adds only what a star assigns, as Spark's MERGE WITH SCHEMA EVOLUTION. -#}
+{% macro spark_merge__evolved_columns(spec, table, source_types, out) -%}
+{%- set added, errors = [], [] -%}
+{%- if spec.clauses | selectattr('star') | list -%}
+  {%- for c in source_types if (c[0] | lower) not in table.columns_by_name and not c[0].startswith('__sm_') -%}
+    {%- if c[1] | lower == 'void' -%}
+      {%- do errors.append('schema evolution: source column ' ~ c[0] ~ ' has no type (a bare NULL); CAST it to the type the new column should have') -%}
+    {%- else -%}{%- do added.append([c[0], c[1]]) -%}{%- endif -%}
+  {%- endfor -%}
+{%- endif -%}
+{%- do out.update({'columns': added, 'errors': errors}) -%}
+{%- endmacro %}
+
 {#- A value as written, except the keyword DEFAULT: the column's default expression, else NULL (as Spark). -#}
 {% macro spark_merge__default_or(expr, column) -%}
 {%- if expr | trim | upper == 'DEFAULT' -%}{{ '(' ~ column.default ~ ')' if column.get('default') is not none else 'NULL' }}
@@ -157,7 +177,9 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
   {%- elif cl.star and not has_source -%}
     {%- do errors.append(label ~ ': SET * / INSERT * need a source') -%}
   {%- elif cl.star -%}
-    {%- for c in table.columns -%}
+    {#- schema evolution (spec.star_columns: the source's columns): a target column the source lacks is
+        left as it is by UPDATE SET * and NULL (its default) after INSERT *, as in Spark -#}
+    {%- for c in table.columns if spec.get('star_columns') is none or (c.name | lower) in spec.star_columns -%}
       {%- do outputs.update({c.name | lower: s ~ '.' ~ spark_merge.spark_merge__quote(c.name)}) -%}
     {%- endfor -%}
   {%- elif cl.action == 'update' -%}

@@ -120,7 +120,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
   {%- elif source_types[c.name | lower] | lower != c.type | lower -%}{%- do retyped.append(c.name ~ ' ' ~ c.type ~ ' -> ' ~ source_types[c.name | lower]) -%}
   {%- endif -%}
 {%- endfor -%}
-{%- set mode = cfg.on_schema_change -%}
+{%- set mode = 'append_new_columns' if cfg.schema_evolution and cfg.on_schema_change == 'ignore' else cfg.on_schema_change -%}
 {%- set described = 'added: ' ~ (added | join(', ') or '-') ~ '; removed: ' ~ (removed | join(', ') or '-') ~ '; type changed: ' ~ (retyped | join(', ') or '-') -%}
 {%- if mode == 'fail' and (added or removed or retyped) -%}
   {{ spark_merge.spark_merge__dbt_fail("the model's columns differ from " ~ table.name ~ " (" ~ described ~ ") and on_schema_change is fail") }}
@@ -129,8 +129,8 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- elif mode in ['append_new_columns', 'sync_all_columns'] and added -%}
   {%- do log("spark_merge: adding column(s) " ~ added | join(', ') ~ " to " ~ table.name, info=true) -%}
   {%- set defs = [] -%}
-  {%- for n in added -%}{%- do defs.append(spark_merge.spark_merge__quote(n) ~ ' ' ~ source_types[n | lower]) -%}{%- endfor -%}
-  {%- do run_query('ALTER TABLE ' ~ table.relation ~ ' ADD COLUMNS (' ~ defs | join(', ') ~ ')') -%}
+  {%- for n in added -%}{%- do defs.append([n, source_types[n | lower]]) -%}{%- endfor -%}
+  {%- do run_query(spark_merge.spark_merge__add_columns_sql(table, defs)) -%}
   {{ return(true) }}
 {%- endif -%}
 {{ return(false) }}

@@ -169,7 +169,7 @@
   'upsert': upsert,
   'target': [target.database, target.table_name], 'target_alias': t, 'source_alias': s,
   'source': source_view, 'source_kind': 'table', 'on': on | join(' AND '), 'clauses': clauses,
-  'kind': 'merge', 'duplicate_rule': cfg.duplicate_rule, 'partition_filter': none, 'lossy_assignments': cfg.lossy_assignments,
+  'kind': 'merge', 'duplicate_rule': cfg.duplicate_rule, 'partition_filter': none, 'lossy_assignments': cfg.lossy_assignments, 'schema_evolution': cfg.schema_evolution,
   'key_columns': cfg.unique_key, 'sql': none,
 }) }}
 {%- endmacro %}
