@@ -23,7 +23,8 @@ test: $(STAMP)
 
 # everything, the extended tier too (README: Tests); longer than CI's hour
 test-all: $(STAMP)
-	SPARK_MERGE_SOAK_ITERATIONS=8 $(BIN)/python -m pytest -m '' $(PYTEST_ARGS)
+	SPARK_MERGE_SOAK_ITERATIONS=8 SPARK_MERGE_DIFF_CASES=200 SPARK_MERGE_PG_DIFF_CASES=30 \
+	  $(BIN)/python -m pytest -m '' $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/merge_cost.py

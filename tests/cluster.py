@@ -24,9 +24,9 @@ APP_CONF = {"spark.executor.cores": "1", "spark.cores.max": "2", "spark.executor
 # A subprocess driver (a crash, soak or rollback test's) lives for one or two small merges, so its time
 # is the JVM's start and the first run of each query, not the data: compiling each query to Java
 # (whole-stage and expression codegen) and the JIT's optimizing tier cost more than they save there
-# (measured: a driver's session, table and first merge 55 s -> 38 s). The results are the same (Spark's
-# interpreted evaluation is the one codegen falls back to). Not for the tests' long-lived session,
-# which they make slower.
+# (measured once: a driver's session, table and first two merges 55 s -> 38 s). The results are the same
+# (Spark's interpreted evaluation is the one codegen falls back to). The tests' long-lived session keeps
+# Spark's defaults.
 FAST_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",

@@ -226,7 +226,7 @@ def test_random_merges_agree_with_the_file_table_path(spark, db, pg):
     seed = diff.SEED
     rng = random.Random(seed)
     outcomes = {"rows": 0, "duplicate": 0, "invalid": 0, "key violation": 0}
-    for number in range(int(os.environ.get("SPARK_MERGE_PG_DIFF_CASES", "30"))):
+    for number in range(int(os.environ.get("SPARK_MERGE_PG_DIFF_CASES", "15"))):
         case = pk_case(diff.make_case(rng, number))
         expected = diff.run_spark(spark, db, case)
         got = run_postgres(spark, target, conn, schema, case)
