@@ -20,6 +20,7 @@ from .errors import (
     EngineRejected,
     MergeError,
     NotNullViolation,
+    LengthViolation,
     PlanViolation,
     ParseError,
     SpecError,
@@ -34,7 +35,7 @@ from .writer import MergeIntoWriter, merge_into
 __all__ = [
     "merge", "merge_into", "MergeIntoWriter", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
     "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
-    "DuplicateMatchError", "NotNullViolation", "PlanViolation", "EngineRejected", "ConflictError", "CorruptJournal", "recover", "repair_journal", "vacuum", "rollback", "compact",
+    "DuplicateMatchError", "NotNullViolation", "LengthViolation", "PlanViolation", "EngineRejected", "ConflictError", "CorruptJournal", "recover", "repair_journal", "vacuum", "rollback", "compact",
 ]
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())

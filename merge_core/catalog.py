@@ -30,7 +30,7 @@ def describe_table(spark: SparkSession, parts: list[str]) -> dict:
     rel = relation(parts)
     try:
         desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {rel} AS JSON").collect()[0][0])
-        types = [[r[0], r[1]] for r in spark.sql(f"DESCRIBE QUERY SELECT * FROM {rel}").collect()]
+        types = [[r[0], r[1]] for r in spark.sql(f"DESCRIBE TABLE {rel}").collect()]
     except SPARK_ERRORS as e:
         if "TABLE_OR_VIEW_NOT_FOUND" in str(e) or "SCHEMA_NOT_FOUND" in str(e):
             raise TargetError(f"target table {name} not found") from None

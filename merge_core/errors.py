@@ -71,6 +71,13 @@ class NotNullViolation(MergeError):
     code = CODES["not_null"]
 
 
+class LengthViolation(MergeError):
+    """A row would store a string longer than its CHAR(n)/VARCHAR(n) column allows (Spark's
+    EXCEED_LIMIT_LENGTH; found while planning, before writes)."""
+
+    code = CODES["length"]
+
+
 class EngineRejected(MergeError):
     """A merge engine refused a record (a DELETE it takes none of, a retraction it cannot apply,
     a bad row kind); found while planning, before writes."""

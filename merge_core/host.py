@@ -24,11 +24,12 @@ from pyspark.sql import SparkSession
 
 from . import faults, files, lock, macros, metastore
 from .catalog import SPARK_ERRORS, describe_table, spark_message
-from .errors import EngineRejected, MergeError, NotNullViolation, error_for
+from .errors import EngineRejected, LengthViolation, MergeError, NotNullViolation, error_for
 
 log = logging.getLogger("spark_merge")
 # the codes a check raises from inside Spark (raise_error in the plan's SQL)
-_RAISED = re.compile(rf"({NotNullViolation.code}|{EngineRejected.code}): (.*?)(?:\.? SQLSTATE|\n|$)")
+_RAISED_BY = {e.code: e for e in (NotNullViolation, LengthViolation, EngineRejected)}
+_RAISED = re.compile(rf"({'|'.join(_RAISED_BY)}): (.*?)(?:\.? SQLSTATE|\n|$)")
 
 trace: list | None = None  # tests: the statements and primitives of every lifecycle, in order
 
@@ -79,9 +80,8 @@ class SparkHost:
             if self.journaled:
                 raise
             raised = _RAISED.search(str(e))
-            if raised:  # a check raised in SQL (NOT NULL, a merge engine)
-                error = NotNullViolation if raised.group(1) == NotNullViolation.code else EngineRejected
-                raise error(raised.group(2)) from None
+            if raised:  # a check raised in SQL (NOT NULL, a CHAR/VARCHAR length, a merge engine)
+                raise _RAISED_BY[raised.group(1)](raised.group(2)) from None
             if isinstance(e, SPARK_ERRORS) or (isinstance(e, PySparkException) and not self.stopped):
                 # an analysis error, or one a row raised at run time (an overflow under ANSI
                 # mode, a failed cast): name it, no JVM stack

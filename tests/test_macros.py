@@ -22,6 +22,18 @@ def test_table_info(table):
     assert [c["nullable"] for c in table["columns"]] == [False, True, True]  # from spark_merge.not_null
 
 
+def test_table_info_reads_describe_table_rows_with_char_columns():
+    """DESCRIBE TABLE's rows: the columns, then its sections; CHAR/VARCHAR columns compute as strings and
+    keep their declared length, nested ones become strings (their lengths are not checked)."""
+    rows = [["id", "int"], ["v", "varchar(3)"], ["c", "char(5)"], ["s", "struct<a:varchar(2),n:int>"], ["dt", "date"],
+            ["# Partition Information", ""], ["# col_name", "data_type"], ["dt", "date"]]
+    desc = dict(DESC, columns=[{"name": r[0], "nullable": True} for r in rows[:5]])
+    table = macros.fill("table_info", desc, rows)
+    assert [(c["name"], c["type"], c["char_length"], c["char_type"]) for c in table["columns"]] == [
+        ("id", "int", None, None), ("v", "string", 3, "varchar(3)"), ("c", "string", 5, "char(5)"),
+        ("s", "struct<a:string,n:int>", None, None), ("dt", "date", None, None)]
+
+
 @pytest.mark.parametrize("src, dst, ok", [
     ("int", "bigint", True), ("decimal(10,2)", "double", True), ("string", "int", False),
     ("int", "string", True), ("date", "timestamp", True), ("array<int>", "array<bigint>", True),

@@ -19,6 +19,7 @@
     'target': 'MERGE_TARGET_ERROR',
     'duplicate': 'MERGE_TARGET_ROW_MULTIPLE_MATCHES',
     'not_null': 'MERGE_NOT_NULL_VIOLATION',
+    'length': 'MERGE_EXCEED_LIMIT_LENGTH',
     'engine_rejected': 'MERGE_ENGINE_REJECTED',
     'plan_violation': 'MERGE_PLAN_VIOLATION',
     'corrupt_journal': 'MERGE_CORRUPT_JOURNAL',

@@ -89,6 +89,16 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 {%- endif -%}
 {%- endmacro %}
 
+{#- The value Spark stores for `v` in a CHAR(n)/VARCHAR(n) column (CharVarcharCodegenUtils): a
+    string of at most n characters as it is; a longer one without its trailing spaces beyond n when
+    that is enough; else EXCEED_LIMIT_LENGTH, raised here while planning (before any write).
+    `v` names a column of the same SELECT (a lateral alias), so a non-deterministic value is
+    computed once. CHAR values are padded when read, as Spark reads them. -#}
+{% macro spark_merge__char_checked(spec, table, c, v) -%}
+{%- set n = c.char_length -%}
+CASE WHEN {{ v }} IS NULL OR char_length({{ v }}) <= {{ n }} THEN {{ v }} WHEN char_length(rtrim({{ v }})) <= {{ n }} THEN substr({{ v }}, 1, {{ n }}) ELSE raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('length') ~ ': a ' ~ spec.kind | upper ~ ' would write a string longer than ' ~ n ~ ' characters into column ' ~ c.name ~ ' ' ~ c.char_type | upper ~ ' of ' ~ table.name ~ ' (Spark: EXCEED_LIMIT_LENGTH)') }}) END
+{%- endmacro %}
+
 {#- The source, read once: every later step reads this cache (LAZY: source_stats_sql fills it).
     The merge id is part of the cached plan: Spark's cache manager matches cached data by plan,
     not by name, so without it a merge could read another (dead) merge's cache of the same query. -#}
@@ -283,10 +293,13 @@ SELECT
   CASE __sm_case{% for cl in resolved.clauses %} WHEN {{ cl.index }} THEN {{ cl.op }}{% endfor %} ELSE {{ spark_merge.spark_merge__op('none') }} END AS __sm_op
 {%- for c in table.columns %},
   {% if writers | length == 0 -%}
-  CAST(NULL AS {{ c.type }})
+  CAST(NULL AS {{ c.type }}) AS __sm_c{{ loop.index0 }}
+  {%- elif c.get('char_length') -%}
+  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END AS __sm_v{{ loop.index0 }},
+  {{ spark_merge.spark_merge__char_checked(spec, table, c, '__sm_v' ~ loop.index0) }} AS __sm_c{{ loop.index0 }}
   {%- else -%}
-  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END
-  {%- endif %} AS __sm_c{{ loop.index0 }}
+  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END AS __sm_c{{ loop.index0 }}
+  {%- endif %}
 {%- if not c.nullable %},
   {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
   {%- set writers_of_c = [] -%}

@@ -3,8 +3,8 @@
   before any data is read or written, and every error names the statement part.
 
   Flow (the host runs the SQL, these macros decide):
-    1. host runs `DESCRIBE TABLE EXTENDED <target> AS JSON` and
-       `DESCRIBE QUERY SELECT * FROM <target>`; spark_merge__table_info turns them
+    1. host runs `DESCRIBE TABLE EXTENDED <target> AS JSON` and `DESCRIBE TABLE <target>`
+       (the only one that keeps CHAR(n)/VARCHAR(n)); spark_merge__table_info turns them
        into the `table` dict every other macro takes;
     2. spark_merge__resolve checks the clauses structurally (columns, counts,
        duplicates, NOT NULL) and lists the expression `parts` to type-check;
@@ -39,13 +39,20 @@
 {%- endfor -%}
 {%- set columns = [] -%}
 {%- set by_name = {} -%}
+{%- set described = {'done': false} -%}
 {%- for row in column_types -%}
+  {#- DESCRIBE TABLE's rows: the columns, then '# Partition Information' and other sections -#}
+  {%- if not row[0] or row[0].startswith('#') -%}{%- do described.update({'done': true}) -%}{%- endif -%}
+  {%- if not described.done -%}
   {%- set lname = row[0] | lower -%}
-  {%- set col = {'name': row[0], 'type': row[1], 'nullable': (nullable_by_name.get(lname, true) and lname not in not_null),
-                 'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname), 'not_null_fields': []} -%}
+  {%- set text = spark_merge.spark_merge__char_type(row[1]) -%}
+  {%- set col = {'name': row[0], 'type': spark_merge.spark_merge__char_as_string(row[1]), 'nullable': (nullable_by_name.get(lname, true) and lname not in not_null),
+                 'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname), 'not_null_fields': [],
+                 'char_length': (row[1].split('(')[1].rstrip(')') | int) if text else none, 'char_type': text or none} -%}
   {%- for n in not_null if n.startswith(lname ~ '.') -%}{%- do col.not_null_fields.append(n[lname | length + 1:]) -%}{%- endfor -%}
   {%- do columns.append(col) -%}
   {%- do by_name.update({lname: col}) -%}
+  {%- endif -%}
 {%- endfor -%}
 {%- set location = desc.get('location') or '' -%}
 {%- do out.update({
@@ -64,6 +71,26 @@
   'errors': errors,
 }) -%}
 {%- do out.update({'relation': spark_merge.spark_merge__quote(out.database) ~ '.' ~ spark_merge.spark_merge__quote(out.table_name)}) -%}
+{%- endmacro %}
+
+{#- A column declared CHAR(n) or VARCHAR(n): its type as DESCRIBE TABLE spells it ('varchar(3)'), else ''.
+    Spark reads and computes such a column as a STRING and checks the length where it writes
+    (EXCEED_LIMIT_LENGTH); changes_sql does the same check (spark_merge__char_checked). -#}
+{% macro spark_merge__char_type(ty) -%}
+{%- set t = ty | lower | trim -%}
+{%- if (t.startswith('char(') or t.startswith('varchar(')) and t.endswith(')') -%}{{ t }}{%- endif -%}
+{%- endmacro %}
+
+{#- The type Spark computes a column of type `ty` as: every char(n)/varchar(n), nested ones too, is a
+    string (what DESCRIBE QUERY shows). Lengths inside structs, arrays and maps are not checked. -#}
+{% macro spark_merge__char_as_string(ty) -%}
+{%- set parts = ty.split('char(') -%}
+{%- set out = [parts[0]] -%}
+{%- for p in parts[1:] -%}
+  {%- if (out[-1] | lower).endswith('var') -%}{%- do out.append(out.pop()[:-3]) -%}{%- endif -%}
+  {%- do out.append('string' ~ p[p.index(')') + 1:]) -%}
+{%- endfor -%}
+{{- out | join('') -}}
 {%- endmacro %}
 
 {#- Add `columns` ([name, type] pairs) to the table: dbt's on_schema_change and schema evolution. -#}

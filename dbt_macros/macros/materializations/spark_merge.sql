@@ -93,7 +93,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set rel = spark_merge.spark_merge__dbt_relation(identifier) -%}
 {%- set desc = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ rel ~ ' AS JSON').rows[0][0]) -%}
 {%- set types = [] -%}
-{%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ rel).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
+{%- for row in run_query('DESCRIBE TABLE ' ~ rel).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
 {%- set table = {} -%}
 {%- do spark_merge.spark_merge__table_info(desc, types, table) -%}
 {%- if table.errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(table.errors | join('; ')) }}{%- endif -%}

@@ -1,0 +1,112 @@
+"""CHAR(n) and VARCHAR(n) columns: what spark-merge stores and refuses is what Spark's own INSERT does.
+
+Spark computes such columns as strings and applies the declared length where it writes: a longer
+value is refused with EXCEED_LIMIT_LENGTH unless dropping trailing spaces beyond n makes it fit, and a
+CHAR value is padded to n when read. spark-merge rewrites partitions through a staging table of plain
+strings, so it must apply the same rule itself (changes_sql), while planning, before any write.
+"""
+from __future__ import annotations
+
+import pytest
+
+from merge_core import LengthViolation, merge, merge_into
+
+from .conftest import snapshot
+
+SCHEMA = "id INT, c CHAR(5), v VARCHAR(3), dt STRING"
+# every kind of value the rule distinguishes: short, exact, NULL, empty, too long only by trailing
+# spaces (stored trimmed), too long (refused); for CHAR(5) and VARCHAR(3)
+VALUES = ["ab", "abc", None, "", "xyz   ", "abcd", "abcdefg", "ab    c", "abcde  "]
+
+
+@pytest.fixture
+def tables(spark, db):
+    """t (spark-merge's target) and twin (written by Spark's INSERT), both partitioned by dt, two rows each."""
+    out = []
+    for name in ("t", "twin"):
+        spark.sql(f"CREATE TABLE {db}.{name} ({SCHEMA}) USING parquet PARTITIONED BY (dt)")
+        spark.sql(f"INSERT INTO {db}.{name} VALUES (1, 'a', 'a', 'd1'), (2, 'b', 'b', 'd2')")
+        out.append(f"{db}.{name}")
+    return out
+
+
+def _lit(value):
+    return "NULL" if value is None else "'" + value + "'"
+
+
+def _spark_insert(spark, twin, id_, col, value):
+    """Spark's own verdict and stored value: INSERT the value into the twin."""
+    other = "v" if col == "c" else "c"
+    try:
+        spark.sql(f"INSERT INTO {twin} (id, {col}, {other}, dt) VALUES ({id_}, {_lit(value)}, 'q', 'd1')")
+    except Exception as e:  # noqa: BLE001 - the verdict is the error class
+        assert "EXCEED_LIMIT_LENGTH" in str(e), e
+        return "refused"
+    return "stored"
+
+
+def _rows(spark, table):
+    return sorted(tuple(r) for r in spark.sql(f"SELECT id, c, v, dt, length(c), length(v) FROM {table}").collect())
+
+
+@pytest.mark.parametrize("col", ["c", "v"])
+def test_insert_and_update_store_or_refuse_exactly_as_spark(spark, tables, col):
+    """Each value through spark-merge's MERGE (insert and update) and UPDATE, beside Spark's INSERT into
+    a twin: the same verdict, and after all statements the same rows (CHAR padded on read)."""
+    t, twin = tables
+    other = "v" if col == "c" else "c"
+    refused = 0
+    for i, value in enumerate(VALUES):
+        new_id = 100 + i
+        verdict = _spark_insert(spark, twin, new_id, col, value)
+        before = snapshot(spark, t)
+        statements = [
+            f"MERGE INTO {t} AS t USING (SELECT {new_id} AS id, {_lit(value)} AS x) AS s ON t.id = s.id "
+            f"WHEN NOT MATCHED THEN INSERT (id, {col}, {other}, dt) VALUES (s.id, s.x, 'q', 'd1')",
+        ]
+        if verdict == "refused":
+            refused += 1
+            for statement in statements + [f"UPDATE {t} SET {col} = {_lit(value)} WHERE id = 1",
+                                           f"MERGE INTO {t} AS t USING (SELECT 2 AS id) AS s ON t.id = s.id "
+                                           f"WHEN MATCHED THEN UPDATE SET {col} = {_lit(value)}"]:
+                with pytest.raises(LengthViolation, match=rf"MERGE_EXCEED_LIMIT_LENGTH: .* column {col} "):
+                    merge(spark, statement, duplicate_rule="strict")
+                assert snapshot(spark, t) == before  # nothing written
+        else:
+            merge(spark, statements[0], duplicate_rule="strict")
+    assert refused == {"c": 2, "v": 4}[col]   # CHAR(5): abcdefg, ab    c; VARCHAR(3): and abcd, abcde  
+    assert _rows(spark, t) == _rows(spark, twin)
+
+
+def test_an_update_stores_the_trimmed_value_and_a_nondeterministic_value_is_checked_once(spark, tables):
+    """UPDATE through the rewrite: 'xyz   ' into VARCHAR(3) is stored as 'xyz' (Spark trims the spaces
+    beyond the limit). A value drawn by rand() is checked and stored as one value: each run either
+    stores 'pq ' in both rows or refuses with nothing written, never stores 'toolong'."""
+    t, twin = tables
+    merge(spark, f"UPDATE {t} SET v = 'xyz   ' WHERE id = 1")
+    spark.sql(f"INSERT OVERWRITE {twin} VALUES (1, 'a', 'xyz   ', 'd1'), (2, 'b', 'b', 'd2')")
+    assert _rows(spark, t) == _rows(spark, twin)
+    outcomes = set()
+    for _ in range(4):
+        before = snapshot(spark, t)
+        try:
+            merge(spark, f"UPDATE {t} SET v = CASE WHEN rand() < 0.7 THEN 'pq  ' ELSE 'toolong' END, c = 'e'")
+        except LengthViolation:
+            assert snapshot(spark, t) == before
+            outcomes.add("refused")
+            continue
+        assert {(r.c, r.v) for r in spark.table(t).collect()} == {("e    ", "pq ")}
+        outcomes.add("stored")
+
+
+def test_the_dataframe_builder_and_the_insert_only_path_refuse_too(spark, tables):
+    t, _ = tables
+    before = snapshot(spark, t)
+    source = spark.createDataFrame([(3, "toolong")], "id INT, x STRING")
+    with pytest.raises(LengthViolation, match="column v VARCHAR\\(3\\)"):
+        (merge_into(source, t, "t.id = source.id")
+         .whenNotMatched().insert({"id": "source.id", "v": "source.x", "dt": "'d9'"}).merge())
+    with pytest.raises(LengthViolation, match="column c CHAR\\(5\\)"):
+        merge(spark, f"MERGE INTO {t} AS t USING (SELECT 4 AS id) AS s ON t.id = s.id "
+                     f"WHEN NOT MATCHED THEN INSERT (id, c, dt) VALUES (s.id, 'toolong', 'd9')")
+    assert snapshot(spark, t) == before
