@@ -382,7 +382,6 @@ def test_watermark_upsert_model_is_idempotent_across_backfills(project):
     assert project.run_results()["accounts_latest"]["adapter_response"]["rows_affected"] == 0
 
 
-@pytest.mark.thrift_ci
 def test_merge_on_read_model_reads_like_the_copy_on_write_one(project):
     db = project.sql  # the test's session, or the Thrift server's tables
     cow, mor = project.table("accounts_latest"), project.table("accounts_log")
@@ -409,7 +408,6 @@ def test_aggregation_engine_model(project):
     assert rows(db, t) == expected
 
 
-@pytest.mark.thrift_ci
 def test_null_partitions_random_sources_and_conditions_through_dbt(project):
     """The dbt path: rows move into and out of the NULL partition (never confused with 'None'), a
     model drawing rand() is read once, and a non-deterministic merge condition is refused."""

@@ -10,7 +10,7 @@ from merge_core import DuplicateMatchError, explain, merge
 
 from .conftest import location, rows, snapshot
 
-pytestmark = pytest.mark.cluster   # also run on a standalone cluster (test_cluster.py)
+pytestmark = [pytest.mark.cluster, pytest.mark.cluster_extended]   # on a standalone cluster in make test-all (test_cluster.py)
 
 
 @pytest.fixture

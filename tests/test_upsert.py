@@ -50,6 +50,7 @@ def values(events):
     [EVENTS[1::2], EVENTS[0::2], EVENTS],       # fresh first, then stale, then everything again
 ])
 @pytest.mark.cluster
+@pytest.mark.cluster_extended
 def test_definition_examples(spark, orders, batches):
     for batch in batches:
         upsert(spark, orders, values(batch), tombstone_key="deleted")
@@ -201,6 +202,7 @@ def stream_sql(batch):
 
 
 @pytest.mark.cluster
+@pytest.mark.cluster_extended
 def test_merge_on_read_view_agrees_with_copy_on_write(spark, db):
     rng, events = random_stream(11)
     cow, mor = f"{db}.cow", f"{db}.mor"
