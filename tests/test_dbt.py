@@ -190,6 +190,24 @@ def test_lossy_assignment_warns_or_refuses(project):
     assert snapshot(db, t) == before
 
 
+def test_a_value_longer_than_its_varchar_fails_the_model_and_leaves_the_table(project):
+    """A VARCHAR(3) target (created outside dbt): 'xyz   ' is stored trimmed, as Spark stores it, and
+    'abcd' fails the model with the length error before any write (tests/test_char_varchar.py has the
+    rule value by value against Spark)."""
+    db = project.sql  # the test's session, or the Thrift server's tables
+    t = project.table("chars")
+    db.sql(f"CREATE TABLE {t} (id INT, v VARCHAR(3)) USING parquet")
+    project.model("chars", "{{ config(materialized='spark_merge', unique_key='id') }}\n"
+                           "select 1 as id, {{ var('v', \"'xyz   '\") }} as v")
+    project.dbt("run", "-s", "chars")
+    assert rows(db, t) == [(1, "xyz")]
+    before = snapshot(db, t)
+    project.dbt("run", "-s", "chars", vars={"v": "'abcd'"}, ok=False)
+    message = project.run_results()["chars"]["message"]
+    assert "MERGE_EXCEED_LIMIT_LENGTH" in message and "column v VARCHAR(3)" in message
+    assert snapshot(db, t) == before
+
+
 @pytest.mark.thrift_ci
 def test_clauses_with_delete(project):
     db = project.sql  # the test's session, or the Thrift server's tables
