@@ -61,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                                                                    "be inserted, updated, deleted and rewritten; write nothing")
         else:
             sp.add_argument("--counts", action="store_true", help="after the plan, run its planning jobs (as run "
-                                                                  "--dry-run) and report the counts; write nothing")
+                                                                  "--dry-run), print the statements they ran (with "
+                                                                  "the real key ranges and partitions) and report "
+                                                                  "the counts; write nothing")
         jdbc_options(sp)
         spark_options(sp)
     sp = sub.add_parser("upsert", help="primary-key upsert: guarded by a watermark key (idempotent, out-of-order "
@@ -248,7 +250,13 @@ def main(argv: list[str] | None = None) -> int:
             print(explain(spark, sql, **chosen))
             if not args.counts:
                 return 0
-        result = merge(spark, sql, dry_run=args.command == "explain" or args.dry_run, **chosen)
+        if args.command == "explain":  # --counts: the dry run, and the planning statements it ran
+            result, ran = _recorded(lambda: merge(spark, sql, dry_run=True, **chosen))
+            print("-- the statements the dry run ran: the plan as the run will issue them, with this source's "
+                  "key ranges and partitions")
+            print("".join(f"{text};\n\n" for text in ran), end="")
+        else:
+            result = merge(spark, sql, dry_run=args.dry_run, **chosen)
         if args.json:
             print(json.dumps({"merge_id": result.merge_id, "target": result.target, "paradigm": result.paradigm,
                               "plan_hash": result.plan_hash, "metrics": result.metrics,
@@ -259,6 +267,18 @@ def main(argv: list[str] | None = None) -> int:
     except MergeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _recorded(fn):
+    """fn()'s result and the SQL statements its lifecycle issued (host.trace), in order."""
+    from . import host
+
+    kept, host.trace = host.trace, []
+    try:
+        result = fn()
+        return result, [text for kind, text in host.trace if kind == "sql"]
+    finally:
+        host.trace = kept
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -51,6 +52,31 @@ def test_cli_run_explain_history(spark, people, capsys):
     assert out["merge_id"] in capsys.readouterr().out
     assert main(["run", "--sql", f"UPDATE {people} SET nope = 1", "-q"]) == 2
     assert "unknown column nope" in capsys.readouterr().err
+
+
+def test_explain_counts_prints_the_planning_statements_the_run_issues(spark, people, capsys):
+    """explain prints the plan before anything runs, but the key range and the partitions are only known
+    once the source is read: --counts runs the planning jobs and prints the statements they ran. A real
+    run of the same statement then issues exactly those statements first (apart from the merge id)."""
+    from merge_core import host
+
+    sql = (f"MERGE INTO {people} t USING (SELECT 2 AS id, 'zed' AS name) s ON t.id = s.id "
+           f"WHEN MATCHED THEN UPDATE SET name = s.name")
+    assert main(["explain", "--sql", sql, "--counts", "-q"]) == 0
+    out = capsys.readouterr().out
+    dry = out.split("-- the statements the dry run ran")[1].split("\n", 1)[1]
+    dry = dry.split(";\n\n")[:-1]   # each statement ends with ";" and a blank line; the summary follows
+    planning = [st for st in dry if not st.startswith(("UNCACHE", "DROP"))]   # the dry run's clean-up follows
+    ids = re.compile(r"\d{14}_[0-9a-f]{8}")
+    host.trace = []
+    try:
+        assert main(["run", "--sql", sql, "-q"]) == 0
+        issued = [text for kind, text in host.trace if kind == "sql"]
+    finally:
+        host.trace = None
+    assert any("BETWEEN CAST('2' AS int) AND CAST('2' AS int)" in st for st in planning)   # the real range
+    assert [ids.sub("<id>", st) for st in planning] == [ids.sub("<id>", st) for st in issued[:len(planning)]]
+    assert len(issued) > len(planning) and issued[len(planning)].startswith("SELECT")   # then the write's file stats
 
 
 def test_failure_after_staging_leaves_table_and_disk_as_they_were(spark, people, monkeypatch):
