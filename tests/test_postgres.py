@@ -226,7 +226,11 @@ def test_random_merges_agree_with_the_file_table_path(spark, db, pg):
     seed = diff.SEED
     rng = random.Random(seed)
     outcomes = {"rows": 0, "duplicate": 0, "invalid": 0, "key violation": 0}
-    for number in range(int(os.environ.get("SPARK_MERGE_PG_DIFF_CASES", "15"))):
+    cases = int(os.environ.get("SPARK_MERGE_PG_DIFF_CASES", "15"))
+    # at least `cases` cases, and more (up to 4x) until a fifth of `cases` ended in rows: how many do
+    # varies with the seed (9 of 30 in one run, 1 of 15 in another)
+    wanted, number = max(3, cases // 5), 0
+    while number < cases or (outcomes["rows"] < wanted and number < 4 * cases):
         case = pk_case(diff.make_case(rng, number))
         expected = diff.run_spark(spark, db, case)
         got = run_postgres(spark, target, conn, schema, case)
@@ -240,4 +244,5 @@ def test_random_merges_agree_with_the_file_table_path(spark, db, pg):
         else:
             assert got[0] == expected[0], detail
         outcomes[got[0]] += 1
-    assert outcomes["rows"] >= 6, outcomes  # a fifth of the random cases at least end in rows (9 of 30 seen)
+        number += 1
+    assert outcomes["rows"] >= wanted, outcomes
