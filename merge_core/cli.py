@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             print(explain(spark, sql, **chosen))
             if not args.counts:
                 return 0
-        if args.command == "explain":  # --counts: the dry run, and the planning statements it ran
+            # --counts: the dry run, and the planning statements it ran
             result, ran = _recorded(lambda: merge(spark, sql, dry_run=True, **chosen))
             print("-- the statements the dry run ran: the plan as the run will issue them, with this source's "
                   "key ranges and partitions")

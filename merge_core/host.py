@@ -7,7 +7,8 @@ renewed lease, failpoints, the metastore's batch repoint, and the commit guard t
 keeps an abort from another thread away from a journal being written.
 
 ``trace``: set it to a list and every statement and primitive the lifecycle issues is
-appended to it (tests/test_conformance.py compares it with dbt's).
+appended to it (tests/test_conformance.py compares it with dbt's; `explain --counts` prints a
+dry run's statements from it).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ log = logging.getLogger("spark_merge")
 _RAISED_BY = {e.code: e for e in (NotNullViolation, LengthViolation, EngineRejected)}
 _RAISED = re.compile(rf"({'|'.join(_RAISED_BY)}): (.*?)(?:\.? SQLSTATE|\n|$)")
 
-trace: list | None = None  # tests: the statements and primitives of every lifecycle, in order
+trace: list | None = None  # the statements and primitives of every lifecycle, in order (tests; explain --counts)
 
 
 def _trace(kind: str, text: str = "") -> None:

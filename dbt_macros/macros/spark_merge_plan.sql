@@ -294,11 +294,10 @@ SELECT
 {%- for c in table.columns %},
   {% if writers | length == 0 -%}
   CAST(NULL AS {{ c.type }}) AS __sm_c{{ loop.index0 }}
-  {%- elif c.get('char_length') -%}
-  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END AS __sm_v{{ loop.index0 }},
-  {{ spark_merge.spark_merge__char_checked(spec, table, c, '__sm_v' ~ loop.index0) }} AS __sm_c{{ loop.index0 }}
   {%- else -%}
-  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END AS __sm_c{{ loop.index0 }}
+  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END
+  {%- if c.get('char_length') %} AS __sm_v{{ loop.index0 }},
+  {{ spark_merge.spark_merge__char_checked(spec, table, c, '__sm_v' ~ loop.index0) }}{% endif %} AS __sm_c{{ loop.index0 }}
   {%- endif %}
 {%- if not c.nullable %},
   {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
