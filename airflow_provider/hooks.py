@@ -4,7 +4,9 @@ a PostgreSQL target from a Postgres connection, and the merge itself in a worker
 
 Connection (type `spark_merge`): host is the Spark master URL (`local[4]`, `yarn`, `spark://h:7077`)
 or a Spark Connect URL (`sc://h:15002`; a port in the port field is appended). Extra (JSON):
-`{"conf": {"spark.executor.memory": "4g"}, "warehouse": "/data/spark-merge"}`.
+`{"conf": {"spark.executor.memory": "4g"}, "warehouse": "/data/spark-merge"}`, and
+`"metastore": "thrift://hms:9083"` for a Hive metastore that several applications share (every
+Airflow task is its own Spark application; the embedded Derby metastore admits one at a time).
 """
 from __future__ import annotations
 
@@ -52,6 +54,8 @@ class SparkMergeHook(BaseHook):
         else:
             args["master"] = url or None
             args["warehouse"] = extra.get("warehouse")
+            if extra.get("metastore"):
+                args["metastore"] = extra["metastore"]
         return args
 
     def get_conn(self):

@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
         where.add_argument("--master", help="Spark master URL (default: local[*] or the spark-submit job's)")
         where.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002")
         sp.add_argument("--warehouse", help="folder for the embedded warehouse and metastore (default ./var)")
+        sp.add_argument("--metastore", metavar="THRIFT_URI", help="a shared Hive metastore (thrift://host:9083) "
+                        "instead of the embedded Derby one (default: $SPARK_MERGE_METASTORE)")
         sp.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress log")
         sp.add_argument("-v", "--verbose", action="store_true", help="debug log, Spark's warnings, its progress bars "
@@ -162,7 +164,8 @@ def _session(args):
         active = SparkSession.getActiveSession()
         if active is not None:
             return active  # inside spark-submit
-    return get_session(master=args.master, remote=args.remote, warehouse=args.warehouse, conf=conf)
+    return get_session(master=args.master, remote=args.remote, warehouse=args.warehouse, conf=conf,
+                       metastore=args.metastore)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -120,6 +120,15 @@ def wait_until_free(spark: SparkSession, table: dict, wait_s: float | None = Non
         time.sleep(0.2 + random.random() * 0.3)
 
 
+def already_exists(error: Exception | str) -> bool:
+    """Whether CREATE TABLE failed because the table exists. Spark says so itself
+    (TABLE_OR_VIEW_ALREADY_EXISTS) when its own look finds the table; when another application
+    created it between that look and the create, the metastore service refuses the create and Spark
+    passes its words on (`HiveException: AlreadyExistsException(message:Table ... already exists)`)."""
+    text = str(error)
+    return "ALREADY_EXISTS" in text or "AlreadyExistsException" in text
+
+
 def _identity(spark: SparkSession) -> str:
     try:
         app = spark.conf.get("spark.app.id", None) or ""
@@ -163,7 +172,7 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
         except SPARK_ERRORS as e:
             owner = holder(spark, table)
             if owner is None:
-                if "ALREADY_EXISTS" in str(e):
+                if already_exists(e):
                     continue  # released between our attempt and the look
                 raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
             if break_if_dead(spark, table, owner):

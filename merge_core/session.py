@@ -14,6 +14,8 @@ POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
 # How long a session trusts a cached directory listing (spark.sql.metadataCacheTTLSeconds, a static
 # conf): not longer than any retention period in use, see embedded_conf
 METADATA_CACHE_TTL_SECONDS = 300
+# A shared Hive metastore's Thrift URI(s) when the caller names none (README: "A shared metastore")
+METASTORE_ENV = "SPARK_MERGE_METASTORE"
 
 
 def jdbc_driver_jars() -> str | None:
@@ -40,16 +42,27 @@ def home_dir(warehouse: str | None = None) -> Path:
     return home
 
 
-def embedded_conf(home: Path, master_url: str) -> dict[str, str]:
-    """The embedded session's Spark conf: the warehouse and a Derby metastore under ``home``. The one
-    list of them: ``get_session`` builds with it, ``spark-merge server start`` (server.py) passes it
-    to the Connect server it starts over the same warehouse."""
+def metastore_conf(home: Path, metastore: str | None) -> dict[str, str]:
+    """Where the catalog lives. Embedded: a Derby database under ``home``, which one JVM at a time
+    can open. Shared: a Hive metastore service (``thrift://host:9083``, several URIs comma-separated),
+    which any number of applications use at once; the tables' directories are then wherever the
+    metastore says, so every application must reach them (a shared file system or object store)."""
+    quiet_log = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"
+    if metastore:
+        return {"spark.hadoop.hive.metastore.uris": metastore, "spark.driver.extraJavaOptions": quiet_log}
+    return {"spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={home} {quiet_log}"}
+
+
+def embedded_conf(home: Path, master_url: str, metastore: str | None = None) -> dict[str, str]:
+    """The session's Spark conf: the warehouse under ``home`` and the metastore (metastore_conf).
+    The one list of them: ``get_session`` builds with it, ``spark-merge server start`` (server.py)
+    passes it to the Connect server it starts over the same warehouse."""
     quiet = os.environ.get("SPARK_LOG_LEVEL", "ERROR") == "ERROR"
     conf = {
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(home / "warehouse"),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home} -Dlog4j2.configurationFile=file:{QUIET_LOG4J}",
+        **metastore_conf(home, metastore),
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.adaptive.enabled": "true",
@@ -87,11 +100,14 @@ def get_session(
     warehouse: str | None = None,
     conf: dict[str, str] | None = None,
     app_name: str = "spark-merge",
+    metastore: str | None = None,
 ) -> SparkSession:
     """A SparkSession with a persistent catalog.
 
     Embedded default: ``local[*]`` with the warehouse and a Derby metastore under
     ``$SPARK_MERGE_HOME`` (default ``./var``), so tables survive between runs.
+    ``metastore='thrift://host:9083'`` (or $SPARK_MERGE_METASTORE) uses a shared Hive metastore
+    instead, so several applications can merge into the same tables at once.
     ``remote='sc://host:port'`` uses Spark Connect; the server owns the catalog.
     The PostgreSQL JDBC driver is put on the class path when found (``jdbc_driver_jars``).
     """
@@ -103,7 +119,8 @@ def get_session(
     home = home_dir(warehouse)
     master_url = master or os.environ.get("SPARK_MASTER", "local[*]")
     builder = SparkSession.builder.master(master_url).appName(app_name).enableHiveSupport()
-    for k, v in {**embedded_conf(home, master_url), **(conf or {})}.items():
+    metastore = metastore or os.environ.get(METASTORE_ENV) or None
+    for k, v in {**embedded_conf(home, master_url, metastore), **(conf or {})}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))

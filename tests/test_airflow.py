@@ -87,6 +87,8 @@ def airflow_home(tmp_path_factory):
         "AIRFLOW_CONN_SM_LOCAL": '{"conn_type": "spark_merge", "host": "local[1]", '
                                  '"extra": {"conf": {"spark.sql.shuffle.partitions": "2"}, "warehouse": "/tmp/w"}}',
         "AIRFLOW_CONN_SM_CONNECT": '{"conn_type": "spark_merge", "host": "sc://spark.internal", "port": 15002}',
+        "AIRFLOW_CONN_SM_SHARED": '{"conn_type": "spark_merge", "host": "yarn", '
+                                  '"extra": {"metastore": "thrift://hms:9083", "warehouse": "/shared/w"}}',
     })
     done = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True, env=os.environ)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -144,6 +146,8 @@ def test_hook_reads_the_connection(airflow_home):
     assert SparkMergeHook("sm_local").session_args() == {
         "conf": {"spark.sql.shuffle.partitions": "2"}, "master": "local[1]", "warehouse": "/tmp/w"}
     assert SparkMergeHook("sm_connect").session_args() == {"conf": {}, "remote": "sc://spark.internal:15002"}
+    assert SparkMergeHook("sm_shared").session_args() == {
+        "conf": {}, "master": "yarn", "warehouse": "/shared/w", "metastore": "thrift://hms:9083"}
     assert SparkMergeHook().session_args() == {"warehouse": str(Path(airflow_home) / "spark-merge")}
 
 

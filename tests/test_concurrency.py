@@ -182,3 +182,17 @@ def test_recover_command_finishes_an_interrupted_commit(spark, acct, monkeypatch
     assert "interrupted commit finished" in capsys.readouterr().out
     assert amount(spark, acct, 2) == 5
     assert recover(spark, acct) is False
+
+
+@pytest.mark.parametrize("message, exists", [
+    # Spark's own look found the table (one application, or the loser saw the winner's table)
+    ("[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view `d`.`__sm_lock_t` because it already exists.", True),
+    # another application created it between Spark's look and the create: the metastore service's
+    # refusal, as Spark passed it on in the shared-metastore soak (test_shared_metastore.py)
+    ("org.apache.hadoop.hive.ql.metadata.HiveException: AlreadyExistsException(message:Table __sm_lock_acct "
+     "already exists)", True),
+    ("[SCHEMA_NOT_FOUND] The schema `d` cannot be found.", False),
+])
+def test_a_lock_create_that_lost_the_race_is_told_from_other_failures(message, exists):
+    """A lost race makes the taker look at the holder and wait, never fail the merge."""
+    assert lock.already_exists(message) is exists

@@ -1,0 +1,127 @@
+"""Subprocess side of the several-applications soak (test_shared_metastore.py). Not a test module itself.
+Each process is its own Spark application on the shared Hive metastore.
+
+    python tests/apps_soak_driver.py reader URI DIR          create the table, then read it in a loop
+    python tests/apps_soak_driver.py writer URI DIR K N      N merges by writer K through the Python API
+    python tests/apps_soak_driver.py cli-writer URI DIR K N  the same, each merge a `spark-merge run` process
+
+The table holds partitions p=0..5, four rows each (id = 10 p + j) and a counter column per writer
+(w0..w3). Writer K's merge i adds 1 to w<K> of the rows of its own partition K+1 and, when i is even,
+of the shared partition 0 (so writers overlap there and are disjoint elsewhere), and inserts one row
+(id 1000 + 100 K + i) into partition K+1. Each writer appends one JSON line per merge to
+DIR/writer<K>.jsonl (ok with the merge id, or the error's class and message); the reader appends
+what each of its queries returned to DIR/reads.jsonl until DIR/stop exists, then writes the table's
+final rows, its history and its lock to DIR/final.json.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from merge_core import MergeError, history, merge  # noqa: E402
+from merge_core import lock  # noqa: E402
+from merge_core.catalog import describe_table  # noqa: E402
+from merge_core.session import get_session  # noqa: E402
+from tests.cluster import FAST_CONF  # noqa: E402
+
+T = "apps.acct"
+WRITERS, PARTITIONS, ROWS = 4, 6, 4
+CONF = {**FAST_CONF, "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "1"}
+
+
+def statement(k: int, i: int) -> str:
+    parts = [0, k + 1] if i % 2 == 0 else [k + 1]
+    values = [f"({10 * p + j}, {p})" for p in parts for j in range(ROWS)] + [f"({1000 + 100 * k + i}, {k + 1})"]
+    zeros = ", ".join("0" for _ in range(WRITERS))
+    return (f"MERGE INTO {T} t USING (SELECT * FROM VALUES {', '.join(values)} AS s(id, p)) s "
+            f"ON t.id = s.id AND t.p = s.p WHEN MATCHED THEN UPDATE SET w{k} = t.w{k} + 1 "
+            f"WHEN NOT MATCHED THEN INSERT (id, {', '.join(f'w{n}' for n in range(WRITERS))}, p) "
+            f"VALUES (s.id, {zeros}, s.p)")
+
+
+def session(uri: str, folder: Path):
+    return get_session(master="local[1]", metastore=uri, warehouse=str(folder / "home"), conf=CONF,
+                       app_name=f"apps-soak-{sys.argv[1]}-{sys.argv[4] if len(sys.argv) > 4 else ''}")
+
+
+def _wait_for(path: Path, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{path} did not appear in {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def reader(uri: str, folder: Path) -> None:
+    spark = session(uri, folder)
+    spark.sql("CREATE DATABASE IF NOT EXISTS apps")
+    cols = ", ".join(f"w{n} INT" for n in range(WRITERS))
+    spark.sql(f"CREATE TABLE {T} (id INT, {cols}, p INT) USING parquet PARTITIONED BY (p)")
+    zeros = ", ".join("0" for _ in range(WRITERS))
+    spark.sql(f"INSERT INTO {T} VALUES " + ", ".join(f"({10 * p + j}, {zeros}, {p})"
+                                                   for p in range(PARTITIONS) for j in range(ROWS)))
+    (folder / "ready").touch()
+    with open(folder / "reads.jsonl", "a") as out:
+        while not (folder / "stop").exists():
+            try:
+                rows = [list(r) for r in spark.sql(f"SELECT * FROM {T}").collect()]
+                out.write(json.dumps({"rows": rows}) + "\n")
+            except Exception as e:  # noqa: BLE001 - the test asserts there is none
+                out.write(json.dumps({"error": f"{type(e).__name__}: {e}"[:2000]}) + "\n")
+            out.flush()
+    final = {"rows": [list(r) for r in spark.sql(f"SELECT * FROM {T}").collect()],
+             "history": [h["merge_id"] for h in history(spark, T, limit=1000)],
+             "lock": lock.holder(spark, describe_table(spark, T.split("."))),
+             "journal_parts": {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {T}").collect()}
+             .get("spark_merge.journal.parts", "0")}  # "0": no commit left unfinished
+    (folder / "final.json").write_text(json.dumps(final, default=str))
+
+
+def writer(uri: str, folder: Path, k: int, n: int) -> None:
+    spark = session(uri, folder)
+    _wait_for(folder / "ready")
+    with open(folder / f"writer{k}.jsonl", "a") as out:
+        for i in range(n):
+            try:
+                result = merge(spark, statement(k, i), duplicate_rule="strict")
+                line = {"i": i, "ok": result.merge_id}
+            except MergeError as e:
+                line = {"i": i, "error": type(e).__name__, "message": str(e)[:2000]}
+            except Exception as e:  # noqa: BLE001 - anything else is a failure the test reports
+                line = {"i": i, "error": type(e).__name__, "message": str(e)[:2000]}
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+
+
+def cli_writer(uri: str, folder: Path, k: int, n: int) -> None:
+    """The same merges through the command line, each its own application (an Airflow task's shape)."""
+    _wait_for(folder / "ready")
+    conf = [a for key, value in CONF.items() for a in ("--conf", f"{key}={value}")]
+    with open(folder / f"writer{k}.jsonl", "a") as out:
+        for i in range(n):
+            done = subprocess.run([sys.executable, "-m", "merge_core", "run", "--sql", statement(k, i),
+                                   "--duplicate-rule", "strict", "--master", "local[1]", "--metastore", uri,
+                                   "--warehouse", str(folder / "home"), "--json", "-q", *conf],
+                                  capture_output=True, text=True)
+            if done.returncode == 0:
+                line = {"i": i, "ok": json.loads(done.stdout)["merge_id"]}
+            else:
+                message = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+                code = "ConflictError" if message.startswith("error: MERGE_CONFLICT") else f"exit {done.returncode}"
+                line = {"i": i, "error": code, "message": done.stderr[-2000:]}
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    role, uri, folder = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    if role == "reader":
+        reader(uri, folder)
+    elif role == "writer":
+        writer(uri, folder, int(sys.argv[4]), int(sys.argv[5]))
+    else:
+        cli_writer(uri, folder, int(sys.argv[4]), int(sys.argv[5]))

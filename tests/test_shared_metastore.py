@@ -1,0 +1,141 @@
+"""Several Spark applications, one shared Hive metastore (PostgreSQL behind it): the production
+topology of several Airflow tasks merging into one table at once.
+
+The soak starts four writer applications (three through the Python API, one running each merge as
+its own `spark-merge run --metastore ...` process) and a fifth application that reads the table in a
+loop, all on one metastore service (tests/hive_metastore.py) and one warehouse folder. Writers merge
+into overlapping (p=0) and disjoint (their own p) partitions at once. Afterwards:
+
+- every reported failure is a clean MERGE_CONFLICT, and no merge failed otherwise;
+- no update is lost: each counter equals the successes its writer reported, each success inserted
+  exactly its one row, the history holds exactly the reported successes, no lock or journal is left;
+- no row is duplicated, in the final rows or in any read;
+- every read saw a state the table had: for each writer, the table as after some prefix of its
+  successes (README "What a concurrent reader sees": a classic session's commit moves every existing
+  partition it rewrites in one metastore call, so a reader sees the old or the new version).
+
+Counts are printed in the test summary. SPARK_MERGE_APPS_SOAK_MERGES sets the merges per writer
+(default 3; `make test-all` runs 6).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from merge_core.session import embedded_conf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from apps_soak_driver import PARTITIONS, ROWS, WRITERS  # noqa: E402
+
+DRIVER = Path(__file__).resolve().parent / "apps_soak_driver.py"
+MERGES = int(os.environ.get("SPARK_MERGE_APPS_SOAK_MERGES", "3"))
+REPORT: dict = {}  # printed in the terminal summary (conftest.py)
+
+
+def test_a_shared_metastore_replaces_the_embedded_derby(tmp_path):
+    shared = embedded_conf(tmp_path, "local[2]", "thrift://hms:9083")
+    assert shared["spark.hadoop.hive.metastore.uris"] == "thrift://hms:9083"
+    assert not any("derby" in f"{k}={v}" for k, v in shared.items())
+    embedded = embedded_conf(tmp_path, "local[2]")
+    assert "spark.hadoop.hive.metastore.uris" not in embedded
+    assert "jdbc:derby:" in embedded["spark.hadoop.javax.jdo.option.ConnectionURL"]
+
+
+@pytest.fixture(scope="module")
+def hive_metastore(postgres, tmp_path_factory):
+    from tests.hive_metastore import HiveMetastore
+
+    service = HiveMetastore(tmp_path_factory.mktemp("hms"), postgres).start()
+    yield service
+    service.stop()
+
+
+def state(successes: list[int], k: int) -> dict:
+    """Writer k's part of the table after its merges ``successes`` (in order): the w<k> counter of
+    each original row and the ids of the rows it inserted."""
+    counters = {}
+    for p in range(PARTITIONS):
+        n = len(successes) if p == k + 1 else sum(1 for i in successes if i % 2 == 0) if p == 0 else 0
+        counters.update({10 * p + j: n for j in range(ROWS)})
+    return {"counters": counters, "inserted": {1000 + 100 * k + i for i in successes}}
+
+
+def seen(rows: list[list], k: int) -> dict:
+    """Writer k's part of what one read returned (rows: id, w0..w3, p)."""
+    return {"counters": {r[0]: r[1 + k] for r in rows if r[0] < 1000},
+            "inserted": {r[0] for r in rows if 1000 + 100 * k <= r[0] < 1100 + 100 * k}}
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.slow
+def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metastore, tmp_path):
+    env = {**os.environ, "SPARK_LOG_LEVEL": "ERROR"}
+
+    def start(*args: str, name: str) -> subprocess.Popen:
+        log = open(tmp_path / f"{name}.log", "w")
+        return subprocess.Popen([sys.executable, str(DRIVER), *args], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+
+    uri, folder = hive_metastore.uri, str(tmp_path)
+    started = time.monotonic()
+    reader = start("reader", uri, folder, name="reader")
+    writers = [start("cli-writer" if k == WRITERS - 1 else "writer", uri, folder, str(k), str(MERGES),
+                     name=f"writer{k}") for k in range(WRITERS)]
+    try:
+        for k, w in enumerate(writers):
+            w.wait(timeout=900)
+            assert w.returncode == 0, (tmp_path / f"writer{k}.log").read_text()[-3000:]
+    finally:
+        (tmp_path / "stop").touch()
+        try:
+            reader.wait(timeout=300)
+        finally:
+            for p in [reader, *writers]:
+                if p.poll() is None:
+                    os.killpg(p.pid, 9)
+    assert reader.returncode == 0, (tmp_path / "reader.log").read_text()[-3000:]
+
+    outcomes = {k: _lines(tmp_path / f"writer{k}.jsonl") for k in range(WRITERS)}
+    assert all(len(o) == MERGES for o in outcomes.values()), outcomes
+    failures = [o for lines in outcomes.values() for o in lines if "error" in o]
+    unclean = [o for o in failures if o["error"] != "ConflictError" or "MERGE_CONFLICT" not in o["message"]]
+    assert not unclean, unclean
+    successes = {k: [o["i"] for o in lines if "ok" in o] for k, lines in outcomes.items()}
+
+    final = json.loads((tmp_path / "final.json").read_text())
+    ids = [r[0] for r in final["rows"]]
+    assert len(ids) == len(set(ids)), "a row was duplicated"
+    for k in range(WRITERS):  # no lost update: the table is exactly every writer's reported successes
+        assert seen(final["rows"], k) == state(successes[k], k), f"writer {k}"
+    assert sorted(final["history"]) == sorted(o["ok"] for lines in outcomes.values() for o in lines if "ok" in o)
+    assert final["lock"] is None and final["journal_parts"] == "0", final
+
+    reads = _lines(tmp_path / "reads.jsonl")
+    errors = [r["error"] for r in reads if "error" in r]
+    assert not errors, errors[:3]
+    versions = set()
+    for n, read in enumerate(reads):
+        ids = [r[0] for r in read["rows"]]
+        assert len(ids) == len(set(ids)), f"read {n} saw a duplicated row"
+        prefixes = []
+        for k in range(WRITERS):
+            part = seen(read["rows"], k)
+            matching = [j for j in range(len(successes[k]) + 1) if state(successes[k][:j], k) == part]
+            assert matching, f"read {n} saw writer {k}'s rows in a state the table never had: {part}"
+            prefixes.append(matching[0])
+        versions.add(tuple(prefixes))
+    conflicts = Counter(o["error"] for o in failures)
+    REPORT.update(writers=WRITERS, merges=WRITERS * MERGES, succeeded=sum(map(len, successes.values())),
+                  conflicts=conflicts.get("ConflictError", 0), reads=len(reads), versions=len(versions),
+                  seconds=round(time.monotonic() - started))
+    assert REPORT["succeeded"] > 0 and len(reads) > 0
