@@ -120,15 +120,6 @@ def wait_until_free(spark: SparkSession, table: dict, wait_s: float | None = Non
         time.sleep(0.2 + random.random() * 0.3)
 
 
-def already_exists(error: Exception | str) -> bool:
-    """Whether CREATE TABLE failed because the table exists. Spark says so itself
-    (TABLE_OR_VIEW_ALREADY_EXISTS) when its own look finds the table; when another application
-    created it between that look and the create, the metastore service refuses the create and Spark
-    passes its words on (`HiveException: AlreadyExistsException(message:Table ... already exists)`)."""
-    text = str(error)
-    return "ALREADY_EXISTS" in text or "AlreadyExistsException" in text
-
-
 def _identity(spark: SparkSession) -> str:
     try:
         app = spark.conf.get("spark.app.id", None) or ""
@@ -163,23 +154,21 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
     wait_s = LOCK_WAIT_S if wait_s is None else wait_s
     deadline = time.monotonic() + wait_s
     owner_text = _identity(spark)
-    while True:
+    while True:  # create it if none holds it, then read whose it is (spark_merge_lock.sql)
         now = _now()
         try:
             spark.sql(macros.render("lock_sql", table, merge_id, now.isoformat(),
                                     (now + timedelta(seconds=LEASE_S)).isoformat(), owner_text))
-            break
         except SPARK_ERRORS as e:
-            owner = holder(spark, table)
-            if owner is None:
-                if already_exists(e):
-                    continue  # released between our attempt and the look
-                raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
-            if break_if_dead(spark, table, owner):
-                continue
-            if time.monotonic() > deadline:
-                raise _live_holder_error(table, owner, wait_s) from None
-            time.sleep(0.2 + random.random() * 0.3)
+            raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
+        owner = holder(spark, table)
+        if owner is not None and owner["merge_id"] == merge_id:
+            break
+        if owner is None or break_if_dead(spark, table, owner):
+            continue  # released (or broken) between the create and the look: take it again
+        if time.monotonic() > deadline:
+            raise _live_holder_error(table, owner, wait_s) from None
+        time.sleep(0.2 + random.random() * 0.3)
     renewer = _Renewer(spark, table, merge_id)
     renewer.start()
     try:

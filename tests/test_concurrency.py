@@ -184,15 +184,21 @@ def test_recover_command_finishes_an_interrupted_commit(spark, acct, monkeypatch
     assert recover(spark, acct) is False
 
 
-@pytest.mark.parametrize("message, exists", [
-    # Spark's own look found the table (one application, or the loser saw the winner's table)
-    ("[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view `d`.`__sm_lock_t` because it already exists.", True),
-    # another application created it between Spark's look and the create: the metastore service's
-    # refusal, as Spark passed it on in the shared-metastore soak (test_shared_metastore.py)
-    ("org.apache.hadoop.hive.ql.metadata.HiveException: AlreadyExistsException(message:Table __sm_lock_acct "
-     "already exists)", True),
-    ("[SCHEMA_NOT_FOUND] The schema `d` cannot be found.", False),
-])
-def test_a_lock_create_that_lost_the_race_is_told_from_other_failures(message, exists):
-    """A lost race makes the taker look at the holder and wait, never fail the merge."""
-    assert lock.already_exists(message) is exists
+def test_a_taker_that_finds_the_lock_taken_waits_for_its_holder_then_holds_it(spark, acct):
+    """The lock is created IF NOT EXISTS and then read back: a taker whose create found another
+    merge's lock (in the shared-metastore soak, another application's create won the race) must
+    neither fail nor think it holds it; it waits, and takes the lock once the holder releases it."""
+    table = describe_table(spark, acct.split("."))
+    _lock(spark, table, "other", expires_in_s=60)
+    seen = []
+
+    def release():  # "other" finishes its commit 2 s later: it still holds its lock, then drops it
+        seen.append(lock.holder(spark, table)["merge_id"])
+        lock.break_lock(spark, table)
+
+    timer = threading.Timer(2.0, release)
+    timer.start()
+    with lock.table_lock(spark, table, "mine", wait_s=60):
+        assert lock.holder(spark, table)["merge_id"] == "mine"
+    timer.join()
+    assert seen == ["other"] and lock.holder(spark, table) is None

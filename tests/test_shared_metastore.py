@@ -139,3 +139,38 @@ def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metasto
                   conflicts=conflicts.get("ConflictError", 0), reads=len(reads), versions=len(versions),
                   seconds=round(time.monotonic() - started))
     assert REPORT["succeeded"] > 0 and len(reads) > 0
+
+
+@pytest.mark.slow
+def test_a_dbt_session_profile_merges_through_the_shared_metastore(hive_metastore, tmp_path):
+    """The example project with `method: session` and the metastore in server_side_parameters (the
+    README's profile): the first run creates the model, the second merges, and the tables are in the
+    shared metastore's PostgreSQL database, where every other application finds them."""
+    import shutil
+
+    from tests.cluster import FAST_CONF
+    from tests.pg_server import binaries
+    from dbt_macros import PACKAGE_DIR
+    from tests.test_dbt import EXAMPLE
+
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLE, project)
+    (project / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
+    conf = {"spark.hadoop.hive.metastore.uris": hive_metastore.uri,
+            "spark.sql.warehouse.dir": str(tmp_path / "warehouse"), "spark.sql.catalogImplementation": "hive",
+            "spark.master": "local[1]", "spark.log.level": "ERROR", "spark.ui.showConsoleProgress": "false", **FAST_CONF}
+    (project / "profiles.yml").write_text(json.dumps({"spark_merge_example": {"target": "shared", "outputs": {"shared": {
+        "type": "spark", "method": "session", "host": "NA", "schema": "{{ env_var('SPARK_MERGE_DBT_SCHEMA') }}",
+        "server_side_parameters": conf}}}}))  # JSON is YAML
+    done = subprocess.run([sys.executable, str(DRIVER.with_name("dbt_metastore_driver.py")), str(project), "dbt_shared"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["metastore"] == hive_metastore.uri
+    assert out["rows"] == [[1, "ann", 10.0, "eu"], [2, "bob", 25.0, "us"], [3, "cy", 0.0, "eu"], [4, "di", 40.0, "apac"]]
+    assert out["history"][0] == "merge"  # the second run merged, and recorded it
+    tables = subprocess.run([str(binaries() / "psql"), "-h", hive_metastore.pg_host, "-p", hive_metastore.pg_port,
+                             "-U", "postgres", "-d", hive_metastore.database, "-Atc",
+                             'SELECT "TBL_NAME" FROM "TBLS" JOIN "DBS" USING ("DB_ID") WHERE "NAME" = \'dbt_shared\''],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert "accounts" in tables

@@ -146,12 +146,21 @@
 {%- endmacro %}
 
 {#- The lock with a lease of 120 s (a dbt run cannot renew it from a thread; its commit takes
-    seconds). Two takers race on CREATE TABLE; the loser's run fails with the metastore's error. -#}
+    seconds). Wait while another holds it, create it if none does, and read whose it is: a taker
+    that lost the race to another (in any application) waits for that one in the next round. -#}
 {% macro spark_merge__dbt_lock(table, merge_id) -%}
 {%- do spark_merge.spark_merge__dbt_trace('lock') -%}
-{%- do spark_merge.spark_merge__dbt_wait_lock(table) -%}
-{%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
-{%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(), (now + modules.datetime.timedelta(seconds=120)).isoformat(), 'dbt ' ~ invocation_id)) -%}
+{%- set state = {'held': false} -%}
+{%- for attempt in range(20) if not state.held -%}
+  {%- do spark_merge.spark_merge__dbt_wait_lock(table) -%}
+  {%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
+  {%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(), (now + modules.datetime.timedelta(seconds=120)).isoformat(), 'dbt ' ~ invocation_id)) -%}
+  {%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
+  {%- do state.update({'held': holder is not none and holder.merge_id == merge_id}) -%}
+{%- endfor -%}
+{%- if not state.held -%}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": other merges took the commit lock on " ~ table.name ~ " first 20 times in a row; nothing was written, run the model again") }}
+{%- endif -%}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_unlock(table, merge_id=none) -%}
