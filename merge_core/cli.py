@@ -61,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
         if name == "run":
             sp.add_argument("--dry-run", action="store_true", help="run the planning jobs only and report what would "
                                                                    "be inserted, updated, deleted and rewritten; write nothing")
+            sp.add_argument("--max-retries", type=int, default=3, help="how often to plan again when another merge "
+                            "committed elsewhere in the table meanwhile (default 3; raise it for many concurrent writers)")
         else:
             sp.add_argument("--counts", action="store_true", help="after the plan, run its planning jobs (as run "
                                                                   "--dry-run), print the statements they ran (with "
@@ -259,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                   "key ranges and partitions")
             print("".join(f"{text};\n\n" for text in ran), end="")
         else:
-            result = merge(spark, sql, dry_run=args.dry_run, **chosen)
+            result = merge(spark, sql, dry_run=args.dry_run, max_retries=args.max_retries, **chosen)
         if args.json:
             print(json.dumps({"merge_id": result.merge_id, "target": result.target, "paradigm": result.paradigm,
                               "plan_hash": result.plan_hash, "metrics": result.metrics,

@@ -98,13 +98,14 @@ def writer(uri: str, folder: Path, k: int, n: int) -> None:
 
 
 def cli_writer(uri: str, folder: Path, k: int, n: int) -> None:
-    """The same merges through the command line, each its own application (an Airflow task's shape)."""
+    """The same merges through the command line, each its own application (an Airflow task's shape),
+    more patient with commits elsewhere in the table (--max-retries 5)."""
     _wait_for(folder / "ready")
     conf = [a for key, value in CONF.items() for a in ("--conf", f"{key}={value}")]
     with open(folder / f"writer{k}.jsonl", "a") as out:
         for i in range(n):
             done = subprocess.run([sys.executable, "-m", "merge_core", "run", "--sql", statement(k, i),
-                                   "--duplicate-rule", "strict", "--master", "local[1]", "--metastore", uri,
+                                   "--duplicate-rule", "strict", "--max-retries", "5", "--master", "local[1]", "--metastore", uri,
                                    "--warehouse", str(folder / "home"), "--json", "-q", *conf],
                                   capture_output=True, text=True)
             if done.returncode == 0:
