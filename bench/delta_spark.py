@@ -29,6 +29,7 @@ from pathlib import Path
 from merge_core import merge
 from merge_core.session import get_session
 
+from fused_prototype import fused_cdc
 from merge_cost import checksum, fresh_target, generate, scenarios, timed
 
 JARS = os.environ.get("DELTA_JARS", "")
@@ -54,7 +55,7 @@ def jobs_of(spark, fn) -> tuple[float, int]:
 
 def compare(spark, where: Path, repeat: int, kinds: list[str]) -> None:
     for kind in kinds:
-        sm, dl, sums, jobs = [], [], set(), {}
+        sm, dl, fu, sums, jobs = [], [], [], set(), {}
         for i in range(repeat):
             table = fresh_target(spark, where)
             s, j = jobs_of(spark, lambda: merge(spark, scenarios(table)[kind]))
@@ -66,8 +67,15 @@ def compare(spark, where: Path, repeat: int, kinds: list[str]) -> None:
             dl.append(s)
             jobs.setdefault("delta", j)
             sums.add(checksum(spark, table))
+            if kind.startswith("cdc"):  # issue 20's fused plan, prototyped (bench/fused_prototype.py)
+                table = fresh_target(spark, where)
+                s, j = jobs_of(spark, lambda: fused_cdc(spark, table, kind.endswith("dt"), where))
+                fu.append(s)
+                jobs.setdefault("fused", j)
+                sums.add(checksum(spark, table))
         a, b = statistics.median(sm), statistics.median(dl)
-        print(f"| {kind} | {a:.2f} ({jobs['sm']} jobs) | {b:.2f} ({jobs['delta']} jobs) | **{b / a:.2f}x** | "
+        c = f"{statistics.median(fu):.2f} ({jobs['fused']} jobs) | **{b / statistics.median(fu):.2f}x**" if fu else "- | -"
+        print(f"| {kind} | {a:.2f} ({jobs['sm']} jobs) | {b:.2f} ({jobs['delta']} jobs) | **{b / a:.2f}x** | {c} | "
               f"{'yes' if len(sums) == 1 else 'NO'} |", flush=True)
 
 
@@ -95,10 +103,12 @@ def main() -> None:
             fresh_target(spark, data)  # warm up both (JIT compilation) before anything is timed
             merge(spark, scenarios("bench.t")["cdc, ON id"])
             spark.sql(scenarios(delta_target(spark, data))["cdc, ON id"]).collect()
+            fused_cdc(spark, fresh_target(spark, data), False, data)
             print(f"\nSpark {pyspark.__version__}, N={n:,} target rows, M={args.changes:,} source rows, medians of "
                   f"{args.repeat} (seconds; side by side in this run)\n")
-            print("| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | same rows |")
-            print("|---|---|---|---|---|")
+            print("| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | fused-plan prototype | "
+                  "Delta / prototype | same rows |")
+            print("|---|---|---|---|---|---|---|")
             compare(spark, data, args.repeat, args.scenarios.split(";"))
     finally:
         spark.stop()
