@@ -4,6 +4,8 @@ Each process is its own Spark application on the shared Hive metastore.
     python tests/apps_soak_driver.py reader URI DIR          create the table, then read it in a loop
     python tests/apps_soak_driver.py writer URI DIR K N      N merges by writer K through the Python API
     python tests/apps_soak_driver.py cli-writer URI DIR K N  the same, each merge a `spark-merge run` process
+    python tests/apps_soak_driver.py airflow-writer URI DIR K N  the same, each merge a DAG run (dag.test()) of
+                                                      SparkMergeOperator, its connection naming the metastore
 
 The table holds partitions p=0..5, four rows each (id = 10 p + j) and a counter column per writer
 (w0..w3). Writer K's merge i adds 1 to w<K> of the rows of its own partition K+1 and, when i is even,
@@ -118,11 +120,71 @@ def cli_writer(uri: str, folder: Path, k: int, n: int) -> None:
             out.flush()
 
 
+AIRFLOW_DAG = """
+from datetime import datetime
+from pathlib import Path
+from airflow.sdk import DAG
+from airflow_provider.operators import SparkMergeOperator
+
+def failed(context):  # the failure's class and message, for the soak's outcome line
+    e = context.get("exception")
+    Path({out!r}).write_text(type(e).__name__ + ": " + str(e))
+
+with DAG(dag_id="apps_soak_merge", schedule=None, start_date=datetime(2026, 11, 1), params={{"sql": ""}}) as dag:
+    SparkMergeOperator(task_id="merge", sql="{{{{ params.sql }}}}", spark_merge_conn_id="sm_shared",
+                       options={{"duplicate_rule": "strict"}}, on_failure_callback=failed)
+"""
+
+
+def airflow_writer(uri: str, folder: Path, k: int, n: int) -> None:
+    """The same merges as Airflow tasks: a one-task DAG run per merge, SparkMergeOperator with a
+    spark_merge connection whose extra names the metastore (README "A shared metastore")."""
+    import importlib.util
+    import os
+    from datetime import datetime, timedelta, timezone
+
+    home = folder / "airflow"
+    (home / "dags").mkdir(parents=True, exist_ok=True)
+    failure = home / "failure.txt"
+    (home / "dags" / "apps_soak_merge.py").write_text(AIRFLOW_DAG.format(out=str(failure)))
+    os.environ.update({
+        "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__OPENLINEAGE__DISABLED": "True",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW_CONN_SM_SHARED": json.dumps({"conn_type": "spark_merge", "host": "local[1]", "extra": {
+            "metastore": uri, "warehouse": str(folder / "home"), "conf": CONF}}),
+    })
+    subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
+    spec = importlib.util.spec_from_file_location("apps_soak_merge", home / "dags" / "apps_soak_merge.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _wait_for(folder / "ready")
+
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with open(folder / f"writer{k}.jsonl", "a") as out:
+        for i in range(n):
+            failure.unlink(missing_ok=True)
+            run = module.dag.test(logical_date=datetime(2026, 11, 1, tzinfo=timezone.utc) + timedelta(days=i),
+                                  run_conf={"sql": statement(k, i)})
+            with create_session() as session:
+                finish = [XComModel.deserialize_value(x) for x in session.scalars(select(XComModel).where(
+                    XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id, XComModel.key == "merge_finish"))]
+            if finish:
+                line = {"i": i, "ok": finish[0]["merge_id"]}
+            else:
+                message = failure.read_text() if failure.exists() else f"the DAG run ended {run.state} without a failure"
+                line = {"i": i, "error": message.split(":", 1)[0], "message": message[:2000]}
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+
+
 if __name__ == "__main__":
     role, uri, folder = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     if role == "reader":
         reader(uri, folder)
-    elif role == "writer":
-        writer(uri, folder, int(sys.argv[4]), int(sys.argv[5]))
     else:
-        cli_writer(uri, folder, int(sys.argv[4]), int(sys.argv[5]))
+        {"writer": writer, "cli-writer": cli_writer, "airflow-writer": airflow_writer}[role](
+            uri, folder, int(sys.argv[4]), int(sys.argv[5]))

@@ -1,9 +1,9 @@
 """Several Spark applications, one shared Hive metastore (PostgreSQL behind it): the production
 topology of several Airflow tasks merging into one table at once.
 
-The soak starts four writer applications (three through the Python API, one running each merge as
-its own `spark-merge run --metastore ...` process) and a fifth application that reads the table in a
-loop, all on one metastore service (tests/hive_metastore.py) and one warehouse folder. Writers merge
+The soak starts four writer applications (two through the Python API, one as Airflow DAG runs of
+SparkMergeOperator whose connection names the metastore, one running each merge as its own
+`spark-merge run --metastore ...` process) and a fifth application that reads the table in a loop, all on one metastore service (tests/hive_metastore.py) and one warehouse folder. Writers merge
 into overlapping (p=0) and disjoint (their own p) partitions at once. Afterwards:
 
 - every reported failure is a clean MERGE_CONFLICT, and no merge failed otherwise;
@@ -89,8 +89,8 @@ def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metasto
     uri, folder = hive_metastore.uri, str(tmp_path)
     started = time.monotonic()
     reader = start("reader", uri, folder, name="reader")
-    writers = [start("cli-writer" if k == WRITERS - 1 else "writer", uri, folder, str(k), str(MERGES),
-                     name=f"writer{k}") for k in range(WRITERS)]
+    kinds = ["writer", "writer", "airflow-writer", "cli-writer"]  # Python API twice, Airflow, the CLI
+    writers = [start(kinds[k], uri, folder, str(k), str(MERGES), name=f"writer{k}") for k in range(WRITERS)]
     try:
         for k, w in enumerate(writers):
             w.wait(timeout=900)
