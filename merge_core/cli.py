@@ -159,7 +159,8 @@ def _session(args):
     from .session import get_session
 
     conf = dict(c.split("=", 1) for c in args.conf)
-    if not (args.master or args.remote):
+    # a warm server runs with the metastore of its start: a --metastore named here is not served by it
+    if not (args.master or args.remote or args.metastore):
         warm = server.status(args.warehouse)
         if warm:  # `spark-merge server start` is up for this warehouse: no JVM of our own
             return get_session(remote=warm)

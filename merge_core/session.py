@@ -46,8 +46,11 @@ def metastore_conf(home: Path, metastore: str | None) -> dict[str, str]:
     """Where the catalog lives. Embedded: a Derby database under ``home``, which one JVM at a time
     can open. Shared: a Hive metastore service (``thrift://host:9083``, several URIs comma-separated),
     which any number of applications use at once; the tables' directories are then wherever the
-    metastore says, so every application must reach them (a shared file system or object store)."""
+    metastore says, so every application must reach them (a shared file system or object store).
+    ``metastore`` None: $SPARK_MERGE_METASTORE, read here so that every session spark-merge starts
+    (get_session, `spark-merge server start`) makes the same choice."""
     quiet_log = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"
+    metastore = metastore or os.environ.get(METASTORE_ENV) or None
     if metastore:
         return {"spark.hadoop.hive.metastore.uris": metastore, "spark.driver.extraJavaOptions": quiet_log}
     return {"spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
@@ -119,7 +122,6 @@ def get_session(
     home = home_dir(warehouse)
     master_url = master or os.environ.get("SPARK_MASTER", "local[*]")
     builder = SparkSession.builder.master(master_url).appName(app_name).enableHiveSupport()
-    metastore = metastore or os.environ.get(METASTORE_ENV) or None
     for k, v in {**embedded_conf(home, master_url, metastore), **(conf or {})}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -39,13 +39,33 @@ MERGES = int(os.environ.get("SPARK_MERGE_APPS_SOAK_MERGES", "3"))
 REPORT: dict = {}  # printed in the terminal summary (conftest.py)
 
 
-def test_a_shared_metastore_replaces_the_embedded_derby(tmp_path):
+def test_a_shared_metastore_replaces_the_embedded_derby(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPARK_MERGE_METASTORE", raising=False)
     shared = embedded_conf(tmp_path, "local[2]", "thrift://hms:9083")
     assert shared["spark.hadoop.hive.metastore.uris"] == "thrift://hms:9083"
     assert not any("derby" in f"{k}={v}" for k, v in shared.items())
     embedded = embedded_conf(tmp_path, "local[2]")
     assert "spark.hadoop.hive.metastore.uris" not in embedded
     assert "jdbc:derby:" in embedded["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    # the variable names it for every session spark-merge starts (get_session and `server start` alike)
+    monkeypatch.setenv("SPARK_MERGE_METASTORE", "thrift://env:9083")
+    assert embedded_conf(tmp_path, "local[2]")["spark.hadoop.hive.metastore.uris"] == "thrift://env:9083"
+
+
+def test_the_cli_does_not_hand_a_named_metastore_to_a_warm_server(tmp_path, monkeypatch):
+    """`spark-merge server start` keeps the metastore it started with: a --metastore given to a
+    command goes to a session of the command's own, not to that server."""
+    from merge_core import cli, server, session
+
+    asked = []
+    monkeypatch.setattr(server, "status", lambda warehouse: "sc://127.0.0.1:15002")
+    monkeypatch.setattr(session, "get_session", lambda **kw: asked.append(kw))
+    args = cli._parser().parse_args(["history", "d.t", "--warehouse", str(tmp_path), "--metastore", "thrift://h:9083"])
+    cli._session(args)
+    assert asked[-1]["metastore"] == "thrift://h:9083" and asked[-1]["remote"] is None
+    args = cli._parser().parse_args(["history", "d.t", "--warehouse", str(tmp_path)])
+    cli._session(args)
+    assert asked[-1] == {"remote": "sc://127.0.0.1:15002"}   # without one, the warm server serves
 
 
 @pytest.fixture(scope="module")
