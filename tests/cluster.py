@@ -46,6 +46,30 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
+def wait_listening(proc: subprocess.Popen, port: int, timeout: float) -> bool:
+    """Whether the service ``proc`` started listens on loopback ``port`` within ``timeout`` seconds
+    (False at once if it exits): the start of the tests' Thrift Server and Hive metastore."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.5)
+    return False
+
+
+def stop_group(proc: subprocess.Popen, timeout: float) -> None:
+    """Stop a service started in a session of its own (its JVM with it): SIGTERM, SIGKILL after ``timeout``."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=timeout)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 class Cluster:
     def __init__(self, root: Path, workers: int = 2):
         self.root, self.workers = root, workers

@@ -13,27 +13,17 @@ CREATE TABLE).
 """
 from __future__ import annotations
 
-import os
 import re
-import socket
 import subprocess
-import time
 import zipfile
 from pathlib import Path
 
-import pyspark
-
 from merge_core.session import POSTGRES_JDBC_JAR
+from tests.cluster import SPARK_HOME, _port, stop_group, wait_listening
 from tests.pg_server import binaries
 
-JARS = Path(pyspark.__file__).resolve().parent / "jars"
+JARS = SPARK_HOME / "jars"
 CLASSPATH = f"{JARS}/*:{POSTGRES_JDBC_JAR}"
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class HiveMetastore:
@@ -85,23 +75,15 @@ class HiveMetastore:
             cmd += ["--hiveconf", f"{k}={v}"]
         log = open(self.root / "metastore.out", "w")
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the Hive metastore exited ({self.proc.returncode}); see {self.root}/metastore.out")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.5)
+        if wait_listening(self.proc, self.port, timeout):
+            return self
+        exited = self.proc.poll()
         self.stop()
-        raise RuntimeError(f"the Hive metastore did not listen on {self.port} in {timeout:.0f} s; see {self.root}")
+        raise RuntimeError(f"the Hive metastore exited ({exited})" if exited is not None else
+                           f"the Hive metastore did not listen on {self.port} in {timeout:.0f} s"
+                           f"; see {self.root}/metastore.out")
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, 15)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)
+        if self.proc is not None:
+            stop_group(self.proc, timeout=20)
         self.proc = None

@@ -12,10 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import signal
-import socket
 import subprocess
-import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,7 +20,7 @@ from pyspark.sql import Row
 
 from merge_core.session import embedded_conf
 
-from .cluster import SPARK_HOME, _port
+from .cluster import SPARK_HOME, _port, stop_group, wait_listening
 
 SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 
@@ -46,28 +43,15 @@ class ThriftServer:
         log = open(self.root / "server.log", "w")
         self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
                                      start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                break
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(1)
+        if wait_listening(self.proc, self.port, timeout):
+            return self
         self.stop()
         raise RuntimeError(f"the Spark Thrift Server did not come up in {timeout:.0f} s; log: {self.root / 'server.log'}")
 
     def stop(self) -> None:
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        stop_group(self.proc, timeout=30)
         self.proc = None
 
     def profile(self, schema: str) -> str:
