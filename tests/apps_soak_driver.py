@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from merge_core import MergeError, history, merge  # noqa: E402
+from merge_core import history, merge  # noqa: E402
 from merge_core import lock  # noqa: E402
 from merge_core.catalog import describe_table  # noqa: E402
 from merge_core.session import get_session  # noqa: E402
@@ -35,14 +35,25 @@ WRITERS, PARTITIONS, ROWS = 4, 6, 4
 CONF = {**FAST_CONF, "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "1"}
 
 
+ZEROS = ", ".join("0" for _ in range(WRITERS))
+
+
+def touched(k: int, i: int) -> list[int]:
+    """The partitions whose counters writer k's merge i adds to: its own, and the shared p=0 when i is even."""
+    return [0, k + 1] if i % 2 == 0 else [k + 1]
+
+
+def new_id(k: int, i: int) -> int:
+    """The id of the row writer k's merge i inserts (into its own partition k + 1)."""
+    return 1000 + 100 * k + i
+
+
 def statement(k: int, i: int) -> str:
-    parts = [0, k + 1] if i % 2 == 0 else [k + 1]
-    values = [f"({10 * p + j}, {p})" for p in parts for j in range(ROWS)] + [f"({1000 + 100 * k + i}, {k + 1})"]
-    zeros = ", ".join("0" for _ in range(WRITERS))
+    values = [f"({10 * p + j}, {p})" for p in touched(k, i) for j in range(ROWS)] + [f"({new_id(k, i)}, {k + 1})"]
     return (f"MERGE INTO {T} t USING (SELECT * FROM VALUES {', '.join(values)} AS s(id, p)) s "
             f"ON t.id = s.id AND t.p = s.p WHEN MATCHED THEN UPDATE SET w{k} = t.w{k} + 1 "
             f"WHEN NOT MATCHED THEN INSERT (id, {', '.join(f'w{n}' for n in range(WRITERS))}, p) "
-            f"VALUES (s.id, {zeros}, s.p)")
+            f"VALUES (s.id, {ZEROS}, s.p)")
 
 
 def session(uri: str, folder: Path):
@@ -63,8 +74,7 @@ def reader(uri: str, folder: Path) -> None:
     spark.sql("CREATE DATABASE IF NOT EXISTS apps")
     cols = ", ".join(f"w{n} INT" for n in range(WRITERS))
     spark.sql(f"CREATE TABLE {T} (id INT, {cols}, p INT) USING parquet PARTITIONED BY (p)")
-    zeros = ", ".join("0" for _ in range(WRITERS))
-    spark.sql(f"INSERT INTO {T} VALUES " + ", ".join(f"({10 * p + j}, {zeros}, {p})"
+    spark.sql(f"INSERT INTO {T} VALUES " + ", ".join(f"({10 * p + j}, {ZEROS}, {p})"
                                                    for p in range(PARTITIONS) for j in range(ROWS)))
     (folder / "ready").touch()
     with open(folder / "reads.jsonl", "a") as out:
@@ -83,41 +93,45 @@ def reader(uri: str, folder: Path) -> None:
     (folder / "final.json").write_text(json.dumps(final, default=str))
 
 
-def writer(uri: str, folder: Path, k: int, n: int) -> None:
-    spark = session(uri, folder)
+def _record(folder: Path, k: int, n: int, attempt) -> None:
+    """Writer k's n merges, after the table exists: ``attempt(i)`` runs merge i and returns its outcome
+    ({"ok": merge id} or {"error": class, "message": ...}), appended as a line to DIR/writer<k>.jsonl."""
     _wait_for(folder / "ready")
     with open(folder / f"writer{k}.jsonl", "a") as out:
         for i in range(n):
-            try:
-                result = merge(spark, statement(k, i), duplicate_rule="strict")
-                line = {"i": i, "ok": result.merge_id}
-            except MergeError as e:
-                line = {"i": i, "error": type(e).__name__, "message": str(e)[:2000]}
-            except Exception as e:  # noqa: BLE001 - anything else is a failure the test reports
-                line = {"i": i, "error": type(e).__name__, "message": str(e)[:2000]}
-            out.write(json.dumps(line) + "\n")
+            out.write(json.dumps({"i": i, **attempt(i)}) + "\n")
             out.flush()
+
+
+def writer(uri: str, folder: Path, k: int, n: int) -> None:
+    spark = session(uri, folder)
+
+    def attempt(i: int) -> dict:
+        try:
+            return {"ok": merge(spark, statement(k, i), duplicate_rule="strict").merge_id}
+        except Exception as e:  # noqa: BLE001 - any failure is reported; the test accepts only MERGE_CONFLICT
+            return {"error": type(e).__name__, "message": str(e)[:2000]}
+
+    _record(folder, k, n, attempt)
 
 
 def cli_writer(uri: str, folder: Path, k: int, n: int) -> None:
-    """The same merges through the command line, each its own application (an Airflow task's shape),
-    more patient with commits elsewhere in the table (--max-retries 5)."""
-    _wait_for(folder / "ready")
+    """The same merges through the command line, each its own application, more patient with
+    commits elsewhere in the table (--max-retries 5)."""
     conf = [a for key, value in CONF.items() for a in ("--conf", f"{key}={value}")]
-    with open(folder / f"writer{k}.jsonl", "a") as out:
-        for i in range(n):
-            done = subprocess.run([sys.executable, "-m", "merge_core", "run", "--sql", statement(k, i),
-                                   "--duplicate-rule", "strict", "--max-retries", "5", "--master", "local[1]", "--metastore", uri,
-                                   "--warehouse", str(folder / "home"), "--json", "-q", *conf],
-                                  capture_output=True, text=True)
-            if done.returncode == 0:
-                line = {"i": i, "ok": json.loads(done.stdout)["merge_id"]}
-            else:
-                message = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-                code = "ConflictError" if message.startswith("error: MERGE_CONFLICT") else f"exit {done.returncode}"
-                line = {"i": i, "error": code, "message": done.stderr[-2000:]}
-            out.write(json.dumps(line) + "\n")
-            out.flush()
+
+    def attempt(i: int) -> dict:
+        done = subprocess.run([sys.executable, "-m", "merge_core", "run", "--sql", statement(k, i),
+                               "--duplicate-rule", "strict", "--max-retries", "5", "--master", "local[1]",
+                               "--metastore", uri, "--warehouse", str(folder / "home"), "--json", "-q", *conf],
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            return {"ok": json.loads(done.stdout)["merge_id"]}
+        message = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        code = "ConflictError" if message.startswith("error: MERGE_CONFLICT") else f"exit {done.returncode}"
+        return {"error": code, "message": done.stderr[-2000:]}
+
+    _record(folder, k, n, attempt)
 
 
 AIRFLOW_DAG = """
@@ -158,27 +172,24 @@ def airflow_writer(uri: str, folder: Path, k: int, n: int) -> None:
     spec = importlib.util.spec_from_file_location("apps_soak_merge", home / "dags" / "apps_soak_merge.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    _wait_for(folder / "ready")
 
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
-    with open(folder / f"writer{k}.jsonl", "a") as out:
-        for i in range(n):
-            failure.unlink(missing_ok=True)
-            run = module.dag.test(logical_date=datetime(2026, 11, 1, tzinfo=timezone.utc) + timedelta(days=i),
-                                  run_conf={"sql": statement(k, i)})
-            with create_session() as session:
-                finish = [XComModel.deserialize_value(x) for x in session.scalars(select(XComModel).where(
-                    XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id, XComModel.key == "merge_finish"))]
-            if finish:
-                line = {"i": i, "ok": finish[0]["merge_id"]}
-            else:
-                message = failure.read_text() if failure.exists() else f"the DAG run ended {run.state} without a failure"
-                line = {"i": i, "error": message.split(":", 1)[0], "message": message[:2000]}
-            out.write(json.dumps(line) + "\n")
-            out.flush()
+    def attempt(i: int) -> dict:
+        failure.unlink(missing_ok=True)
+        run = module.dag.test(logical_date=datetime(2026, 11, 1, tzinfo=timezone.utc) + timedelta(days=i),
+                              run_conf={"sql": statement(k, i)})
+        with create_session() as session:
+            finish = [XComModel.deserialize_value(x) for x in session.scalars(select(XComModel).where(
+                XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id, XComModel.key == "merge_finish"))]
+        if finish:
+            return {"ok": finish[0]["merge_id"]}
+        message = failure.read_text() if failure.exists() else f"the DAG run ended {run.state} without a failure"
+        return {"error": message.split(":", 1)[0], "message": message[:2000]}
+
+    _record(folder, k, n, attempt)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def test_explain_counts_prints_the_planning_statements_the_run_issues(spark, peo
     """explain prints the plan before anything runs, but the key range and the partitions are only known
     once the source is read: --counts runs the planning jobs and prints the statements they ran. A real
     run of the same statement then issues exactly those statements first (apart from the merge id)."""
-    from merge_core import host
+    from merge_core.cli import _recorded
 
     sql = statement.format(t=people)
     assert main(["explain", "--sql", sql, "--counts", "-q"]) == 0
@@ -77,12 +77,8 @@ def test_explain_counts_prints_the_planning_statements_the_run_issues(spark, peo
     dry = dry.split(";\n\n")[:-1]   # each statement ends with ";" and a blank line; the summary follows
     planning = [st for st in dry if not st.startswith(("UNCACHE", "DROP"))]   # the dry run's clean-up follows
     ids = re.compile(r"\d{14}_[0-9a-f]{8}")
-    host.trace = []
-    try:
-        assert main(["run", "--sql", sql, "-q"]) == 0
-        issued = [text for kind, text in host.trace if kind == "sql"]
-    finally:
-        host.trace = None
+    status, issued = _recorded(lambda: main(["run", "--sql", sql, "-q"]))
+    assert status == 0
     if kind == "merge":
         assert any("BETWEEN CAST('2' AS int) AND CAST('2' AS int)" in st for st in planning)   # the real range
     assert len(planning) >= 3 and len(issued) > len(planning)   # then the write and the commit

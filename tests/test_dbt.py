@@ -25,6 +25,13 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dbt_project"
 METHODS = ["session", pytest.param("thrift", marks=pytest.mark.slow)]
 
 
+def example_project(path: Path) -> Path:
+    """A copy of the example dbt project at ``path``, using this checkout's package."""
+    shutil.copytree(EXAMPLE, path)
+    (path / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
+    return path
+
+
 class Project:
     def __init__(self, path: Path, schema: str, sql, spark=None):
         self.path, self.schema, self.sql, self.spark = path, schema, sql, spark
@@ -67,9 +74,7 @@ def projects(spark, tmp_path_factory):
     def get(method: str) -> Project:
         if method in made:
             return made[method]
-        path = tmp_path_factory.mktemp(f"dbt_{method}") / "project"
-        shutil.copytree(EXAMPLE, path)
-        (path / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
+        path = example_project(tmp_path_factory.mktemp(f"dbt_{method}") / "project")
         schema = f"dbt_{os.getpid()}"
         if method == "session":
             p = Project(path, schema, spark, spark)

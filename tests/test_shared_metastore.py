@@ -32,7 +32,7 @@ import pytest
 from merge_core.session import embedded_conf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from apps_soak_driver import PARTITIONS, ROWS, WRITERS  # noqa: E402
+from apps_soak_driver import PARTITIONS, ROWS, WRITERS, new_id, touched  # noqa: E402
 
 DRIVER = Path(__file__).resolve().parent / "apps_soak_driver.py"
 MERGES = int(os.environ.get("SPARK_MERGE_APPS_SOAK_MERGES", "3"))
@@ -82,15 +82,15 @@ def state(successes: list[int], k: int) -> dict:
     each original row and the ids of the rows it inserted."""
     counters = {}
     for p in range(PARTITIONS):
-        n = len(successes) if p == k + 1 else sum(1 for i in successes if i % 2 == 0) if p == 0 else 0
+        n = sum(1 for i in successes if p in touched(k, i))
         counters.update({10 * p + j: n for j in range(ROWS)})
-    return {"counters": counters, "inserted": {1000 + 100 * k + i for i in successes}}
+    return {"counters": counters, "inserted": {new_id(k, i) for i in successes}}
 
 
 def seen(rows: list[list], k: int) -> dict:
     """Writer k's part of what one read returned (rows: id, w0..w3, p)."""
-    return {"counters": {r[0]: r[1 + k] for r in rows if r[0] < 1000},
-            "inserted": {r[0] for r in rows if 1000 + 100 * k <= r[0] < 1100 + 100 * k}}
+    return {"counters": {r[0]: r[1 + k] for r in rows if r[0] < new_id(0, 0)},
+            "inserted": {r[0] for r in rows if new_id(k, 0) <= r[0] < new_id(k + 1, 0)}}
 
 
 def _lines(path: Path) -> list[dict]:
@@ -166,16 +166,11 @@ def test_a_dbt_session_profile_merges_through_the_shared_metastore(hive_metastor
     """The example project with `method: session` and the metastore in server_side_parameters (the
     README's profile): the first run creates the model, the second merges, and the tables are in the
     shared metastore's PostgreSQL database, where every other application finds them."""
-    import shutil
-
     from tests.cluster import FAST_CONF
     from tests.pg_server import binaries
-    from dbt_macros import PACKAGE_DIR
-    from tests.test_dbt import EXAMPLE
+    from tests.test_dbt import example_project
 
-    project = tmp_path / "project"
-    shutil.copytree(EXAMPLE, project)
-    (project / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
+    project = example_project(tmp_path / "project")
     conf = {"spark.hadoop.hive.metastore.uris": hive_metastore.uri,
             "spark.sql.warehouse.dir": str(tmp_path / "warehouse"), "spark.sql.catalogImplementation": "hive",
             "spark.master": "local[1]", "spark.log.level": "ERROR", "spark.ui.showConsoleProgress": "false", **FAST_CONF}
