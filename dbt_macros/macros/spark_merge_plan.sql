@@ -344,7 +344,8 @@ CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK
   clause, __sm_mods: of them choosing UPDATE or DELETE) that break the rule, none when
   nothing can break it; row_test, the same as one aggregation over a row id's joined
   rows; lone_delete (the one case where several source rows may delete one target
-  row, counted once); n and mods, the aggregates. A parquet row id is unique per target
+  row, counted once); n and mods, the aggregates; targets, how many target rows one
+  row id's group holds (its joined rows over its source rows). A parquet row id is unique per target
   row and __sm_srow per source row, so each pair is one joined row; an ORC row id is
   shared by identical rows, so there source rows are counted as distinct __sm_srow.
 -#}
@@ -362,7 +363,10 @@ CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK
 {%- if spec.duplicate_rule == 'trino' -%}
   {%- do tests.append('max(__sm_n) > 1') -%}
   {#- some clause chosen by two source rows: more (clause, source row) pairs than clauses -#}
-  {%- do row_tests.append(('count(*)' if parquet else "size(collect_set(named_struct('c', __sm_case, 's', __sm_srow)))") ~ ' > size(collect_set(__sm_case))') -%}
+  {#- the clauses chosen, counted as the bits set in a mask of case numbers (-1 = none: bit 0); a
+      fixed-width aggregate, so Spark aggregates by hash rather than by sorting -#}
+  {%- set chosen = 'bit_count(bit_or(shiftleft(1L, __sm_case + 1)))' if resolved.clauses | length <= 62 else 'size(collect_set(__sm_case))' -%}
+  {%- do row_tests.append(('count(*)' if parquet else "size(collect_set(named_struct('c', __sm_case, 's', __sm_srow)))") ~ ' > ' ~ chosen) -%}
 {%- elif spec.duplicate_rule == 'strict' and matched and not lone_delete -%}
   {%- do tests.append('sum(__sm_n) > 1') -%}
   {%- do row_tests.append(sources ~ ' > 1') -%}
@@ -374,6 +378,7 @@ CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK
   'lone_delete': lone_delete,
   'sources': sources,
   'n': 'count(*)' if parquet else 'count(DISTINCT __sm_srow)',
+  'targets': '1' if parquet else 'count(*) div greatest(size(collect_set(__sm_srow)), 1)',
   'mods': ('count_if(__sm_op IN (' ~ modifying ~ '))') if parquet else ('count(DISTINCT CASE WHEN __sm_op IN (' ~ modifying ~ ') THEN __sm_srow END)'),
 }) -%}
 {%- endmacro %}
@@ -406,35 +411,59 @@ LIMIT {{ limit }}
   The plan's one aggregation over the changes: per operation, old partition and new
   partition (__sm_old / __sm_new, as partition_json) the rows changed (n), and in
   `dups` the target rows that break the duplicate rule (duplicate_rule). Two levels
-  in one query: the joined rows grouped per target row id (an inserting source row
-  is a group of its own), which gives the duplicate verdict and keeps each joined
-  row's (op, old, new) with its weight (a row deleted by k source rows, where the
-  rule lets several, weighs 1/k per joined row: counted once); then per (op, old,
-  new, bys). bys is 1 for a target row no source row matched (WHEN NOT MATCHED BY
-  SOURCE). Rows of op none carry only verdicts. A small result, one statement.
+  in one query: the joined rows grouped per target row id (an inserting source row,
+  or a target row no source row matched, is a group of its own), which gives the
+  duplicate verdict and the row's one action (a valid plan gives a target row at
+  most one modifying action; several source rows deleting it, where the rule lets
+  them, delete it once; an ORC row id stands for all identical rows of a file, counted
+  as many: `targets`); then per (op, bys, old, new). bys is 1 for a target row no
+  source row matched (WHEN NOT MATCHED BY SOURCE). Rows of op none carry only
+  verdicts. A small result, one statement.
+  Spark aggregates by hash only over fixed-width values, and sorts otherwise (at 5M
+  target rows, 3x slower): so the first level keeps text out of its aggregates. The
+  old partition values, the same for every joined row of a target row, are grouping
+  keys, as are an unmatched row's new values; a matched row's new values are its old
+  ones unless a MATCHED UPDATE assigns a partition column (`moves`), and only then
+  aggregated (max: the one modifying row's values; the others' are NULL).
 -#}
 {% macro spark_merge__change_summary_sql(spec, table, resolved, ctx) -%}
 {%- set idx = [] -%}
 {%- for p in table.partition_columns -%}
   {%- for c in table.columns -%}{%- if (c.name | lower) == (p | lower) -%}{%- do idx.append(loop.index0) -%}{%- endif -%}{%- endfor -%}
 {%- endfor -%}
-{%- set old, new = [], [] -%}
-{%- for p in table.partition_columns -%}{%- do old.append('__sm_old' ~ loop.index0) -%}{%- do new.append('__sm_c' ~ idx[loop.index0]) -%}{%- endfor -%}
+{%- set pcols = table.partition_columns | map('lower') | list -%}
+{%- set moves = [] -%}
+{%- for cl in resolved.clauses if cl.matched and cl.action == 'update' -%}
+  {%- for p in pcols if p in cl.outputs -%}{%- do moves.append(p) -%}{%- endfor -%}
+{%- endfor -%}
+{%- set old, new, new_names, keys = [], [], [], [] -%}
+{%- for p in table.partition_columns -%}
+  {%- set i = loop.index0 -%}
+  {%- do old.append('__sm_old' ~ i) -%}{%- do keys.append('__sm_old' ~ i) -%}{%- do keys.append('__sm_un' ~ i) -%}
+  {%- do new_names.append('__sm_new' ~ i) -%}
+  {%- do new.append('CASE WHEN __sm_matched THEN ' ~ ('max(__sm_c' ~ idx[i] ~ ')' if moves else '__sm_old' ~ i) ~ ' ELSE __sm_un' ~ i ~ ' END') -%}
+{%- endfor -%}
 {%- set rule = {} -%}
 {%- do spark_merge.spark_merge__duplicate_rule(spec, table, resolved, rule) -%}
-SELECT __sm_e.op AS op, __sm_e.bys AS bys, __sm_e.old AS __sm_old, __sm_e.new AS __sm_new,
-       CAST(round(sum(CASE WHEN __sm_e.op = {{ spark_merge.spark_merge__op('delete') }} THEN __sm_dw ELSE 1 END)) AS BIGINT) AS n,
-       CAST(sum(CASE WHEN __sm_pos = 0 THEN __sm_dup ELSE 0 END) AS BIGINT) AS dups
+{%- set none_op = spark_merge.spark_merge__op('none') -%}
+SELECT op, bys, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new_names) }} AS __sm_new,
+       CAST(sum(__sm_targets) AS BIGINT) AS n, CAST(sum(__sm_dup) AS BIGINT) AS dups
 FROM (
-  SELECT {% if rule.row_test %}CASE WHEN first(__sm_matched) AND ({{ rule.row_test }}) THEN 1 ELSE 0 END{% else %}0{% endif %} AS __sm_dup,
-         {% if rule.lone_delete %}1.0 / {{ rule.sources }}{% else %}1{% endif %} AS __sm_dw,
-         collect_list(named_struct('op', __sm_op, 'bys', CAST(__sm_file IS NOT NULL AND NOT __sm_matched AS INT), 'old', {{ spark_merge.spark_merge__json_of(old) }}, 'new', {{ spark_merge.spark_merge__json_of(new) }})) AS __sm_es
-  FROM {{ ctx.changes }}
-  WHERE __sm_matched OR __sm_op <> {{ spark_merge.spark_merge__op('none') }}
-  GROUP BY __sm_file, __sm_row, CASE WHEN NOT __sm_matched THEN __sm_srow END
+  SELECT {% if rule.row_test %}CASE WHEN __sm_matched AND ({{ rule.row_test }}) THEN 1 ELSE 0 END{% else %}0{% endif %} AS __sm_dup,
+         {{ rule.targets }} AS __sm_targets,
+         coalesce(max(CASE WHEN __sm_op <> {{ none_op }} THEN __sm_op END), {{ none_op }}) AS op,
+         CAST(__sm_file IS NOT NULL AND NOT __sm_matched AS INT) AS bys
+         {%- for o in old %}, {{ o }}{% endfor %}
+         {%- for n in new %}, {{ n }} AS __sm_new{{ loop.index0 }}{% endfor %}
+  FROM (
+    SELECT *, CASE WHEN NOT __sm_matched THEN __sm_srow END AS __sm_us
+           {%- for i in idx %}, CASE WHEN NOT __sm_matched THEN __sm_c{{ i }} END AS __sm_un{{ loop.index0 }}{% endfor %}
+    FROM {{ ctx.changes }}
+    WHERE __sm_matched OR __sm_op <> {{ none_op }}
+  )
+  GROUP BY __sm_file, __sm_row, __sm_us, __sm_matched{% for k in keys %}, {{ k }}{% endfor %}
 )
-LATERAL VIEW posexplode(__sm_es) AS __sm_pos, __sm_e
-GROUP BY __sm_e.op, __sm_e.bys, __sm_e.old, __sm_e.new
+GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.spark_merge__json_of(new_names) }}
 {%- endmacro %}
 
 {#- A JSON array of the given columns as strings: partition values as text that keeps NULL apart
@@ -549,32 +578,25 @@ SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge_
 FROM {{ ctx.changes }} WHERE __sm_op = {{ spark_merge.spark_merge__op('insert') }}
 {%- endmacro %}
 
-{#- Files, bytes, rows and directory per partition (__sm_part, as partition_json) of `relation`
-    (metadata columns only); decode_partitions reads the partitions. A parquet file is counted at
-    its first row (row_index 0): one aggregation, no per-file step; other formats group per file
-    first. Files without rows are not seen either way. -#}
+{#- Files, bytes, rows and directory per partition (__sm_part, as partition_json) of `relation`,
+    from its metadata columns only: rows counted per file, then per directory. (A parquet file's
+    first row, _metadata.row_index = 0, would count files in one level, but generating a row index
+    for every row costs 4x the per-file grouping at 5M rows.) decode_partitions reads the
+    partitions. Files without rows are not seen. -#}
 {% macro spark_merge__file_stats_sql(table, relation, where=none) -%}
-{%- set dir = "url_decode(replace(regexp_extract(_metadata.file_path, '^(.*)/[^/]*$', 1), '+', '%2B'))" -%}
-{%- if table.provider == 'parquet' -%}
-SELECT {{ spark_merge.spark_merge__partition_json(table) }} AS __sm_part, {{ dir }} AS dir,
-       count_if(_metadata.row_index = 0) AS files, sum(CASE WHEN _metadata.row_index = 0 THEN _metadata.file_size END) AS bytes,
-       count(*) AS rows
-FROM {{ relation }}{% if where %} WHERE {{ where }}{% endif %}
-GROUP BY 1, 2
-{%- else -%}
+{%- set pcols = spark_merge.spark_merge__column_list(table.partition_columns) if table.partition_columns else '' -%}
 SELECT __sm_part, dir, count(*) AS files, sum(__sm_size) AS bytes, sum(__sm_rows) AS rows
 FROM (
-  SELECT __sm_part, url_decode(replace(regexp_extract(__sm_f, '^(.*)/[^/]*$', 1), '+', '%2B')) AS dir, __sm_size, __sm_rows
+  SELECT {{ spark_merge.spark_merge__partition_json(table) }} AS __sm_part,
+         url_decode(replace(regexp_extract(__sm_f, '^(.*)/[^/]*$', 1), '+', '%2B')) AS dir, __sm_size, __sm_rows
   FROM (
-    SELECT __sm_part, __sm_f, max(__sm_size) AS __sm_size, count(*) AS __sm_rows
-    FROM (SELECT {{ spark_merge.spark_merge__partition_json(table) }} AS __sm_part, _metadata.file_path AS __sm_f,
-                 _metadata.file_size AS __sm_size
+    SELECT __sm_f, {% if pcols %}{{ pcols }}, {% endif %}max(__sm_size) AS __sm_size, count(*) AS __sm_rows
+    FROM (SELECT _metadata.file_path AS __sm_f, _metadata.file_size AS __sm_size{% if pcols %}, {{ pcols }}{% endif %}
           FROM {{ relation }}{% if where %} WHERE {{ where }}{% endif %})
-    GROUP BY __sm_part, __sm_f
+    GROUP BY __sm_f{% if pcols %}, {{ pcols }}{% endif %}
   )
 )
 GROUP BY __sm_part, dir
-{%- endif -%}
 {%- endmacro %}
 
 {#- An empty directory for a touched partition that ends up with no rows. -#}
