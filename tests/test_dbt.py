@@ -241,6 +241,36 @@ def test_duplicate_match_fails_the_model_and_leaves_the_table(project):
     assert db.sql("SHOW TABLES LIKE '__sm_lock_dups'").count() == 0
 
 
+def test_a_live_commit_lock_makes_the_model_wait_then_fail_clean(session_project, spark):
+    """A live holder (its lease runs) of the target's commit lock: the run waits until its deadline
+    (here spark_merge_lock_wait_seconds=2, 120 by default) and fails MERGE_CONFLICT naming the holder,
+    leaving the table and the other merge's lock as they were."""
+    from merge_core.catalog import describe_table
+
+    p = session_project
+    p.model("held", "{{ config(materialized='spark_merge', unique_key='id') }}\n"
+                    "select * from values {{ var('rows', '(1, 1)') }} as s(id, v)")
+    p.dbt("run", "-s", "held")
+    t = p.table("held")
+    table = describe_table(spark, [p.schema, "held"])
+    spark.sql(macros.render("lock_sql", table, "other", "2026-11-25T00:00:00+00:00", "2999-01-01T00:00:00+00:00",
+                            "host-a pid 1"))
+    try:
+        before = snapshot(spark, t)
+        p.dbt("run", "-s", "held", vars={"rows": "(1, 5), (2, 6)", "spark_merge_lock_wait_seconds": 2}, ok=False)
+        message = p.run_results()["held"]["message"]
+        for part in ("MERGE_CONFLICT", "being committed by merge other on host-a pid 1", "which is alive",
+                     "gave up after"):
+            assert part in message, message
+        assert snapshot(spark, t) == before
+        assert spark.sql(f"SHOW TBLPROPERTIES {macros.render('lock_relation', table)}").where(
+            "key = 'spark_merge.lock.merge_id'").first()["value"] == "other"
+    finally:
+        spark.sql(macros.render("unlock_sql", table))
+    p.dbt("run", "-s", "held", vars={"rows": "(1, 5), (2, 6)"})
+    assert sorted(map(tuple, spark.table(t).collect())) == [(1, 5), (2, 6)]
+
+
 @pytest.mark.parametrize("mode, ok, expected", [
     ("ignore", True, [(1, "a"), (2, "b")]),
     ("append_new_columns", True, [(1, "a", None), (2, "b", "x")]),

@@ -110,11 +110,16 @@
            'owner': props.get('spark_merge.lock.owner', '?'), 'dead': dead}) }}
 {%- endmacro %}
 
-{#- Wait (up to 120 s, polling every 0.5 s with a sleep in Spark: dbt has none of its own) while a
-    live holder commits; break a dead holder's lock, or the lock of `finished`. True once free. -#}
-{% macro spark_merge__dbt_wait_lock(table, finished=none) -%}
-{%- set state = {'free': false, 'holder': none} -%}
-{%- for attempt in range(240) if not state.free -%}
+{#- Wait while a live holder commits, polling every 0.5 s (a sleep in Spark: dbt has none of its
+    own) until `deadline` (a UTC datetime; default: the var spark_merge_lock_wait_seconds from now,
+    120 as lock.py's LOCK_WAIT_S); break a dead holder's lock, or the lock of `finished`. Fails
+    MERGE_CONFLICT at the deadline. -#}
+{% macro spark_merge__dbt_wait_lock(table, finished=none, deadline=none) -%}
+{%- set dt = modules.datetime -%}
+{%- set start = dt.datetime.now(modules.pytz.utc) -%}
+{%- set deadline = deadline or start + dt.timedelta(seconds=var('spark_merge_lock_wait_seconds', 120) | float) -%}
+{%- set state = {'free': false, 'holder': none, 'late': false} -%}
+{%- for attempt in range(100000) if not state.free and not state.late -%}
   {%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
   {%- if holder is none -%}
     {%- do state.update({'free': true}) -%}
@@ -122,13 +127,14 @@
     {%- do log("spark_merge: breaking the commit lock of merge " ~ holder.merge_id ~ " on " ~ table.name ~ " (" ~ ('its lease lapsed' if holder.dead else 'its commit is complete') ~ ")", info=true) -%}
     {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
     {%- do state.update({'free': true}) -%}
+  {%- elif dt.datetime.now(modules.pytz.utc) > deadline -%}
+    {%- do state.update({'holder': holder, 'late': true}) -%}
   {%- else -%}
-    {%- do state.update({'holder': holder}) -%}
     {%- do run_query("SELECT reflect('java.lang.Thread', 'sleep', CAST(500 AS BIGINT))") -%}
   {%- endif -%}
 {%- endfor -%}
 {%- if not state.free -%}
-  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": " ~ table.name ~ " is being committed by merge " ~ state.holder.merge_id ~ " on " ~ state.holder.owner ~ " (since " ~ state.holder.since ~ ", lease until " ~ state.holder.expires ~ "), which is alive; gave up after 120 s; nothing was written, run the model again once it finishes") }}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": " ~ table.name ~ " is being committed by merge " ~ state.holder.merge_id ~ " on " ~ state.holder.owner ~ " (since " ~ state.holder.since ~ ", lease until " ~ state.holder.expires ~ "), which is alive; gave up after " ~ ((dt.datetime.now(modules.pytz.utc) - start).total_seconds() | round | int) ~ " s; nothing was written, run the model again once it finishes") }}
 {%- endif -%}
 {%- endmacro %}
 
@@ -147,12 +153,15 @@
 
 {#- The lock with a lease of 120 s (a dbt run cannot renew it from a thread; its commit takes
     seconds). Wait while another holds it, create it if none does, and read whose it is: a taker
-    that lost the race to another (in any application) waits for that one in the next round. -#}
+    that lost the race to another (in any application) waits for that one in the next round. All
+    rounds share one deadline (spark_merge_lock_wait_seconds, 120 s, from the first), as
+    lock.table_lock's. -#}
 {% macro spark_merge__dbt_lock(table, merge_id) -%}
 {%- do spark_merge.spark_merge__dbt_trace('lock') -%}
 {%- set state = {'held': false} -%}
+{%- set deadline = modules.datetime.datetime.now(modules.pytz.utc) + modules.datetime.timedelta(seconds=var('spark_merge_lock_wait_seconds', 120) | float) -%}
 {%- for attempt in range(20) if not state.held -%}
-  {%- do spark_merge.spark_merge__dbt_wait_lock(table) -%}
+  {%- do spark_merge.spark_merge__dbt_wait_lock(table, none, deadline) -%}
   {%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
   {%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(), (now + modules.datetime.timedelta(seconds=120)).isoformat(), 'dbt ' ~ invocation_id)) -%}
   {%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
