@@ -248,3 +248,32 @@ def test_explain_runs_nothing_and_history_records_runs(spark, kv):
     assert [e["merge_id"] for e in entries] == [r2.merge_id, r1.merge_id]
     assert entries[1]["metrics"]["numTargetRowsInserted"] == 1 and entries[0]["kind"] == "delete"
     assert entries[1]["plan_hash"] == r1.plan_hash
+
+
+def test_string_partitions_moved_by_matched_and_by_source_updates(spark, db):
+    """The summary's partition bookkeeping with text partition values (aggregated by sorting, not
+    by hash), NULL among them, and a target row matched by two source rows of which one chooses no
+    clause: each row counted once, in the partition it leaves and the one it enters."""
+    t = f"{db}.sp"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 'eu'), (2, 'b', 'eu'), (3, 'c', 'us'), (4, 'd', NULL), (5, 'e', 'old')")
+    r = merge(spark, f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 'x', 'us'), (1, 'y', 'us'), (3, 'z', NULL), "
+                     f"(6, 'n', 'apac') AS s(id, v, region)) s ON t.id = s.id "
+                     "WHEN MATCHED AND s.v = 'x' THEN UPDATE SET v = s.v, region = s.region "
+                     "WHEN MATCHED AND s.v = 'z' THEN UPDATE SET region = s.region "
+                     "WHEN NOT MATCHED THEN INSERT * "
+                     "WHEN NOT MATCHED BY SOURCE AND t.region = 'old' THEN UPDATE SET region = 'eu'",
+              duplicate_rule="trino")
+    assert rows(spark, t, "id") == [(1, "x", "us"), (2, "b", "eu"), (3, "c", None), (4, "d", None), (5, "e", "eu"),
+                                   (6, "n", "apac")]
+    m = r.metrics
+    assert (m["numTargetRowsUpdated"], m["numTargetRowsNotMatchedBySourceUpdated"], m["numTargetRowsInserted"],
+            m["numTargetRowsDeleted"]) == (3, 1, 1, 0)
+    assert sorted(p["region"] or "" for p in r.partitions) == ["", "apac", "eu", "old", "us"]
+    # no MATCHED clause moves rows (the summary's hash path); a by-source update still does
+    r = merge(spark, f"MERGE INTO {t} t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'w' "
+                     "WHEN NOT MATCHED BY SOURCE AND t.region = 'apac' THEN UPDATE SET region = NULL")
+    assert rows(spark, t, "id") == [(1, "x", "us"), (2, "w", "eu"), (3, "c", None), (4, "d", None), (5, "e", "eu"),
+                                   (6, "n", None)]
+    assert sorted(p["region"] or "" for p in r.partitions) == ["", "apac", "eu"]
+    assert r.metrics["numTargetRowsUpdated"] == 2
