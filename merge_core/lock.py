@@ -105,19 +105,33 @@ def _live_holder_error(table: dict, owner: dict, waited_s: float) -> ConflictErr
     )
 
 
-def wait_until_free(spark: SparkSession, table: dict, wait_s: float | None = None) -> None:
-    """Before planning: break a dead holder's lock, and wait (up to ``wait_s``) for a live holder's
-    commit to end, so the plan reads the table as that commit leaves it."""
+def _wait(table: dict, wait_s: float | None, attempt) -> None:
+    """Call ``attempt()`` until it returns None (done); it returns the live holder that stands in
+    the way, or ``False`` to try again at once. Past ``wait_s`` (LOCK_WAIT_S) with a live holder in
+    the way: the ConflictError that names it. Both waits of this module share this loop."""
     wait_s = LOCK_WAIT_S if wait_s is None else wait_s
     deadline = time.monotonic() + wait_s
-    finished = table["properties"].get("spark_merge.last_merge_id")
     while True:
-        owner = holder(spark, table)
-        if owner is None or break_if_dead(spark, table, owner, finished):
+        owner = attempt()
+        if owner is None:
             return
+        if owner is False:
+            continue
         if time.monotonic() > deadline:
             raise _live_holder_error(table, owner, wait_s) from None
         time.sleep(0.2 + random.random() * 0.3)
+
+
+def wait_until_free(spark: SparkSession, table: dict, wait_s: float | None = None) -> None:
+    """Before planning: break a dead holder's lock, and wait (up to ``wait_s``) for a live holder's
+    commit to end, so the plan reads the table as that commit leaves it."""
+    finished = table["properties"].get("spark_merge.last_merge_id")
+
+    def free():
+        owner = holder(spark, table)
+        return None if owner is None or break_if_dead(spark, table, owner, finished) else owner
+
+    _wait(table, wait_s, free)
 
 
 def _identity(spark: SparkSession) -> str:
@@ -151,10 +165,9 @@ class _Renewer(threading.Thread):
 
 @contextmanager
 def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | None = None) -> Iterator[None]:
-    wait_s = LOCK_WAIT_S if wait_s is None else wait_s
-    deadline = time.monotonic() + wait_s
     owner_text = _identity(spark)
-    while True:  # create it if none holds it, then read whose it is (spark_merge_lock.sql)
+
+    def take():  # create it if none holds it, then read whose it is (spark_merge_lock.sql)
         now = _now()
         try:
             spark.sql(macros.render("lock_sql", table, merge_id, now.isoformat(),
@@ -163,12 +176,12 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
             raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
         owner = holder(spark, table)
         if owner is not None and owner["merge_id"] == merge_id:
-            break
+            return None
         if owner is None or break_if_dead(spark, table, owner):
-            continue  # released (or broken) between the create and the look: take it again
-        if time.monotonic() > deadline:
-            raise _live_holder_error(table, owner, wait_s) from None
-        time.sleep(0.2 + random.random() * 0.3)
+            return False  # released (or broken) between the create and the look: take it again
+        return owner
+
+    _wait(table, wait_s, take)
     renewer = _Renewer(spark, table, merge_id)
     renewer.start()
     try:
