@@ -440,7 +440,9 @@ LIMIT {{ limit }}
 {%- for p in table.partition_columns -%}
   {%- set i = loop.index0 -%}
   {%- do old.append('__sm_old' ~ i) -%}{%- do keys.append('__sm_old' ~ i) -%}{%- do keys.append('__sm_un' ~ i) -%}
-  {%- do new_names.append('__sm_new' ~ i) -%}
+  {%- set col = table.columns_by_name[p | lower] -%}
+  {#- a CHAR(n) value is stored (and its partition named) padded to n, as Spark reads it back -#}
+  {%- do new_names.append('rpad(__sm_new' ~ i ~ ', ' ~ col.char_length ~ ')' if (col.char_type or '').startswith('char(') else '__sm_new' ~ i) -%}
   {%- do new.append('CASE WHEN __sm_matched THEN ' ~ ('max(__sm_c' ~ idx[i] ~ ')' if moves else '__sm_old' ~ i) ~ ' ELSE __sm_un' ~ i ~ ' END') -%}
 {%- endfor -%}
 {%- set rule = {} -%}
