@@ -343,9 +343,9 @@ CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK
   Fills `out`: tests, the conditions on one row id's groups (__sm_n: source rows of one
   clause, __sm_mods: of them choosing UPDATE or DELETE) that break the rule, none when
   nothing can break it; row_test, the same as one aggregation over a row id's joined
-  rows; lone_delete (the one case where several source rows may delete one target
-  row, counted once); n and mods, the aggregates; targets, how many target rows one
-  row id's group holds (its joined rows over its source rows). A parquet row id is unique per target
+  rows (under strict, a lone unconditional DELETE lets several source rows delete one
+  target row); n and mods, the aggregates; targets, how many target rows one row id's
+  group holds (its joined rows over its source rows). A parquet row id is unique per target
   row and __sm_srow per source row, so each pair is one joined row; an ORC row id is
   shared by identical rows, so there source rows are counted as distinct __sm_srow.
 -#}
@@ -375,10 +375,8 @@ CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK
 {%- do out.update({
   'tests': [] if source_kind_none else tests,
   'row_test': '' if source_kind_none else row_tests | join(' OR '),
-  'lone_delete': lone_delete,
-  'sources': sources,
   'n': 'count(*)' if parquet else 'count(DISTINCT __sm_srow)',
-  'targets': '1' if parquet else 'count(*) div greatest(size(collect_set(__sm_srow)), 1)',
+  'targets': '1' if parquet else 'count(*) div greatest(' ~ sources ~ ', 1)',
   'mods': ('count_if(__sm_op IN (' ~ modifying ~ '))') if parquet else ('count(DISTINCT CASE WHEN __sm_op IN (' ~ modifying ~ ') THEN __sm_srow END)'),
 }) -%}
 {%- endmacro %}

@@ -110,14 +110,19 @@
            'owner': props.get('spark_merge.lock.owner', '?'), 'dead': dead}) }}
 {%- endmacro %}
 
+{#- When a wait for the commit lock that starts now gives up: the var spark_merge_lock_wait_seconds
+    (120 s, lock.py's LOCK_WAIT_S) from now, in UTC. -#}
+{% macro spark_merge__dbt_lock_deadline() -%}
+{{ return(modules.datetime.datetime.now(modules.pytz.utc) + modules.datetime.timedelta(seconds=var('spark_merge_lock_wait_seconds', 120) | float)) }}
+{%- endmacro %}
+
 {#- Wait while a live holder commits, polling every 0.5 s (a sleep in Spark: dbt has none of its
-    own) until `deadline` (a UTC datetime; default: the var spark_merge_lock_wait_seconds from now,
-    120 as lock.py's LOCK_WAIT_S); break a dead holder's lock, or the lock of `finished`. Fails
-    MERGE_CONFLICT at the deadline. -#}
+    own) until `deadline` (a UTC datetime; default: dbt_lock_deadline()); break a dead holder's
+    lock, or the lock of `finished`. Fails MERGE_CONFLICT at the deadline. -#}
 {% macro spark_merge__dbt_wait_lock(table, finished=none, deadline=none) -%}
 {%- set dt = modules.datetime -%}
 {%- set start = dt.datetime.now(modules.pytz.utc) -%}
-{%- set deadline = deadline or start + dt.timedelta(seconds=var('spark_merge_lock_wait_seconds', 120) | float) -%}
+{%- set deadline = deadline or spark_merge.spark_merge__dbt_lock_deadline() -%}
 {%- set state = {'free': false, 'holder': none, 'late': false} -%}
 {%- for attempt in range(100000) if not state.free and not state.late -%}
   {%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
@@ -159,7 +164,7 @@
 {% macro spark_merge__dbt_lock(table, merge_id) -%}
 {%- do spark_merge.spark_merge__dbt_trace('lock') -%}
 {%- set state = {'held': false} -%}
-{%- set deadline = modules.datetime.datetime.now(modules.pytz.utc) + modules.datetime.timedelta(seconds=var('spark_merge_lock_wait_seconds', 120) | float) -%}
+{%- set deadline = spark_merge.spark_merge__dbt_lock_deadline() -%}
 {%- for attempt in range(20) if not state.held -%}
   {%- do spark_merge.spark_merge__dbt_wait_lock(table, none, deadline) -%}
   {%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
