@@ -125,19 +125,28 @@ def floor(spark, table: str, days: list[str]) -> None:
 
 
 def data_passes(spark, table: str, sql: str, done) -> float:
-    """The plan's data passes alone, timed (begin, which reads metadata only, is not), with the
-    touched partitions and the broadcast choice of the finished merge `done` (a MergeResult)."""
+    """The plan's data passes alone, timed (begin, which reads metadata only, is not): the source,
+    the join (counted, as the summary reads it) and the write (fused; an append reads the cached
+    join), with the touched partitions and the broadcast choice of the finished merge `done`."""
     run = MergeRun(spark, parse(sql))
     run.begin()
     spec, ctx, partitions = run.spec_data, run.ctx, done.partitions
     ctx["scan_filter"] = macros.render("scan_filter", spec, run.table, partitions)
     ctx["broadcast_changed"] = broadcasts_changed(done.metrics)
-    last = (macros.render("append_sql", run.table, ctx) if run.resolved["insert_only"]
-            else macros.render("stage_sql", run.table, ctx, partitions))
+    insert_only = run.resolved["insert_only"]
+    last = (macros.render("append_sql", run.table, ctx) if insert_only
+            else macros.render("stage_select_sql", run.table, ctx, macros.render(
+                "fused_rewrite_select", spec, run.table, run.resolved, ctx, partitions)))
     t0 = time.monotonic()
     spark.sql(macros.render("cache_source_sql", spec, ctx))
     spark.sql(f"SELECT count(*) FROM {ctx['source']}").collect()
-    spark.sql(macros.render("cache_changes_sql", spec, run.table, run.resolved, ctx).replace("CACHE LAZY", "CACHE"))
+    changes = macros.render("cache_changes_sql", spec, run.table, run.resolved, ctx)
+    if insert_only:  # the append reads the cached changes; a rewrite joins again in its write
+        spark.sql(changes.replace("CACHE LAZY", "CACHE"))
+    else:
+        spark.sql(changes.replace("CACHE LAZY TABLE", "CREATE TEMPORARY VIEW").replace(
+            "OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS", "AS"))
+        spark.sql(f"SELECT count(*) FROM {ctx['changes']} WHERE __sm_matched OR __sm_op <> {macros.render('op', 'none')}").collect()
     spark.sql(last)
     seconds = time.monotonic() - t0
     run.close()

@@ -61,8 +61,13 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
                    "exists": True}
         return [
             "-- 5. stage the new version of the touched partitions (the file stats of the partitions it replaces "
-            "are taken first)",
-            macros.render("stage_sql", table, ctx, [sample] if sample else []),
+            "are taken first) in one join: each row of those partitions written as its clause makes it or copied, "
+            "plus the inserted rows (the changes' cache is dropped once the probe shows Spark computes them the same "
+            "at every read; when it does not, as for rand(), or when step 3 finds a target row joined with several "
+            "source rows that do not all delete it, the stored changes are written instead: the partitions' rows "
+            "whose ids they do not name, plus their new rows)",
+            macros.render("stage_select_sql", table, ctx, macros.render(
+                "fused_rewrite_select", s["spec"], table, s["resolved"], ctx, [sample] if sample else [])),
             "-- 6. commit, under the lock: the partitions unchanged since read, the staged rows exactly the plan's "
             "(only planned partitions, each with its rows before plus the plan's change; more rows than planned means "
             "the changes were read from files the table no longer holds: MERGE_CONFLICT; else MERGE_PLAN_VIOLATION), "

@@ -352,6 +352,7 @@ CASES = [
     ("read_once_probe_sql", ["CTX", "source"]),
     ("determinism_probe_sql", ["SPEC", "TABLE", "PARTS"]),
     ("stage_sql", ["TABLE", "CTX", [{"dt": "2026-01-01"}]]),
+    ("fused_rewrite_select", ["SPEC", "TABLE", "RESOLVED", "CTX", [{"dt": "2026-01-01"}]]),
     ("append_sql", ["TABLE", "CTX"]),
     ("file_stats_sql", ["TABLE", "`db`.`acc`", "dt = '2026-01-01'"]),
     ("journal_sql", ["TABLE", "m1", [{"partition": {"dt": "2026-01-01"}, "location": "file:/w/n", "old_location": "file:/w/o", "exists": True}]]),

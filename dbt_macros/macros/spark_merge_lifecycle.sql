@@ -30,9 +30,10 @@
 {#- Every later step reads the same rows of the `kind` ('source' or 'changes'): Spark serves a
     cache only to a plan equal to the cached one, and a seedless rand() is seeded anew at each
     read, so then the rows are written once to a managed table of this merge. -#}
-{% macro spark_merge__lifecycle_read_once(host, ctx, kind, select) -%}
+{% macro spark_merge__lifecycle_read_once(host, ctx, kind, select, out=none) -%}
 {%- set served = {} -%}
 {%- do spark_merge.spark_merge__read_once_served(host.rows(spark_merge.spark_merge__read_once_probe_sql(ctx, kind))[0]['plan'], served) -%}
+{%- if out is not none -%}{%- do out.update(served) -%}{%- endif -%}
 {%- if not served.served -%}
   {%- do host.step('plan: the ' ~ kind ~ ' is non-deterministic; writing it once to ' ~ ctx[kind ~ '_table']) -%}
   {%- set statements = [] -%}
@@ -84,8 +85,9 @@
 {%- endmacro %}
 
 {#- Plan: the source once (with its ON-key statistics), the partitions holding matched rows, the
-    changes (cached) with, in one aggregation, the duplicate check, the counts and the touched
-    partitions. Writes nothing. -#}
+    changes (a lazy cache, dropped again when Spark would serve it: then the write joins once more,
+    fused) with, in one aggregation, the duplicate check, the value checks, the counts and the
+    touched partitions. Writes nothing. -#}
 {% macro spark_merge__lifecycle_plan(host, s) -%}
 {%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
 {%- do host.failpoint('after_validation') -%}
@@ -112,12 +114,29 @@
     {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
   {%- endif -%}
 {%- endif -%}
-{#- the cache is lazy: the summary, the first statement reading it, runs the join -#}
+{#- the cache is lazy: the summary, the first statement reading it, would run the join and fill it -#}
 {%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
-{%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx)) -%}
+{%- set served = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx), served) -%}
+{#- A rewrite whose changes Spark computes the same at every read needs no cache: the summary
+    reads only the columns it needs, and the write joins again, once (fused_rewrite_select).
+    The same at every read: Spark would serve the cache (no seedless rand()), and no value a
+    clause assigns is non-deterministic (rand(7) is served, yet draws by row position, which two
+    different joins order differently), as Spark's analyzer judges it (value_determinism_probes).
+    An append and a database target read the cached rows. -#}
+{%- set fuse = {'ok': served.served and not s.get('insert_only') and table.provider != 'jdbc'} -%}
+{%- set probes = [] -%}
+{%- if fuse.ok -%}{%- do spark_merge.spark_merge__value_determinism_probes(spec, table, resolved, probes) -%}{%- endif -%}
+{%- for probe in probes -%}
+  {%- if not host.rows(probe)[0]['plan'].startswith('== ') -%}{%- do fuse.update({'ok': false}) -%}{%- endif -%}
+{%- endfor -%}
+{%- set fusable = fuse.ok -%}
+{%- if fusable -%}{%- do host.run('UNCACHE TABLE IF EXISTS ' ~ ctx.changes_view) -%}{%- endif -%}
 {%- do host.step('plan: join target and source; in one aggregation the duplicate check (' ~ spec.duplicate_rule ~ ' rule), the counts and the partitions the changes touch') -%}
 {%- set summary = {} -%}
 {%- do spark_merge.spark_merge__summarize_changes(table, host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx)), summary) -%}
+{%- do s.update({'fused': fusable and summary.multi == 0}) -%}
+{%- if fusable and summary.multi -%}{%- do host.step('plan: ' ~ summary.multi ~ ' target row(s) joined with several source rows: the write anti-joins the changed rows instead of one fused join') -%}{%- endif -%}
 {%- if summary.dups -%}
   {#- the failure path only: which target rows, for the message -#}
   {%- set dups = host.rows(spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx)) -%}
@@ -128,7 +147,7 @@
 {#- the metastore drops trailing spaces from a partition value (CHAR(n)'s padding aside), so a
     rewritten partition could not be registered under its name: refused before any write -#}
 {%- for part in summary.partitions if not s.get('insert_only') -%}
-  {%- for c, v in part.items() if v is string and v != v.rstrip(' ') and not (table.columns_by_name[c | lower].char_type or '').startswith('char(') -%}
+  {%- for c, v in part.items() if v is string and v != v.rstrip(' ') and not table.columns_by_name[c | lower].get('char_pad') -%}
     {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('validation'), 'this ' ~ spec.kind | upper ~ ' rewrites partition ' ~ c ~ ' = ' ~ v | tojson ~ ' of ' ~ table.name ~ ', a value that ends with a space: the Hive metastore drops trailing spaces from partition values, so the rewritten partition could not be registered under it. Trim the value (rtrim) where the statement sets it, or keep such values out of partition columns; nothing was written') -%}
   {%- endfor -%}
 {%- endfor -%}
@@ -225,7 +244,9 @@
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.relation, where, old) -%}
 {%- do host.step('execute: write ' ~ s.partitions | length ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}
-{%- do host.run(s.stage_statement if not merging else spark_merge.spark_merge__stage_sql(table, ctx, s.partitions)) -%}
+{%- do host.run(s.stage_statement if not merging
+                else spark_merge.spark_merge__stage_select_sql(table, ctx, spark_merge.spark_merge__fused_rewrite_select(s.spec, table, s.resolved, ctx, s.partitions)) if s.get('fused')
+                else spark_merge.spark_merge__stage_sql(table, ctx, s.partitions)) -%}
 {%- set new = [] -%}
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage, none, new) -%}
 {%- do host.run('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- do ctx.update({'stage_dropped': true}) -%}

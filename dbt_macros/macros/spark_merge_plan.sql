@@ -261,20 +261,39 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
 {{ parts | join(' AND ') }}
 {%- endmacro %}
 
-{% macro spark_merge__changes_sql(spec, table, resolved, ctx) -%}
+{#- With `write_partitions` (the touched partitions, from the summary), the same join for the fused
+    write (fused_rewrite_select): every row of those partitions joins, with its own values (__sm_t<i>)
+    and whether it is in them (__sm_touched), plus the rows ON can match elsewhere (changes_filter:
+    __sm_j), so a source row matched by a row no clause changes is not taken for unmatched. A row
+    outside changes_filter joins no source row and no clause applies to it, as in the plan, where
+    it is absent. No row ids: the write needs none. -#}
+{% macro spark_merge__changes_sql(spec, table, resolved, ctx, write_partitions=none) -%}
 {%- set t = spark_merge.spark_merge__quote(spec.target_alias) -%}
 {%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
 {%- set has_source = spec.source_kind != 'none' -%}
+{%- set fused = write_partitions is not none -%}
 {%- set writers = resolved.clauses | rejectattr('action', 'equalto', 'delete') | list -%}
-{#- with WHEN NOT MATCHED BY SOURCE, a FULL join: a target row without a source row is one of its rows -#}
-{%- set full = has_source and resolved.clauses | selectattr('by_source') | list | length > 0 -%}
-{%- set is_matched = t ~ '.__sm_file IS NOT NULL' ~ (' AND ' ~ s ~ '.__sm_srow IS NOT NULL' if full else '') -%}
+{%- set inserts = resolved.clauses | rejectattr('matched') | rejectattr('by_source') | list | length > 0 -%}
+{#- with WHEN NOT MATCHED BY SOURCE, a FULL join: a target row without a source row is one of its rows;
+    the fused write keeps every target row (copied or changed), so LEFT, FULL with inserts -#}
+{%- set full = has_source and (resolved.clauses | selectattr('by_source') | list | length > 0 or (fused and inserts)) -%}
+{%- set join = 'FULL' if full else ('LEFT' if fused else 'RIGHT') -%}
+{%- set is_matched = ('coalesce(' ~ t ~ '.__sm_j AND (' ~ spec.on ~ '), false)') if fused and not has_source
+    else t ~ '.__sm_file IS NOT NULL' ~ (' AND ' ~ s ~ '.__sm_srow IS NOT NULL' if full or fused else '') -%}
+{%- set by_source = s ~ '.__sm_srow IS NULL' ~ (' AND ' ~ t ~ '.__sm_j' if fused else '') -%}
+{%- set changes_filter = spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim -%}
 SELECT
   {{ spark_merge.spark_merge__literal(ctx.merge_id) }} AS __sm_merge,
   {{ t }}.__sm_file AS __sm_file,
   {{ t }}.__sm_row AS __sm_row,
   {{ is_matched }} AS __sm_matched,
   {{ s ~ '.__sm_srow' if has_source else 'CAST(NULL AS BIGINT)' }} AS __sm_srow,
+{%- if fused %}
+  {{ t }}.__sm_touched AS __sm_touched,
+{%- for c in table.columns %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(c.name) }} AS __sm_t{{ loop.index0 }},
+{%- endfor %}
+{%- endif %}
 {%- for k in spec.key_columns if (k | lower) in table.columns_by_name %}
   {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_key{{ loop.index0 }},
 {%- endfor %}
@@ -286,42 +305,59 @@ SELECT
 {%- endfor %}
   CASE
 {%- for cl in resolved.clauses %}
-    WHEN {{ is_matched if cl.matched else (s ~ '.__sm_srow IS NULL' if cl.by_source else t ~ '.__sm_file IS NULL') }}{% if cl.condition %} AND ({{ cl.condition }}){% endif %} THEN {{ cl.index }}
+    WHEN {{ is_matched if cl.matched else (by_source if cl.by_source else t ~ '.__sm_file IS NULL') }}{% if cl.condition %} AND ({{ cl.condition }}){% endif %} THEN {{ cl.index }}
 {%- endfor %}
     ELSE -1
   END AS __sm_case,
   CASE __sm_case{% for cl in resolved.clauses %} WHEN {{ cl.index }} THEN {{ cl.op }}{% endfor %} ELSE {{ spark_merge.spark_merge__op('none') }} END AS __sm_op
-{%- for c in table.columns %},
-  {% if writers | length == 0 -%}
-  CAST(NULL AS {{ c.type }}) AS __sm_c{{ loop.index0 }}
-  {%- else -%}
-  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END
-  {%- if c.get('char_length') %} AS __sm_v{{ loop.index0 }},
-  {{ spark_merge.spark_merge__char_checked(spec, table, c, '__sm_v' ~ loop.index0) }}{% endif %} AS __sm_c{{ loop.index0 }}
-  {%- endif %}
-{%- if not c.nullable %},
+{%- for c in table.columns %}
+{%- set i = loop.index0 -%}
+{#- the checks of what the column is given (NOT NULL, a struct field listed in spark_merge.not_null,
+    CHAR/VARCHAR length) are part of its value __sm_c<i>, so every statement reading the value checks it -#}
+{%- set checks = [] -%}
+{%- if not c.nullable -%}
   {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
   {%- set writers_of_c = [] -%}
-  {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor %}
-  CASE WHEN {% if c.get('has_default') %}__sm_case IN ({{ (writers_of_c or [-2]) | join(', ') }}){% else %}__sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}){% endif %} AND __sm_c{{ loop.index0 }} IS NULL THEN raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ loop.index0 }}
-{%- endif %}
-{#- a struct field listed in spark_merge.not_null (s.c1): NULL there, in a struct that is not NULL -#}
-{%- set i = loop.index0 -%}
-{%- for path in c.get('not_null_fields') or [] %},
-  {%- set parts = [] -%}{%- for p in path.split('.') -%}{%- do parts.append(spark_merge.spark_merge__quote(p) | trim) -%}{%- endfor %}
-  CASE WHEN __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}) AND __sm_c{{ i }} IS NOT NULL
-  {%- for n in range(1, parts | length) %} AND __sm_c{{ i }}.{{ parts[:n] | join('.') }} IS NOT NULL{% endfor %}
-  AND __sm_c{{ i }}.{{ parts | join('.') }} IS NULL THEN raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL field ' ~ c.name ~ '.' ~ path ~ ' of ' ~ table.name) }}) END AS __sm_nn{{ i }}_{{ loop.index0 }}
-{%- endfor %}
+  {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor -%}
+  {%- do checks.append(('__sm_case IN (' ~ (writers_of_c or [-2]) | join(', ') ~ ')' if c.get('has_default') else '__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ')')
+                       ~ ' AND __sm_x' ~ i ~ ' IS NULL THEN raise_error(' ~ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) ~ ')') -%}
+{%- endif -%}
+{%- for path in c.get('not_null_fields') or [] -%}
+  {%- set parts = [] -%}{%- for p in path.split('.') -%}{%- do parts.append(spark_merge.spark_merge__quote(p) | trim) -%}{%- endfor -%}
+  {%- set outer = [] -%}{%- for n in range(1, parts | length) -%}{%- do outer.append(' AND __sm_x' ~ i ~ '.' ~ parts[:n] | join('.') ~ ' IS NOT NULL') -%}{%- endfor -%}
+  {%- do checks.append('__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ') AND __sm_x' ~ i ~ ' IS NOT NULL' ~ outer | join('')
+                       ~ ' AND __sm_x' ~ i ~ '.' ~ parts | join('.') ~ ' IS NULL THEN raise_error(' ~ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL field ' ~ c.name ~ '.' ~ path ~ ' of ' ~ table.name) ~ ')') -%}
+{%- endfor -%},
+  {% if writers | length == 0 -%}
+  CAST(NULL AS {{ c.type }})
+  {%- else -%}
+  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END
+  {%- if c.get('char_length') %} AS __sm_v{{ i }},
+  {{ spark_merge.spark_merge__char_checked(spec, table, c, '__sm_v' ~ i) }}{% endif %}
+  {%- endif %}
+  {%- if checks %} AS __sm_x{{ i }},
+  CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE __sm_x{{ i }} END{% endif %} AS __sm_c{{ i }}
 {%- endfor %}
 {% if has_source -%}
-FROM {{ spark_merge.spark_merge__target_scan(table, spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim, t if full else none) }} AS {{ t }}
-{{ 'FULL' if full else 'RIGHT' }} JOIN {{ ctx.source }} AS {{ s }}
-  ON ({{ spec.on }})
+FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts) }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
+{{ join }} JOIN {{ ctx.source }} AS {{ s }}
+  ON ({% if fused and changes_filter %}{{ t }}.__sm_j AND {% endif %}({{ spec.on }}))
+{%- elif fused -%}
+FROM {{ spark_merge.spark_merge__fused_target_scan(table, spec.partition_filter or '', write_partitions, t) }} AS {{ t }}
 {%- else -%}
 FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
 WHERE ({{ spec.on }})
 {%- endif %}
+{%- endmacro %}
+
+{#- The fused write's target side: every row of the touched partitions (`partitions`; all rows of
+    an unpartitioned table), flagged __sm_touched, and __sm_j where `matchable` holds. With `widen`
+    (the merge inserts), also the rows `matchable` keeps elsewhere: they only mark the source rows
+    they match as matched (not inserted); without inserts an unmatched source row writes nothing. -#}
+{% macro spark_merge__fused_target_scan(table, matchable, partitions, alias, widen=false) -%}
+{%- set touched = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
+(SELECT *, '' AS __sm_file, 0L AS __sm_row, {{ 'coalesce((' ~ matchable ~ '), false)' if matchable else 'true' }} AS __sm_j, {{ 'coalesce((' ~ touched ~ '), false)' if touched else 'true' }} AS __sm_touched
+ FROM {{ table.relation }} AS {{ alias }}{% if touched and not (widen and not matchable) %} WHERE ({{ touched }}){% if widen %} OR ({{ matchable }}){% endif %}{% endif %})
 {%- endmacro %}
 
 {#- LAZY: the first step that reads it (the duplicate check, else the summary) runs the join and fills it. -#}
@@ -417,6 +453,12 @@ LIMIT {{ limit }}
   as many: `targets`); then per (op, bys, old, new). bys is 1 for a target row no
   source row matched (WHEN NOT MATCHED BY SOURCE). Rows of op none carry only
   verdicts. A small result, one statement.
+  Also `multi`, the target rows joined with more than one source row where not all
+  of them delete it (the trino and postgres rules allow some): the fused write would
+  copy such a row once per source row, so then the rewrite anti-joins the changed row
+  ids instead. And `checked`, a count over every value a check guards (NOT NULL,
+  CHAR/VARCHAR length, see changes_sql): it makes the summary run the checks, so a
+  failing one stops the merge before anything is staged.
   Spark aggregates by hash only over fixed-width values, and sorts otherwise (at 5M
   target rows, 3x slower): so the first level keeps text out of its aggregates. The
   old partition values, the same for every joined row of a target row, are grouping
@@ -440,16 +482,21 @@ LIMIT {{ limit }}
   {%- do old.append('__sm_old' ~ i) -%}{%- do keys.append('__sm_old' ~ i) -%}{%- do keys.append('__sm_un' ~ i) -%}
   {%- set col = table.columns_by_name[p | lower] -%}
   {#- a CHAR(n) value is stored (and its partition named) padded to n, as Spark reads it back -#}
-  {%- do new_names.append('rpad(__sm_new' ~ i ~ ', ' ~ col.char_length ~ ')' if (col.char_type or '').startswith('char(') else '__sm_new' ~ i) -%}
+  {%- do new_names.append('rpad(__sm_new' ~ i ~ ', ' ~ col.char_pad ~ ')' if col.get('char_pad') else '__sm_new' ~ i) -%}
   {%- do new.append('CASE WHEN __sm_matched THEN ' ~ ('max(__sm_c' ~ idx[i] ~ ')' if moves else '__sm_old' ~ i) ~ ' ELSE __sm_un' ~ i ~ ' END') -%}
 {%- endfor -%}
 {%- set rule = {} -%}
 {%- do spark_merge.spark_merge__duplicate_rule(spec, table, resolved, rule) -%}
 {%- set none_op = spark_merge.spark_merge__op('none') -%}
+{%- set checked = [] -%}
+{%- for c in table.columns -%}{%- if not c.nullable or c.get('not_null_fields') or c.get('char_length') -%}{%- do checked.append('count(__sm_c' ~ loop.index0 ~ ')') -%}{%- endif -%}{%- endfor -%}
 SELECT op, bys, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new_names) }} AS __sm_new,
-       CAST(sum(__sm_targets) AS BIGINT) AS n, CAST(sum(__sm_dup) AS BIGINT) AS dups
+       CAST(sum(__sm_targets) AS BIGINT) AS n, CAST(sum(__sm_dup) AS BIGINT) AS dups, CAST(sum(__sm_multi) AS BIGINT) AS multi,
+       CAST(sum(__sm_checked) AS BIGINT) AS checked
 FROM (
   SELECT {% if rule.row_test %}CASE WHEN __sm_matched AND ({{ rule.row_test }}) THEN 1 ELSE 0 END{% else %}0{% endif %} AS __sm_dup,
+         CASE WHEN __sm_matched AND min(__sm_srow) < max(__sm_srow) AND count_if(__sm_op <> {{ spark_merge.spark_merge__op('delete') }}) > 0 THEN 1 ELSE 0 END AS __sm_multi,
+         {{ (checked or ['0']) | join(' + ') }} AS __sm_checked,
          {{ rule.targets }} AS __sm_targets,
          coalesce(max(CASE WHEN __sm_op <> {{ none_op }} THEN __sm_op END), {{ none_op }}) AS op,
          CAST(__sm_file IS NOT NULL AND NOT __sm_matched AS INT) AS bys
@@ -498,9 +545,10 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
   the updated and deleted, those by WHEN NOT MATCHED BY SOURCE, as Delta counts them),
   out.partitions, the touched partitions ({column: string or none}), sorted by
   partition_key: where a deleted or updated row was, and where an inserted or
-  updated row goes (an UPDATE that changes a partition column touches both); and
+  updated row goes (an UPDATE that changes a partition column touches both);
   out.deltas, per partition_key, how many rows the rewrite adds to the partition
-  (negative: removes), which the write must match (output_errors).
+  (negative: removes), which the write must match (output_errors); out.dups and
+  out.multi (see change_summary_sql).
 -#}
 {% macro spark_merge__summarize_changes(table, rows, out) -%}
 {%- set m = {'numTargetRowsInserted': 0, 'numTargetRowsDeleted': 0, 'numTargetRowsUpdated': 0,
@@ -509,8 +557,8 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
 {%- set op = codes.op -%}
 {%- set names = {op['insert']: 'numTargetRowsInserted', op['delete']: 'numTargetRowsDeleted', op['update']: 'numTargetRowsUpdated'} -%}
 {%- set seen, deltas, partitions = {}, {}, [] -%}
-{%- set ns = namespace(dups=0) -%}
-{%- for r in rows -%}{%- set ns.dups = ns.dups + (r.get('dups') or 0) | int -%}{%- endfor -%}
+{%- set ns = namespace(dups=0, multi=0) -%}
+{%- for r in rows -%}{%- set ns.dups = ns.dups + (r.get('dups') or 0) | int -%}{%- set ns.multi = ns.multi + (r.get('multi') or 0) | int -%}{%- endfor -%}
 {%- for r in rows if (r.op | int) in names -%}
   {%- set n = r.n | int -%}
   {%- do m.update({names[r.op | int]: m[names[r.op | int]] + n}) -%}
@@ -528,7 +576,7 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
   {%- endfor -%}
 {%- endfor -%}
 {%- for k in seen.keys() | sort -%}{%- do partitions.append(seen[k]) -%}{%- endfor -%}
-{%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas, 'dups': ns.dups}) -%}
+{%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas, 'dups': ns.dups, 'multi': ns.multi}) -%}
 {%- endmacro %}
 
 {#- New content of the touched partitions (or of the whole unpartitioned table). -#}
@@ -543,6 +591,22 @@ SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge_
   UNION ALL
   SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
   FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }})
+) AS __sm_new
+{%- endmacro %}
+
+{#- New content of the touched partitions in one join (the fused write): changes_sql over those
+    partitions, each row written as its clause makes it (inserted, updated) or copied as it is
+    (no clause changed it, and it is in a touched partition); deleted rows and rows outside are
+    not written. A CHAR(n) value is padded to n, as Spark stores it (the staging table's columns
+    are plain strings). Only for a plan whose summary found no target row joined with several source
+    rows that not all delete it (multi = 0): such a row would be copied once per source row. -#}
+{% macro spark_merge__fused_rewrite_select(spec, table, resolved, ctx, partitions) -%}
+SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns) }}) */{% else %}/*+ REBALANCE */{% endif %} * FROM (
+  SELECT {% for c in table.columns %}{{ 'rpad(' if c.get('char_pad') }}CASE WHEN __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}) THEN __sm_c{{ loop.index0 }} ELSE __sm_t{{ loop.index0 }} END{{ ', ' ~ c.char_pad ~ ')' if c.get('char_pad') }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+  FROM (
+{{ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx, partitions) }}
+  ) AS __sm_j
+  WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}) OR (__sm_op = {{ spark_merge.spark_merge__op('none') }} AND __sm_touched)
 ) AS __sm_new
 {%- endmacro %}
 

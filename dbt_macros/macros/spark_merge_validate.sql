@@ -49,6 +49,8 @@
   {%- set col = {'name': row[0], 'type': spark_merge.spark_merge__char_as_string(row[1]), 'nullable': (nullable_by_name.get(lname, true) and lname not in not_null),
                  'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname), 'not_null_fields': [],
                  'char_length': (row[1].split('(')[1].rstrip(')') | int) if text else none, 'char_type': text or none} -%}
+  {#- char_pad: a CHAR(n) value is stored and read padded to n with spaces (a VARCHAR's is not) -#}
+  {%- do col.update({'char_pad': col.char_length if text and text.startswith('char(') else none}) -%}
   {%- for n in not_null if n.startswith(lname ~ '.') -%}{%- do col.not_null_fields.append(n[lname | length + 1:]) -%}{%- endfor -%}
   {%- do columns.append(col) -%}
   {%- do by_name.update({lname: col}) -%}
@@ -305,6 +307,18 @@ DESCRIBE QUERY SELECT {% for p in parts -%}
 {% macro spark_merge__determinism_probe_sql(spec, table, parts) -%}
 EXPLAIN COST SELECT 1 FROM {{ spark_merge.spark_merge__scope_from(spec, table, parts[0].scope) }}
 JOIN (SELECT 1 AS __sm_one) AS __sm_det ON {% for p in parts %}({{ p.expr }}){{ " AND " if not loop.last }}{% endfor %}
+{%- endmacro %}
+
+{#- The determinism probes of the values the clauses assign (resolved.parts of expect 'column'),
+    one statement per scope, appended to `out`: a probe's text is a plan (it starts '== ') when
+    every value is deterministic, else Spark's refusal (INVALID_NON_DETERMINISTIC_EXPRESSIONS) or
+    another analysis error, read alike as "not known to be deterministic". -#}
+{% macro spark_merge__value_determinism_probes(spec, table, resolved, out) -%}
+{%- for scope in ['both', 'source', 'target'] -%}
+  {%- set probes = [] -%}
+  {%- for p in resolved.parts if p.expect == 'column' and p.scope == scope -%}{%- do probes.append({'expr': '(' ~ p.expr ~ ') IS NULL OR true', 'scope': scope}) -%}{%- endfor -%}
+  {%- if probes -%}{%- do out.append(spark_merge.spark_merge__determinism_probe_sql(spec, table, probes) | trim) -%}{%- endif -%}
+{%- endfor -%}
 {%- endmacro %}
 
 {#- What the probe's text says of its conditions: empty when fine, else the error for `part` (or,
