@@ -233,11 +233,15 @@ class MergeRun(Lifecycle):
         if self._prunes_by_matches() and not by_source["all"]:
             parts += ["-- 1. partitions holding matched target rows (a join reading only the ON and partition "
                       "columns; the source is broadcast when small); step 2 scans only these. Skipped when step 0 "
-                      "listed every partition column; no join, only the range, for a dense integer key",
+                      "listed every partition column; no join, only the range, for a dense integer key. Skipped "
+                      "too for a fused write (every assigned value deterministic, not insert-only): step 3's join "
+                      "reads only the columns it needs and names these partitions, and step 5 reads them",
                       macros.render("matched_partitions_sql", spec, table, ctx)]
         parts += [
-            "-- 2. changes: join, first matching WHEN clause, new values (cached; the first step reading it fills "
-            f"it, every later step reads it; written once to {ctx['changes_table']} when Spark will not serve the cache)",
+            "-- 2. changes: join, first matching WHEN clause, new values with their checks (declared as a lazy cache; "
+            "dropped again, before anything reads it, when Spark would serve it and every assigned value is "
+            "deterministic: then step 3 reads the join and step 5 joins once more; else cached, or written once "
+            f"to {ctx['changes_table']} when Spark will not serve the cache, and every later step reads it)",
             macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
         ]
         parts += ["-- 3. one aggregation over the changes: the duplicate check (no target row may receive two "
@@ -288,8 +292,7 @@ class MergeRun(Lifecycle):
 
 def _with_columns(table: dict, columns: list[list[str]]) -> dict:
     """``table`` as it will be once ``columns`` ([name, type]) are added: nullable, no default."""
-    added = [{"name": n, "type": t, "nullable": True, "default": None, "struct": None, "not_null_fields": []}
-             for n, t in columns]
+    added = [macros.fill("column_record", n, t, {}) for n, t in columns]
     return {**table, "columns": table["columns"] + added,
             "columns_by_name": {**table["columns_by_name"], **{c["name"].lower(): c for c in added}}}
 

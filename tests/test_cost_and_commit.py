@@ -128,14 +128,17 @@ def test_no_matched_partition_scans_no_target_rows_and_inserts(spark, fifty):
 
 
 def test_a_dense_key_range_reads_only_partitions_holding_keys_in_range(spark, fifty, tmp_path, caplog):
-    """A bigint source key spanning few values: the partitions come from a scan of the key range (no
-    join), and partition 11 (its data columns unreadable, as above) holds no key in range."""
+    """A bigint source key spanning few values: the partitions holding matched rows come from the
+    summary's join, which reads only the key and partition columns of the rows in the key range (no
+    step of its own, the write being fused), and partition 11 (its data columns unreadable, as above)
+    holds no key in range, so the write never reads it."""
     plant_unreadable_name_column(spark, fifty, tmp_path)
     caplog.set_level("INFO", logger="spark_merge")
     r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT id, 'changed' AS name FROM range(1000, 1004)) s
         ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name""")
     assert sorted(p["dt"] for p in r.partitions) == ["0", "1", "2", "3"]
-    assert any("find partitions with matched rows (key range)" in m for m in caplog.messages)
+    assert any("partitions holding matched rows come from the summary" in m for m in caplog.messages)
+    assert any("4 partition(s) hold matched rows" in m for m in caplog.messages)
     assert rows(spark, f"(SELECT id, name FROM {fifty} WHERE dt IN (49, 0, 1, 2, 3, 4) AND id BETWEEN 999 AND 1004)") == [
         (999, "c999"), (1000, "changed"), (1001, "changed"), (1002, "changed"), (1003, "changed"), (1004, "c1004")]
 

@@ -93,6 +93,19 @@
 {%- do host.failpoint('after_validation') -%}
 {%- set narrowed = {'matched_by': 'join'} -%}
 {%- do spark_merge.spark_merge__zero_metrics(m) -%}
+{#- A rewrite whose changes Spark computes the same at every read needs no cache: the summary
+    reads only the columns it needs, and the write joins again, once (fused_rewrite_select).
+    The same at every read: no value a clause assigns is non-deterministic, as Spark's analyzer
+    judges it (value_determinism_probes: rand(7) would be served from a cache, yet draws by row
+    position, which two different joins order differently; the conditions are deterministic, see
+    validation), and Spark would serve the cache (read_once, below). An append and a database
+    target read the cached rows. -#}
+{%- set fuse = {'ok': not s.get('insert_only') and table.provider != 'jdbc'} -%}
+{%- set probes = [] -%}
+{%- if fuse.ok -%}{%- do spark_merge.spark_merge__value_determinism_probes(spec, table, resolved, probes) -%}{%- endif -%}
+{%- for probe in probes -%}
+  {%- if not host.rows(probe)[0]['plan'].startswith('== ') -%}{%- do fuse.update({'ok': false}) -%}{%- endif -%}
+{%- endfor -%}
 {%- if spec.source_kind != 'none' -%}
   {%- do host.step('plan: read the source once') -%}
   {%- do host.run(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
@@ -106,7 +119,12 @@
   {%- set bys = {} -%}
   {%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}
   {%- if bys.note -%}{%- do host.step('plan: ' ~ bys.note[:400]) -%}{%- endif -%}
-  {%- if table.partition_columns and narrowed.matched_by != 'filter' and not bys.all -%}
+  {%- if table.partition_columns and narrowed.matched_by != 'filter' and not bys.all and fuse.ok -%}
+    {#- the summary's join reads only the columns it needs, and names the partitions holding matched
+        rows exactly: the fused write reads those (summary.matched, below), not a step of its own -#}
+    {%- do s.update({'matched_from_summary': true}) -%}
+    {%- do host.step('plan: the partitions holding matched rows come from the summary (its join reads the ON, condition and partition columns)') -%}
+  {%- elif table.partition_columns and narrowed.matched_by != 'filter' and not bys.all -%}
     {%- do host.step('plan: find partitions with matched rows (' ~ ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
     {%- set matched = [] -%}
     {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx, m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}
@@ -118,24 +136,16 @@
 {%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
 {%- set served = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx), served) -%}
-{#- A rewrite whose changes Spark computes the same at every read needs no cache: the summary
-    reads only the columns it needs, and the write joins again, once (fused_rewrite_select).
-    The same at every read: Spark would serve the cache (no seedless rand()), and no value a
-    clause assigns is non-deterministic (rand(7) is served, yet draws by row position, which two
-    different joins order differently), as Spark's analyzer judges it (value_determinism_probes).
-    An append and a database target read the cached rows. -#}
-{%- set fuse = {'ok': served.served and not s.get('insert_only') and table.provider != 'jdbc'} -%}
-{%- set probes = [] -%}
-{%- if fuse.ok -%}{%- do spark_merge.spark_merge__value_determinism_probes(spec, table, resolved, probes) -%}{%- endif -%}
-{%- for probe in probes -%}
-  {%- if not host.rows(probe)[0]['plan'].startswith('== ') -%}{%- do fuse.update({'ok': false}) -%}{%- endif -%}
-{%- endfor -%}
-{%- set fusable = fuse.ok -%}
+{%- set fusable = fuse.ok and served.served -%}
 {%- if fusable -%}{%- do host.run('UNCACHE TABLE IF EXISTS ' ~ ctx.changes_view) -%}{%- endif -%}
 {%- do host.step('plan: join target and source; in one aggregation the duplicate check (' ~ spec.duplicate_rule ~ ' rule), the counts and the partitions the changes touch') -%}
 {%- set summary = {} -%}
 {%- do spark_merge.spark_merge__summarize_changes(table, host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx)), summary) -%}
 {%- do s.update({'fused': fusable and summary.multi == 0}) -%}
+{%- if s.get('matched_from_summary') -%}
+  {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, summary.matched) | trim}) -%}
+  {%- do host.step('plan: ' ~ summary.matched | length ~ ' partition(s) hold matched rows') -%}
+{%- endif -%}
 {%- if fusable and summary.multi -%}{%- do host.step('plan: ' ~ summary.multi ~ ' target row(s) joined with several source rows: the write anti-joins the changed rows instead of one fused join') -%}{%- endif -%}
 {%- if summary.dups -%}
   {#- the failure path only: which target rows, for the message -#}

@@ -548,7 +548,8 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
   updated row goes (an UPDATE that changes a partition column touches both);
   out.deltas, per partition_key, how many rows the rewrite adds to the partition
   (negative: removes), which the write must match (output_errors); out.dups and
-  out.multi (see change_summary_sql).
+  out.multi (see change_summary_sql); out.matched, the partitions holding a target row
+  that ON matched ({'partition': ...}, as scan_filter takes them).
 -#}
 {% macro spark_merge__summarize_changes(table, rows, out) -%}
 {%- set m = {'numTargetRowsInserted': 0, 'numTargetRowsDeleted': 0, 'numTargetRowsUpdated': 0,
@@ -556,9 +557,16 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
 {%- set codes = {} -%}{%- do spark_merge.spark_merge__codes(codes) -%}
 {%- set op = codes.op -%}
 {%- set names = {op['insert']: 'numTargetRowsInserted', op['delete']: 'numTargetRowsDeleted', op['update']: 'numTargetRowsUpdated'} -%}
-{%- set seen, deltas, partitions = {}, {}, [] -%}
+{%- set seen, deltas, partitions, matched_by_key = {}, {}, [], {} -%}
 {%- set ns = namespace(dups=0, multi=0) -%}
 {%- for r in rows -%}{%- set ns.dups = ns.dups + (r.get('dups') or 0) | int -%}{%- set ns.multi = ns.multi + (r.get('multi') or 0) | int -%}{%- endfor -%}
+{#- the partitions holding a matched target row: any row of op other than INSERT, bys 0 -#}
+{%- for r in rows if (r.op | int) != op['insert'] and (r.get('bys') or 0) | int == 0 -%}
+  {%- set values = fromjson(r['__sm_old']) -%}
+  {%- set part = {} -%}
+  {%- for p in table.partition_columns -%}{%- do part.update({p: values[loop.index0]}) -%}{%- endfor -%}
+  {%- do matched_by_key.update({spark_merge.spark_merge__partition_key(table.partition_columns, part): {'partition': part}}) -%}
+{%- endfor -%}
 {%- for r in rows if (r.op | int) in names -%}
   {%- set n = r.n | int -%}
   {%- do m.update({names[r.op | int]: m[names[r.op | int]] + n}) -%}
@@ -576,7 +584,9 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
   {%- endfor -%}
 {%- endfor -%}
 {%- for k in seen.keys() | sort -%}{%- do partitions.append(seen[k]) -%}{%- endfor -%}
-{%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas, 'dups': ns.dups, 'multi': ns.multi}) -%}
+{%- set matched = [] -%}
+{%- for k in matched_by_key.keys() | sort -%}{%- do matched.append(matched_by_key[k]) -%}{%- endfor -%}
+{%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas, 'dups': ns.dups, 'multi': ns.multi, 'matched': matched}) -%}
 {%- endmacro %}
 
 {#- New content of the touched partitions (or of the whole unpartitioned table). -#}

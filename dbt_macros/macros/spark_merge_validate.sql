@@ -45,13 +45,11 @@
   {%- if not row[0] or row[0].startswith('#') -%}{%- do described.update({'done': true}) -%}{%- endif -%}
   {%- if not described.done -%}
   {%- set lname = row[0] | lower -%}
-  {%- set text = spark_merge.spark_merge__char_type(row[1]) -%}
-  {%- set col = {'name': row[0], 'type': spark_merge.spark_merge__char_as_string(row[1]), 'nullable': (nullable_by_name.get(lname, true) and lname not in not_null),
-                 'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname), 'not_null_fields': [],
-                 'char_length': (row[1].split('(')[1].rstrip(')') | int) if text else none, 'char_type': text or none} -%}
-  {#- char_pad: a CHAR(n) value is stored and read padded to n with spaces (a VARCHAR's is not) -#}
-  {%- do col.update({'char_pad': col.char_length if text and text.startswith('char(') else none}) -%}
-  {%- for n in not_null if n.startswith(lname ~ '.') -%}{%- do col.not_null_fields.append(n[lname | length + 1:]) -%}{%- endfor -%}
+  {%- set fields = [] -%}
+  {%- for n in not_null if n.startswith(lname ~ '.') -%}{%- do fields.append(n[lname | length + 1:]) -%}{%- endfor -%}
+  {%- set col = {} -%}
+  {%- do spark_merge.spark_merge__column_record(row[0], row[1], {'nullable': nullable_by_name.get(lname, true) and lname not in not_null,
+        'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname), 'not_null_fields': fields}, col) -%}
   {%- do columns.append(col) -%}
   {%- do by_name.update({lname: col}) -%}
   {%- endif -%}
@@ -73,6 +71,21 @@
   'errors': errors,
 }) -%}
 {%- do out.update({'relation': spark_merge.spark_merge__quote(out.database) ~ '.' ~ spark_merge.spark_merge__quote(out.table_name)}) -%}
+{%- endmacro %}
+
+{#- The one builder of a column record, from its name, its type as DESCRIBE TABLE spells it, and
+    `facts` (nullable, default, struct: its type as DESCRIBE ... AS JSON gives it, not_null_fields:
+    struct fields listed in spark_merge.not_null); the table's columns (table_info) and the columns
+    schema evolution adds (merge_core/engine.py) are made by it. type: as Spark computes the column
+    (char_as_string); char_type, char_length: a CHAR(n)/VARCHAR(n) declaration (checked where a
+    value is written, char_checked); char_pad: n for a CHAR(n), whose values are stored and read
+    padded to n with spaces (a VARCHAR's are not). -#}
+{% macro spark_merge__column_record(name, type, facts, out) -%}
+{%- set text = spark_merge.spark_merge__char_type(type) -%}
+{%- set n = (text.split('(')[1].rstrip(')') | int) if text else none -%}
+{%- do out.update({'name': name, 'type': spark_merge.spark_merge__char_as_string(type), 'nullable': facts.get('nullable', true),
+                   'default': facts.get('default'), 'struct': facts.get('struct'), 'not_null_fields': facts.get('not_null_fields') or [],
+                   'char_length': n, 'char_type': text or none, 'char_pad': n if text.startswith('char(') else none}) -%}
 {%- endmacro %}
 
 {#- A column declared CHAR(n) or VARCHAR(n): its type as DESCRIBE TABLE spells it ('varchar(3)'), else ''.
