@@ -16,16 +16,21 @@
                 rows: see by_source_reads); a searched CASE
                 picks the first WHEN clause that holds (case number, -1 = none)
                 and its operation (INSERT=1, DELETE=2, UPDATE=3); the new values
-                are computed per target column as __sm_c<i>. Cached (lazily: the
-                first step reading it fills it): every later step reads it, so
-                the join runs once.
-  3. checks:    duplicate matches per the duplicate rule; NOT NULL violations
-                raise while the cache is built. Both before any write.
+                are computed per target column as __sm_c<i>, each with its checks
+                (NOT NULL, CHAR/VARCHAR length). Declared as a lazy cache; dropped
+                again before anything reads it when Spark computes it the same at
+                every read (the fused write, step 5), else cached (the first step
+                reading it fills it) or written once to a table.
+  3. checks:    duplicate matches per the duplicate rule; NOT NULL and length
+                violations raise in the summary. Both before any write.
   4. summary:   one aggregation gives the counts per operation and the
                 partitions touched: where a changed row was, and where an
-                output row goes.
-  5. rewrite:   touched partitions = untouched target rows (anti-join on row id)
-                + new rows, written as a staging table under <root>/_merge_<id>.
+                output row goes; for the fused write also the partitions
+                holding matched rows (then step 1 is skipped).
+  5. rewrite:   the fused write: the touched partitions joined with the source
+                once more, each row written as its clause makes it or copied
+                (fused_rewrite_select); else untouched target rows (anti-join on
+                row id) + new rows. A staging table under <root>/_merge_<id>.
   6. commit:    see spark_merge_commit.sql.
   Insert-only merges skip the rewrite: their rows are appended.
   Joins whose build side holds at most broadcast_rows() rows are broadcast
