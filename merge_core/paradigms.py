@@ -66,8 +66,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             "at every read; when it does not, as for rand(), or when step 3 finds a target row joined with several "
             "source rows that do not all delete it, the stored changes are written instead: the partitions' rows "
             "whose ids they do not name, plus their new rows)",
-            macros.render("stage_select_sql", table, ctx, macros.render(
-                "fused_rewrite_select", s["spec"], table, s["resolved"], ctx, [sample] if sample else [])),
+            macros.render("fused_stage_sql", s["spec"], table, s["resolved"], ctx, [sample] if sample else []),
             "-- 6. commit, under the lock: the partitions unchanged since read, the staged rows exactly the plan's "
             "(only planned partitions, each with its rows before plus the plan's change; more rows than planned means "
             "the changes were read from files the table no longer holds: MERGE_CONFLICT; else MERGE_PLAN_VIOLATION), "

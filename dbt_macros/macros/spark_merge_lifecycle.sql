@@ -119,17 +119,19 @@
   {%- set bys = {} -%}
   {%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}
   {%- if bys.note -%}{%- do host.step('plan: ' ~ bys.note[:400]) -%}{%- endif -%}
-  {%- if table.partition_columns and narrowed.matched_by != 'filter' and not bys.all and fuse.ok -%}
-    {#- the summary's join reads only the columns it needs, and names the partitions holding matched
-        rows exactly: the fused write reads those (summary.matched, below), not a step of its own -#}
-    {%- do s.update({'matched_from_summary': true}) -%}
-    {%- do host.step('plan: the partitions holding matched rows come from the summary (its join reads the ON, condition and partition columns)') -%}
-  {%- elif table.partition_columns and narrowed.matched_by != 'filter' and not bys.all -%}
-    {%- do host.step('plan: find partitions with matched rows (' ~ ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
-    {%- set matched = [] -%}
-    {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx, m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}
-    {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
-    {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
+  {%- if table.partition_columns and narrowed.matched_by != 'filter' and not bys.all -%}
+    {%- if fuse.ok -%}
+      {#- the summary's join reads only the columns it needs, and names the partitions holding matched
+          rows exactly: the fused write reads those (summary.matched, below), not a step of its own -#}
+      {%- do s.update({'matched_from_summary': true}) -%}
+      {%- do host.step('plan: the partitions holding matched rows come from the summary (its join reads the ON, condition and partition columns)') -%}
+    {%- else -%}
+      {%- do host.step('plan: find partitions with matched rows (' ~ ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
+      {%- set matched = [] -%}
+      {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx, m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}
+      {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
+      {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
+    {%- endif -%}
   {%- endif -%}
 {%- endif -%}
 {#- the cache is lazy: the summary, the first statement reading it, would run the join and fill it -#}
@@ -255,7 +257,7 @@
 {%- do host.step('execute: write ' ~ s.partitions | length ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}
 {%- do host.run(s.stage_statement if not merging
-                else spark_merge.spark_merge__stage_select_sql(table, ctx, spark_merge.spark_merge__fused_rewrite_select(s.spec, table, s.resolved, ctx, s.partitions)) if s.get('fused')
+                else spark_merge.spark_merge__fused_stage_sql(s.spec, table, s.resolved, ctx, s.partitions) if s.get('fused')
                 else spark_merge.spark_merge__stage_sql(table, ctx, s.partitions)) -%}
 {%- set new = [] -%}
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage, none, new) -%}

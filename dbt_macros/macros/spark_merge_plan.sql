@@ -640,6 +640,11 @@ SELECT __sm_case AS `case`, count(*) AS n FROM {{ ctx.changes }} WHERE __sm_op I
 {{ spark_merge.spark_merge__stage_select_sql(table, ctx, spark_merge.spark_merge__rewrite_select(table, ctx, partitions)) }}
 {%- endmacro %}
 
+{#- The fused write's staging statement (fused_rewrite_select). -#}
+{% macro spark_merge__fused_stage_sql(spec, table, resolved, ctx, partitions) -%}
+{{ spark_merge.spark_merge__stage_select_sql(table, ctx, spark_merge.spark_merge__fused_rewrite_select(spec, table, resolved, ctx, partitions)) }}
+{%- endmacro %}
+
 {#- Stage any new content for the table (a merge's rewrite, or a compaction). -#}
 {% macro spark_merge__stage_select_sql(table, ctx, select) -%}
 CREATE TABLE {{ ctx.stage }}
