@@ -131,22 +131,20 @@ def data_passes(spark, table: str, sql: str, done) -> float:
     run = MergeRun(spark, parse(sql))
     run.begin()
     spec, ctx, partitions = run.spec_data, run.ctx, done.partitions
-    ctx["scan_filter"] = macros.render("scan_filter", spec, run.table, partitions)
+    ctx["scan_filter"] = macros.render("scan_filter", spec, run.table, [{"partition": p} for p in partitions])
     ctx["broadcast_changed"] = broadcasts_changed(done.metrics)
     insert_only = run.resolved["insert_only"]
     last = (macros.render("append_sql", run.table, ctx) if insert_only
-            else macros.render("stage_select_sql", run.table, ctx, macros.render(
-                "fused_rewrite_select", spec, run.table, run.resolved, ctx, partitions)))
+            else macros.render("fused_stage_sql", spec, run.table, run.resolved, ctx, partitions))
     t0 = time.monotonic()
     spark.sql(macros.render("cache_source_sql", spec, ctx))
     spark.sql(f"SELECT count(*) FROM {ctx['source']}").collect()
-    changes = macros.render("cache_changes_sql", spec, run.table, run.resolved, ctx)
     if insert_only:  # the append reads the cached changes; a rewrite joins again in its write
-        spark.sql(changes.replace("CACHE LAZY", "CACHE"))
-    else:
-        spark.sql(changes.replace("CACHE LAZY TABLE", "CREATE TEMPORARY VIEW").replace(
-            "OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS", "AS"))
-        spark.sql(f"SELECT count(*) FROM {ctx['changes']} WHERE __sm_matched OR __sm_op <> {macros.render('op', 'none')}").collect()
+        spark.sql(macros.render("cache_changes_sql", spec, run.table, run.resolved, ctx).replace("CACHE LAZY", "CACHE"))
+    else:  # the join as the plan's summary reads it
+        spark.sql(f"CREATE TEMPORARY VIEW {ctx['changes_view']} AS "
+                  + macros.render("changes_sql", spec, run.table, run.resolved, ctx))
+        spark.sql(macros.render("change_summary_sql", spec, run.table, run.resolved, ctx)).collect()
     spark.sql(last)
     seconds = time.monotonic() - t0
     run.close()
