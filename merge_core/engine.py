@@ -20,7 +20,8 @@ from .catalog import SPARK_ERRORS, describe_table
 from .errors import TargetError, ValidationError
 from .lifecycle import Lifecycle, drive, live_ids
 from .result import MergeResult
-from .parse import on_equalities
+from .evolution import extra_field_errors, missing_field_values
+from .parse import direct_assignments, direct_source_columns, on_equalities
 from .spec import MergeSpec
 from .validate import source_columns, source_types, validate
 
@@ -177,8 +178,9 @@ class MergeRun(Lifecycle):
         return info
 
     def _evolve_schema(self) -> None:
-        """MERGE WITH SCHEMA EVOLUTION: the source columns UPDATE SET * / INSERT * carry that the table
-        lacks are added (ALTER TABLE ... ADD COLUMNS) before planning, once the statement has been
+        """MERGE WITH SCHEMA EVOLUTION: the source columns the merge assigns directly (UPDATE SET * /
+        INSERT *, SET c = s.c, INSERT (c) VALUES (s.c)) that the table lacks are added (ALTER TABLE
+        ... ADD COLUMNS) before planning, once the statement has been
         validated against the table as it will be, so an invalid statement changes nothing. Spark
         alters a Delta table's schema in the commit itself; a parquet table's schema lives in the
         metastore, so here the columns come first and stay (NULL in every existing row) if the
@@ -188,15 +190,29 @@ class MergeRun(Lifecycle):
                                    "or a PostgreSQL target, add the columns (ALTER TABLE ... ADD COLUMNS) first"])
         types = source_types(self.spark, self.spec_data)
         self.spec_data["star_columns"] = [name.lower() for name, _ in types]
-        evolved = macros.fill("evolved_columns", self.spec_data, self.table, types)
-        if evolved["errors"]:
-            raise ValidationError(evolved["errors"])
+        direct = direct_source_columns(self.spec_data)
+        evolved = macros.fill("evolved_columns", self.spec_data, self.table, types, direct)
+        star = any(c["star"] for c in self.spec_data["clauses"])
+        assigned = [t for t in types if star or t[0].lower() in direct]
+        errors = evolved["errors"] + extra_field_errors(self.table, assigned)
+        if errors:
+            raise ValidationError(errors)
+        # a struct the source gives with fewer fields than the column: the missing ones NULL
+        filled = missing_field_values(self.table, assigned, self.spec_data["source_alias"])
+        self.spec_data["evolved_values"] = filled
+        for clause, kind, i, column in list(direct_assignments(self.spec_data)):
+            if column.lower() in filled:
+                if kind == "assignments":
+                    clause["assignments"][i] = [column, filled[column.lower()]]
+                else:
+                    clause["insert_values"][i] = filled[column.lower()]
         self.added_columns = evolved["columns"]
         if not self.added_columns:
             return
         names = ", ".join(name for name, _ in self.added_columns)
         preview = _with_columns(self.table, self.added_columns)
-        validate(self.spark, self.spec_data, preview)
+        validate(self.spark, self.spec_data,
+                 {**preview, "relation": macros.render("evolved_relation", self.table, self.added_columns)})
         if self.schema_changes == "refuse":
             raise ValidationError([f"schema evolution would add column(s) {names} to {self.table['name']}, and a dry "
                                    f"run's plan reads them from the table; explain shows the plan, a run adds them"])

@@ -363,3 +363,72 @@ def on_equalities(on: str, target_alias: str, source_alias: str) -> list[dict]:
             if pair not in found:
                 found.append(pair)
     return found
+
+
+def is_direct_assignment(column: str, value: str, source_alias: str) -> bool:
+    """``value`` is the source column named like the target column ``column`` (``s.c`` for ``c``),
+    qualified by the source alias: what Spark 4's ``MERGE WITH SCHEMA EVOLUTION`` calls a direct
+    assignment, the only kind that evolves the target (never ``s.c + 1`` or ``s.other``)."""
+    if "." in column:
+        return False
+    try:
+        node = sqlglot.parse_one(value, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return False
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Column) or node.name.lower() != column.lower():
+        return False
+    return ".".join(p.name for p in node.parts[:-1]).lower() == source_alias.lower()
+
+
+def direct_assignments(spec: dict):
+    """(clause, "assignments" or "insert", position, column) of each direct assignment of an explicit
+    clause (``SET c = s.c``, ``INSERT (c) VALUES (s.c)``); ``UPDATE SET *`` and ``INSERT *`` assign
+    every source column directly and are handled with the star."""
+    for clause in spec["clauses"]:
+        if clause.get("star") or clause.get("by_source"):
+            continue
+        for i, (column, value) in enumerate(clause.get("assignments") or []):
+            if is_direct_assignment(column, value, spec["source_alias"]):
+                yield clause, "assignments", i, column
+        for i, (column, value) in enumerate(zip(clause.get("insert_columns") or [], clause.get("insert_values") or [])):
+            if is_direct_assignment(column, value, spec["source_alias"]):
+                yield clause, "insert", i, column
+
+
+def direct_source_columns(spec: dict) -> list[str]:
+    """The target columns explicit clauses assign directly (see direct_assignments), lower-cased,
+    in order of appearance: the ones schema evolution adds when the table lacks them."""
+    found: list[str] = []
+    for _, _, _, column in direct_assignments(spec):
+        if column.lower() not in found:
+            found.append(column.lower())
+    return found
+
+
+def nested_field_paths(type_text: str) -> set[str]:
+    """Every struct field inside a Spark type (``struct<a:int,b:array<struct<c:int>>>`` gives
+    ``a``, ``b``, ``b.element.c``), lower-cased, reached through arrays (``element``) and maps
+    (``key``, ``value``); empty for an atomic type or text sqlglot cannot read."""
+    try:
+        root = exp.DataType.build(type_text, dialect="spark")
+    except (sqlglot.errors.SqlglotError, ValueError):
+        return set()
+    paths: set[str] = set()
+
+    def walk(node: exp.DataType, prefix: str) -> None:
+        if node.this == exp.DataType.Type.STRUCT:
+            for field in node.expressions:
+                if isinstance(field, exp.ColumnDef) and isinstance(field.args.get("kind"), exp.DataType):
+                    path = prefix + field.name.lower()
+                    paths.add(path)
+                    walk(field.args["kind"], path + ".")
+        elif node.this == exp.DataType.Type.ARRAY and node.expressions:
+            walk(node.expressions[0], prefix + "element.")
+        elif node.this == exp.DataType.Type.MAP and len(node.expressions) == 2:
+            walk(node.expressions[0], prefix + "key.")
+            walk(node.expressions[1], prefix + "value.")
+
+    walk(root, "")
+    return paths

@@ -69,7 +69,8 @@ class MergeSpec:
     duplicate_rule: str = "trino"
     # a value whose type says storing it loses information: warn (log), refuse, or allow
     lossy_assignments: str = "warn"
-    # MERGE WITH SCHEMA EVOLUTION: UPDATE SET * / INSERT * add the source columns the target lacks
+    # MERGE WITH SCHEMA EVOLUTION: directly assigned source columns the target lacks are added
+    # (UPDATE SET *, INSERT *, SET c = s.c; engine.MergeRun._evolve_schema, evolution.py)
     schema_evolution: bool = False
     # Optional user promise: matching target rows live only where this predicate on the
     # target's columns holds (usually partition columns). Prunes the target scan.

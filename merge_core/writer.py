@@ -60,7 +60,8 @@ class MergeIntoWriter:
         return WhenNotMatchedBySource(self, condition)
 
     def withSchemaEvolution(self) -> "MergeIntoWriter":
-        """updateAll() / insertAll() add the source's columns the table lacks (option schema_evolution)."""
+        """The source's columns the table lacks that the merge assigns directly (updateAll(), insertAll(),
+        update({"c": "source.c"})) are added (option schema_evolution; see the README)."""
         self._schema_evolution = True
         return self
 

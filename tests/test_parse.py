@@ -152,3 +152,20 @@ def test_on_equalities_are_the_conjuncts_equating_a_target_and_a_source_column(o
 
     found = [(e["target"], e["source"], e["null_safe"]) for e in on_equalities(on, "t", "s")]
     assert found == expected
+
+
+def test_direct_assignments_are_the_same_named_source_column():
+    """What Spark's MERGE WITH SCHEMA EVOLUTION calls a direct assignment (and only that evolves)."""
+    from merge_core.parse import direct_source_columns, is_direct_assignment, nested_field_paths
+
+    assert is_direct_assignment("c", "s.c", "s") and is_direct_assignment("C", "(`S`.`c`)", "s")
+    assert not is_direct_assignment("c", "s.c + 1", "s") and not is_direct_assignment("c", "s.d", "s")
+    assert not is_direct_assignment("c", "c", "s") and not is_direct_assignment("c", "t.c", "s")
+    assert not is_direct_assignment("st.f", "s.st.f", "s")
+    spec = parse("MERGE INTO t USING src AS y ON t.id = y.id WHEN MATCHED THEN UPDATE SET a = y.a, b = y.a "
+                 "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET e = 1 "
+                 "WHEN NOT MATCHED THEN INSERT (id, d) VALUES (y.id, y.d)").to_dict()
+    assert direct_source_columns(spec) == ["a", "id", "d"]
+    assert nested_field_paths("struct<a:int,b:array<struct<c:int>>,m:map<string,struct<k:int>>>") == {
+        "a", "b", "b.element.c", "m", "m.value.k"}
+    assert nested_field_paths("decimal(5,2)") == set()

@@ -84,3 +84,94 @@ def test_what_schema_evolution_does_not_do(spark, tables, db):
     with pytest.raises(MergeError, match="source column unknown has no type"):
         merge(spark, STAR.format(evolve="WITH SCHEMA EVOLUTION ", t=t, s=f"{db}.nulls"))
     assert columns(spark, t) == schema
+
+
+def test_a_direct_assignment_adds_its_column_and_a_condition_may_read_it(spark, tables, db):
+    """Spark 4's rule: SET c = s.c and INSERT (c) VALUES (s.c) add c; an expression over the source
+    (s.c + 1) or another column (SET v = s.more) adds nothing. A WHEN condition may read the new
+    column, which is NULL in every existing row."""
+    t, _ = tables
+    src = f"{db}.src_more"
+    spark.sql(f"CREATE TABLE {src} USING parquet AS SELECT * FROM VALUES (1, 'A', 1, true, 'm1', 5), "
+              f"(2, 'B', 1, false, 'm2', 6), (7, 'G', 2, true, 'm7', 7) AS x(id, v, p, active, more, bump)")
+    merge(spark, f"MERGE WITH SCHEMA EVOLUTION INTO {t} AS t USING {src} AS s ON t.id = s.id "
+                 f"WHEN MATCHED AND s.id = 1 AND t.active IS NULL THEN UPDATE SET v = s.more, active = s.active "
+                 f"WHEN MATCHED THEN UPDATE SET note = s.more "
+                 f"WHEN NOT MATCHED THEN INSERT (id, v, p, active) VALUES (s.id, s.v, s.p, s.active)")
+    assert columns(spark, t) == [("id", "int"), ("v", "string"), ("note", "string"), ("active", "boolean"), ("p", "int")]
+    got = {row.id: row for row in spark.table(t).collect()}
+    assert got[1] == Row(id=1, v="m1", note="n1", active=True, p=1)
+    assert got[2] == Row(id=2, v="b", note="m2", active=None, p=1)
+    assert got[7] == Row(id=7, v="G", note=None, active=True, p=2)
+    # an expression is not a direct assignment: bump is not added, and the INSERT names a column
+    # the table lacks; nor is anything added without WITH SCHEMA EVOLUTION
+    schema = columns(spark, t)
+    with pytest.raises(MergeError, match="INSERT names unknown column bump"):
+        merge(spark, f"MERGE WITH SCHEMA EVOLUTION INTO {t} AS t USING {src} AS s ON t.id = s.id "
+                     f"WHEN NOT MATCHED THEN INSERT (id, v, p, bump) VALUES (s.id, s.v, s.p, s.bump + 1)")
+    assert columns(spark, t) == schema
+    spark.sql(f"CREATE TABLE {db}.src_new USING parquet AS SELECT 1 AS id, 'z' AS new_col")
+    with pytest.raises(MergeError, match="unknown column new_col"):
+        merge(spark, f"MERGE INTO {t} AS t USING {db}.src_new AS s ON t.id = s.id "
+                     f"WHEN MATCHED THEN UPDATE SET new_col = s.new_col")
+
+
+def test_struct_columns_fill_missing_fields_and_refuse_new_ones(spark, db):
+    """A directly assigned source struct with fewer fields than the column is stored with the others
+    NULL, matched by name, a NULL struct staying NULL (Spark, under schema evolution); one with a
+    field the column lacks is refused before anything is added, since a parquet table in Spark's
+    catalog cannot take a field inside a struct (Spark refuses ALTER TABLE ... ADD COLUMNS (st.f))."""
+    t = f"{db}.nested"
+    spark.sql(f"CREATE TABLE {t} (id INT, st STRUCT<a: INT, b: STRING, c: STRUCT<x: INT, y: INT>>) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('a', 1, 'b', 'one', 'c', named_struct('x', 1, 'y', 1))), "
+              f"(2, named_struct('a', 2, 'b', 'two', 'c', named_struct('x', 2, 'y', 2)))")
+    narrow = f"{db}.narrow"
+    spark.sql(f"CREATE TABLE {narrow} USING parquet AS SELECT * FROM VALUES "
+              f"(1, named_struct('c', named_struct('y', 9), 'a', 10), 'x1'), "
+              f"(2, CAST(NULL AS STRUCT<c: STRUCT<y: INT>, a: INT>), 'x2'), "
+              f"(5, named_struct('c', named_struct('y', 5), 'a', 50), 'x5') AS x(id, st, tag)")
+    star = (f"MERGE {{evolve}}INTO {t} AS t USING {narrow} AS s ON t.id = s.id "
+            f"WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    before = snapshot(spark, t)
+    with pytest.raises(MergeError, match="cannot store a value of type struct<c:struct<y:int>,a:int>"):
+        merge(spark, star.format(evolve=""))
+    assert snapshot(spark, t) == before
+    merge(spark, star.format(evolve="WITH SCHEMA EVOLUTION "))
+    got = {row.id: row for row in spark.table(t).collect()}
+    assert got[1].st == Row(a=10, b=None, c=Row(x=None, y=9)) and got[1].tag == "x1"
+    assert got[2].st is None
+    assert got[5].st == Row(a=50, b=None, c=Row(x=None, y=5))
+    # SET st = s.st is a direct assignment too
+    merge(spark, f"MERGE WITH SCHEMA EVOLUTION INTO {t} AS t USING {narrow} AS s ON t.id = s.id AND s.id = 2 "
+                 f"WHEN MATCHED THEN UPDATE SET st = s.st, tag = 'set'")
+    assert spark.sql(f"SELECT st, tag FROM {t} WHERE id = 2").collect()[0] == Row(st=None, tag="set")
+
+    wide = f"{db}.wide"
+    spark.sql(f"CREATE TABLE {wide} USING parquet AS SELECT 1 AS id, "
+              f"named_struct('a', 3, 'b', 'w', 'c', named_struct('x', 3, 'y', 3, 'z', 3)) AS st, 1 AS brand_new")
+    schema, before = columns(spark, t), snapshot(spark, t)
+    with pytest.raises(MergeError, match=r"field\(s\) st.c.z that column st .*\(Spark refuses ALTER TABLE"):
+        merge(spark, f"MERGE WITH SCHEMA EVOLUTION INTO {t} AS t USING {wide} AS s ON t.id = s.id "
+                     f"WHEN MATCHED THEN UPDATE SET *")
+    assert (columns(spark, t), snapshot(spark, t)) == (schema, before)   # brand_new was not added either
+
+
+def test_a_wider_source_type_is_stored_under_store_assignment(spark, db):
+    """Spark cannot change a column's type on a parquet table in its catalog (ALTER COLUMN ... TYPE:
+    NOT_SUPPORTED_CHANGE_COLUMN), so Spark 4 leaves the widening out and stores the value in the
+    column's type: a BIGINT that fits is stored in the INT column, one that does not fails the
+    merge with Spark's overflow error, and nothing is written."""
+    t, src = f"{db}.narrow_int", f"{db}.wide_int"
+    spark.sql(f"CREATE TABLE {t} (id INT, n INT) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2)")
+    spark.sql(f"CREATE TABLE {src} (id INT, n BIGINT) USING parquet")
+    spark.sql(f"INSERT INTO {src} VALUES (1, 5)")
+    stmt = f"MERGE WITH SCHEMA EVOLUTION INTO {t} AS t USING {src} AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *"
+    merge(spark, stmt)
+    assert columns(spark, t) == [("id", "int"), ("n", "int")]
+    assert spark.sql(f"SELECT n FROM {t} WHERE id = 1").collect()[0][0] == 5
+    spark.sql(f"INSERT OVERWRITE {src} VALUES (1, 3000000000)")
+    before = snapshot(spark, t)
+    with pytest.raises(MergeError, match="CAST_OVERFLOW|overflow"):
+        merge(spark, stmt)
+    assert (columns(spark, t), snapshot(spark, t)) == ([("id", "int"), ("n", "int")], before)

@@ -23,7 +23,7 @@
    'help': 'a value whose type says storing it loses information (27.5 into a BIGINT, a double into a decimal(10,2)): warn, refuse, or allow silently'},
   {'name': 'schema_evolution', 'kind': 'bool', 'group': 'merge', 'choices': none, 'default': false,
    'cli': '--schema-evolution', 'dbt': 'schema_evolution',
-   'help': 'add the source columns the target lacks (ALTER TABLE ... ADD COLUMNS) for UPDATE SET * and INSERT *, as MERGE WITH SCHEMA EVOLUTION'},
+   'help': 'add the source columns the target lacks that the merge assigns directly (UPDATE SET *, INSERT *, SET c = s.c; ALTER TABLE ... ADD COLUMNS), as MERGE WITH SCHEMA EVOLUTION'},
   {'name': 'partition_filter', 'kind': 'string', 'group': 'merge', 'choices': none, 'default': none,
    'cli': '--partition-filter', 'dbt': none, 'help': 'a predicate on target columns promising where matching target rows live'},
   {'name': 'key_columns', 'kind': 'list', 'group': 'merge', 'choices': none, 'default': none,

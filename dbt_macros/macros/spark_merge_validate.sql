@@ -113,18 +113,26 @@
 ALTER TABLE {{ table.relation }} ADD COLUMNS ({% for c in columns %}{{ spark_merge.spark_merge__quote(c[0]) }} {{ c[1] }}{{ ', ' if not loop.last }}{% endfor %})
 {%- endmacro %}
 
-{#- The source columns UPDATE SET * / INSERT * would carry that the table lacks ([name, type] pairs
-    of `source_types`), and a column without a type (a bare NULL) as an error. Empty without a star
-    clause: schema evolution adds only what a star assigns, as Spark's MERGE WITH SCHEMA EVOLUTION. -#}
-{% macro spark_merge__evolved_columns(spec, table, source_types, out) -%}
+{#- The table as it will be once schema evolution adds `columns` ([name, type] pairs), as a
+    relation: so a statement that reads a new column (WHEN MATCHED AND t.c IS NULL) is validated
+    before anything is added. Every existing row holds NULL in a new column. -#}
+{% macro spark_merge__evolved_relation(table, columns) -%}
+(SELECT *{% for c in columns %}, CAST(NULL AS {{ c[1] }}) AS {{ spark_merge.spark_merge__quote(c[0]) }}{% endfor %} FROM {{ table.relation }})
+{%- endmacro %}
+
+{#- The source columns the table lacks that the merge assigns directly ([name, type] pairs of
+    `source_types`): all of them with an UPDATE SET * / INSERT * clause, else those in `direct`
+    (SET c = s.c, INSERT (c) VALUES (s.c): parse.direct_source_columns); a column without a type
+    (a bare NULL) is an error. As Spark 4's MERGE WITH SCHEMA EVOLUTION, a column that only an
+    expression reads (SET c = s.c + 1, SET x = s.c) is not added. -#}
+{% macro spark_merge__evolved_columns(spec, table, source_types, direct, out) -%}
 {%- set added, errors = [], [] -%}
-{%- if spec.clauses | selectattr('star') | list -%}
-  {%- for c in source_types if (c[0] | lower) not in table.columns_by_name and not c[0].startswith('__sm_') -%}
-    {%- if c[1] | lower == 'void' -%}
-      {%- do errors.append('schema evolution: source column ' ~ c[0] ~ ' has no type (a bare NULL); CAST it to the type the new column should have') -%}
-    {%- else -%}{%- do added.append([c[0], c[1]]) -%}{%- endif -%}
-  {%- endfor -%}
-{%- endif -%}
+{%- set star = spec.clauses | selectattr('star') | list | length > 0 -%}
+{%- for c in source_types if (c[0] | lower) not in table.columns_by_name and not c[0].startswith('__sm_') and (star or (c[0] | lower) in direct) -%}
+  {%- if c[1] | lower == 'void' -%}
+    {%- do errors.append('schema evolution: source column ' ~ c[0] ~ ' has no type (a bare NULL); CAST it to the type the new column should have') -%}
+  {%- else -%}{%- do added.append([c[0], c[1]]) -%}{%- endif -%}
+{%- endfor -%}
 {%- do out.update({'columns': added, 'errors': errors}) -%}
 {%- endmacro %}
 
@@ -221,8 +229,9 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
   {%- elif cl.star -%}
     {#- schema evolution (spec.star_columns: the source's columns): a target column the source lacks is
         left as it is by UPDATE SET * and NULL (its default) after INSERT *, as in Spark -#}
+    {#- spec.evolved_values: a source struct with fewer fields than its column, filled (evolution.py) -#}
     {%- for c in table.columns if spec.get('star_columns') is none or (c.name | lower) in spec.star_columns -%}
-      {%- do outputs.update({c.name | lower: s ~ '.' ~ spark_merge.spark_merge__quote(c.name)}) -%}
+      {%- do outputs.update({c.name | lower: (spec.get('evolved_values') or {}).get(c.name | lower) or s ~ '.' ~ spark_merge.spark_merge__quote(c.name)}) -%}
     {%- endfor -%}
   {%- elif cl.action == 'update' -%}
     {%- if cl.assignments | length == 0 -%}
