@@ -21,7 +21,7 @@ from .errors import TargetError, ValidationError
 from .lifecycle import Lifecycle, drive, live_ids
 from .result import MergeResult
 from .evolution import extra_field_errors, missing_field_values
-from .parse import direct_assignments, direct_source_columns, on_equalities
+from .parse import direct_assignments, direct_source_columns, on_equalities, qualify_one_sided
 from .spec import MergeSpec
 from .validate import source_columns, source_types, validate
 
@@ -152,6 +152,9 @@ class MergeRun(Lifecycle):
             # an interrupted one
             if macros.fill("lifecycle_settle", self.host, self.table)["recovered"]:
                 self.table = describe_table(self.spark, self.spec.target)
+        if not self.spec.upsert and self.spec_data["source_kind"] != "none":
+            qualify_one_sided(self.spec_data, lambda: source_columns(self.spark, self.spec_data),
+                              [c["name"] for c in self.table["columns"]])
         if self.spec_data["schema_evolution"]:
             self._evolve_schema()
         if self.spec.upsert:  # generate the guarded MERGE now that the column types are known

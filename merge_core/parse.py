@@ -432,3 +432,62 @@ def nested_field_paths(type_text: str) -> set[str]:
 
     walk(root, "")
     return paths
+
+
+def _qualified(text: str, alias: str, columns: set[str]) -> str:
+    """``text`` with each unqualified reference to one of ``columns`` (lower-cased names; a struct
+    field path counts by its column) qualified by ``alias``; ``text`` itself when none is."""
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return text
+    changed = False
+    for column in list(tree.find_all(exp.Column)):
+        parts = [p.name for p in column.parts]
+        if parts and parts[0].lower() != alias.lower() and parts[0].lower() in columns:
+            quoted = ".".join(exp.to_identifier(p, quoted=True).sql(dialect="spark") for p in [alias] + parts)
+            replacement = sqlglot.parse_one(quoted, read="spark")
+            if column is tree:
+                tree = replacement
+            else:
+                column.replace(replacement)
+            changed = True
+    return tree.sql(dialect="spark") if changed else text
+
+
+def qualify_one_sided(spec: dict, source_columns, target_columns: list[str]) -> None:
+    """Qualify the names a one-sided clause leaves unqualified, in place.
+
+    Spark resolves a WHEN NOT MATCHED clause's condition and INSERT values against the source
+    only, and a WHEN NOT MATCHED BY SOURCE clause's condition and SET values against the target
+    only, so ``INSERT (id) VALUES (id)`` means ``s.id`` even when the target has an ``id`` too.
+    The plan evaluates every clause over the join of both sides, where such a name would be
+    ambiguous: so it is qualified with that side's alias here. ``source_columns`` is called (one
+    DESCRIBE) only when some NOT MATCHED clause has an unqualified name."""
+    known: dict[str, set[str]] = {"target": {c.lower() for c in target_columns}}
+
+    def names(side: str) -> set[str]:
+        if side not in known:
+            known[side] = {c.lower() for c in source_columns()}
+        return known[side]
+
+    def unqualified(text: str | None, alias: str) -> bool:
+        try:
+            tree = sqlglot.parse_one(text, read="spark") if text else None
+        except sqlglot.errors.SqlglotError:
+            return False
+        return tree is not None and any(c.parts and c.parts[0].name.lower() != alias.lower() for c in tree.find_all(exp.Column))
+
+    for clause in spec["clauses"]:
+        if clause.get("matched"):
+            continue
+        side = "target" if clause.get("by_source") else "source"
+        alias = spec["target_alias"] if side == "target" else spec["source_alias"]
+        texts = [clause.get("condition")] + [v for _, v in clause.get("assignments") or []] + list(clause.get("insert_values") or [])
+        if not any(unqualified(t, alias) for t in texts):
+            continue
+        columns = names(side)
+        if clause.get("condition"):
+            clause["condition"] = _qualified(clause["condition"], alias, columns)
+        clause["assignments"] = [[c, _qualified(v, alias, columns)] for c, v in clause.get("assignments") or []]
+        clause["insert_values"] = [_qualified(v, alias, columns) for v in clause.get("insert_values") or []]

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from merge_core import DuplicateMatchError, explain, history, merge
+from merge_core import DuplicateMatchError, MergeError, explain, history, merge
 
 from .conftest import rows, snapshot, table_files, tree
 
@@ -112,6 +112,24 @@ def test_subquery_source_and_conditions_on_both_sides(spark, kv):
         WHEN MATCHED AND tgt.v < u.v AND tgt.p = u.p THEN UPDATE SET v = concat(tgt.v, u.v)
         WHEN NOT MATCHED AND u.id > 5 THEN INSERT (id, v, p) VALUES (u.id, upper(u.v), u.p)""")
     assert rows(spark, t, "id") == [(None, "n", 2), (1, "ay", 1), (2, "b", 1), (3, "cz", 2), (9, "Q", 3)]
+
+
+def test_one_sided_clauses_resolve_unqualified_names_on_their_side(spark, kv):
+    """As Spark resolves them: a WHEN NOT MATCHED clause sees only the source, so its unqualified
+    `id`, `v`, `p` are the source's even though the target has the same columns; a WHEN NOT MATCHED
+    BY SOURCE clause sees only the target. A WHEN MATCHED clause sees both, so there an
+    unqualified name both sides have is ambiguous, and refused before anything is written."""
+    t, source = kv
+    s = source("(1, 'A', 1), (4, 'D', 2), (5, 'E', 1)")
+    r = merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id "
+                     f"WHEN NOT MATCHED AND v <> 'E' THEN INSERT (id, v, p) VALUES (id, upper(v) || '!', p) "
+                     f"WHEN NOT MATCHED BY SOURCE AND v = 'b' THEN UPDATE SET v = v || '?'")
+    assert rows(spark, t, "id, v") == [(None, "n", 2), (1, "a", 1), (2, "b?", 1), (3, "c", 2), (4, "D!", 2)]
+    assert (r.metrics["numTargetRowsInserted"], r.metrics["numTargetRowsNotMatchedBySourceUpdated"]) == (1, 1)
+    before = snapshot(spark, t)
+    with pytest.raises(MergeError, match="AMBIGUOUS_REFERENCE"):
+        merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = v")
+    assert snapshot(spark, t) == before
 
 
 def test_values_are_cast_to_target_types(spark, db):
