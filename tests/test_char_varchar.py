@@ -162,3 +162,50 @@ def test_a_char_or_varchar_partition_column_is_stored_or_refused_as_spark(spark,
     parts = "SELECT DISTINCT p, length(p) FROM {}"
     assert sorted(map(tuple, spark.sql(parts.format(t)).collect()), key=str) == \
         sorted(map(tuple, spark.sql(parts.format(twin)).collect()), key=str)
+
+
+NESTED = "id INT, st STRUCT<a: VARCHAR(3), c: CHAR(4), ok: STRUCT<z: CHAR(2)>>, arr ARRAY<VARCHAR(2)>, m MAP<CHAR(2), CHAR(2)>"
+# one row's values each: fits (CHAR padded), too long only by trailing spaces (trimmed), NULLs;
+# then one too-long string per place: a struct field, a nested struct's, an array element, a map key
+# and value
+NESTED_VALUES = [
+    "named_struct('a', 'ab', 'c', 'x', 'ok', named_struct('z', 'q')), array('ab', NULL), map('k', 'y')",
+    "named_struct('a', 'abc   ', 'c', NULL, 'ok', NULL), array('a '), map('kk', 'yy  ')",
+    "NULL, NULL, NULL",
+    "named_struct('a', 'abcd', 'c', 'x', 'ok', NULL), array('ab'), map('k', 'y')",
+    "named_struct('a', 'ab', 'c', 'x', 'ok', named_struct('z', 'qqq')), array('ab'), map('k', 'y')",
+    "named_struct('a', 'ab', 'c', 'x', 'ok', NULL), array('abc'), map('k', 'y')",
+    "named_struct('a', 'ab', 'c', 'x', 'ok', NULL), array('ab'), map('kkk', 'y')",
+    "named_struct('a', 'ab', 'c', 'x', 'ok', NULL), array('ab'), map('k', 'yyy')",
+]
+
+
+def test_char_and_varchar_inside_structs_arrays_and_maps_as_spark(spark, db):
+    """Spark checks the length of a CHAR/VARCHAR inside a struct, array or map too, and stores a nested
+    CHAR padded: each value through a MERGE that updates a row (the rewrite) beside Spark's INSERT into
+    a twin, the same verdict and, at the end, the same rows."""
+    t, twin = f"{db}.nested_t", f"{db}.nested_twin"
+    for name in (t, twin):
+        spark.sql(f"CREATE TABLE {name} ({NESTED}) USING parquet")
+    spark.sql(f"INSERT INTO {t} SELECT id, NULL, NULL, NULL FROM range(8) AS r(id)")
+    verdicts = []
+    for i, value in enumerate(NESTED_VALUES):
+        try:
+            spark.sql(f"INSERT INTO {twin} VALUES ({i}, {value})")
+            spark_verdict = "stored"
+        except Exception as e:  # noqa: BLE001 - the verdict is the error class
+            assert "EXCEED_LIMIT_LENGTH" in str(e), e
+            spark_verdict = "refused"
+        before = snapshot(spark, t)
+        try:
+            merge(spark, f"MERGE INTO {t} AS t USING (SELECT {i} AS id, {value}) AS s(id, st, arr, m) ON t.id = s.id "
+                         f"WHEN MATCHED THEN UPDATE SET *")
+            ours = "stored"
+        except LengthViolation:
+            ours = "refused"
+            assert snapshot(spark, t) == before
+        verdicts.append((spark_verdict, ours))
+    assert verdicts == [("stored", "stored")] * 3 + [("refused", "refused")] * 5
+    got = sorted(map(str, spark.sql(f"SELECT * FROM {t} WHERE id < 3").collect()))
+    assert got == sorted(map(str, spark.table(twin).collect()))
+    assert spark.sql(f"SELECT length(st.c), length(st.ok.z), m['k '] FROM {t} WHERE id = 0").collect()[0] == (4, 2, "y ")

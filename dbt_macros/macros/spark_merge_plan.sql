@@ -104,6 +104,51 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 CASE WHEN {{ v }} IS NULL OR char_length({{ v }}) <= {{ n }} THEN {{ v }} WHEN char_length(rtrim({{ v }})) <= {{ n }} THEN substr({{ v }}, 1, {{ n }}) ELSE raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('length') ~ ': a ' ~ spec.kind | upper ~ ' would write a string longer than ' ~ n ~ ' characters into column ' ~ c.name ~ ' ' ~ c.char_type | upper ~ ' of ' ~ table.name ~ ' (Spark: EXCEED_LIMIT_LENGTH)') }}) END
 {%- endmacro %}
 
+{#- Split a type's text at `sep` where it is outside <>, () and backticks (struct fields, map types). -#}
+{% macro spark_merge__split_type(text, sep, out) -%}
+{%- set state = {'depth': 0, 'tick': false, 'start': 0} -%}
+{%- for ch in text -%}
+  {%- if ch == '`' -%}{%- do state.update({'tick': not state.tick}) -%}
+  {%- elif not state.tick and ch in '<(' -%}{%- do state.update({'depth': state.depth + 1}) -%}
+  {%- elif not state.tick and ch in '>)' -%}{%- do state.update({'depth': state.depth - 1}) -%}
+  {%- elif not state.tick and state.depth == 0 and ch == sep -%}
+    {%- do out.append(text[state.start:loop.index0]) -%}{%- do state.update({'start': loop.index}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- do out.append(text[state.start:]) -%}
+{%- endmacro %}
+
+{#- The value Spark stores for `v` of a type `ty` (as DESCRIBE TABLE spells it) that holds CHAR(n) or
+    VARCHAR(n) inside a struct, array or map: each such string checked as char_checked checks a
+    column's (EXCEED_LIMIT_LENGTH, raised while planning), a CHAR padded to n as Spark's INSERT
+    stores it; the rest as it is. `path` names the field in the error. -#}
+{% macro spark_merge__nested_char_checked(spec, table, path, v, ty, depth=0) -%}
+{%- set t = ty | trim -%}{%- set lt = t | lower -%}
+{%- if 'char(' not in lt -%}{{ v }}
+{%- elif lt.startswith('char(') or lt.startswith('varchar(') -%}
+  {%- set n = lt.split('(')[1].rstrip(')') | int -%}
+  {{- 'rpad(' if lt.startswith('char(') }}CASE WHEN {{ v }} IS NULL OR char_length({{ v }}) <= {{ n }} THEN {{ v }} WHEN char_length(rtrim({{ v }})) <= {{ n }} THEN substr({{ v }}, 1, {{ n }}) ELSE raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('length') ~ ': a ' ~ spec.kind | upper ~ ' would write a string longer than ' ~ n ~ ' characters into ' ~ path ~ ' ' ~ lt | upper ~ ' of ' ~ table.name ~ ' (Spark: EXCEED_LIMIT_LENGTH)') }}) END{{ ', ' ~ n ~ ')' if lt.startswith('char(') }}
+{%- elif lt.startswith('array<') -%}
+  {%- set e = '__sm_e' ~ depth -%}
+transform({{ v }}, {{ e }} -> {{ spark_merge.spark_merge__nested_char_checked(spec, table, path ~ '[]', e, t[6:-1], depth + 1) }})
+{%- elif lt.startswith('map<') -%}
+  {%- set kv = [] -%}{%- do spark_merge.spark_merge__split_type(t[4:-1], ',', kv) -%}
+  {%- set k, x = '__sm_k' ~ depth, '__sm_e' ~ depth -%}
+  {%- set keys = 'transform_keys(' ~ v ~ ', (' ~ k ~ ', ' ~ x ~ ') -> ' ~ spark_merge.spark_merge__nested_char_checked(spec, table, path ~ ' key', k, kv[0], depth + 1) ~ ')' if 'char(' in kv[0] | lower else v -%}
+  {%- if 'char(' in kv[1] | lower -%}transform_values({{ keys }}, ({{ k }}, {{ x }}) -> {{ spark_merge.spark_merge__nested_char_checked(spec, table, path ~ ' value', x, kv[1], depth + 1) }}){%- else -%}{{ keys }}{%- endif -%}
+{%- elif lt.startswith('struct<') -%}
+  {%- set fields = [] -%}{%- do spark_merge.spark_merge__split_type(t[7:-1], ',', fields) -%}
+IF({{ v }} IS NULL, NULL, named_struct(
+  {%- for f in fields -%}
+    {%- set nt = [] -%}{%- do spark_merge.spark_merge__split_type(f, ':', nt) -%}
+    {%- set name = nt[0] | trim -%}
+    {%- set name = name[1:-1] | replace('``', '`') if name.startswith('`') else name -%}
+    {{- ', ' if not loop.first }}{{ spark_merge.spark_merge__literal(name) }}, {{ spark_merge.spark_merge__nested_char_checked(spec, table, path ~ '.' ~ name, v ~ '.' ~ spark_merge.spark_merge__quote(name), nt[1:] | join(':'), depth) }}
+  {%- endfor -%}))
+{%- else -%}{{ v }}
+{%- endif -%}
+{%- endmacro %}
+
 {#- The source, read once: every later step reads this cache (LAZY: source_stats_sql fills it).
     The merge id is part of the cached plan: Spark's cache manager matches cached data by plan,
     not by name, so without it a merge could read another (dead) merge's cache of the same query. -#}
@@ -338,7 +383,9 @@ SELECT
   {%- else -%}
   CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END
   {%- if c.get('char_length') %} AS __sm_v{{ i }},
-  {{ spark_merge.spark_merge__char_checked(spec, table, c, '__sm_v' ~ i) }}{% endif %}
+  {{ spark_merge.spark_merge__char_checked(spec, table, c, '__sm_v' ~ i) }}
+  {%- elif c.get('nested_chars') %} AS __sm_v{{ i }},
+  {{ spark_merge.spark_merge__nested_char_checked(spec, table, 'field ' ~ c.name, '__sm_v' ~ i, c.nested_chars) }}{% endif %}
   {%- endif %}
   {%- if checks %} AS __sm_x{{ i }},
   CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE __sm_x{{ i }} END{% endif %} AS __sm_c{{ i }}
@@ -494,7 +541,7 @@ LIMIT {{ limit }}
 {%- do spark_merge.spark_merge__duplicate_rule(spec, table, resolved, rule) -%}
 {%- set none_op = spark_merge.spark_merge__op('none') -%}
 {%- set checked = [] -%}
-{%- for c in table.columns -%}{%- if not c.nullable or c.get('not_null_fields') or c.get('char_length') -%}{%- do checked.append('count(__sm_c' ~ loop.index0 ~ ')') -%}{%- endif -%}{%- endfor -%}
+{%- for c in table.columns -%}{%- if not c.nullable or c.get('not_null_fields') or c.get('char_length') or c.get('nested_chars') -%}{%- do checked.append('count(__sm_c' ~ loop.index0 ~ ')') -%}{%- endif -%}{%- endfor -%}
 SELECT op, bys, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new_names) }} AS __sm_new,
        CAST(sum(__sm_targets) AS BIGINT) AS n, CAST(sum(__sm_dup) AS BIGINT) AS dups, CAST(sum(__sm_multi) AS BIGINT) AS multi,
        CAST(sum(__sm_checked) AS BIGINT) AS checked

@@ -79,13 +79,15 @@
     schema evolution adds (merge_core/engine.py) are made by it. type: as Spark computes the column
     (char_as_string); char_type, char_length: a CHAR(n)/VARCHAR(n) declaration (checked where a
     value is written, char_checked); char_pad: n for a CHAR(n), whose values are stored and read
-    padded to n with spaces (a VARCHAR's are not). -#}
+    padded to n with spaces (a VARCHAR's are not); nested_chars: the declared type of a struct, array
+    or map column with CHAR/VARCHAR inside (checked and padded where written, nested_char_checked). -#}
 {% macro spark_merge__column_record(name, type, facts, out) -%}
 {%- set text = spark_merge.spark_merge__char_type(type) -%}
 {%- set n = (text.split('(')[1].rstrip(')') | int) if text else none -%}
 {%- do out.update({'name': name, 'type': spark_merge.spark_merge__char_as_string(type), 'nullable': facts.get('nullable', true),
                    'default': facts.get('default'), 'struct': facts.get('struct'), 'not_null_fields': facts.get('not_null_fields') or [],
-                   'char_length': n, 'char_type': text or none, 'char_pad': n if text.startswith('char(') else none}) -%}
+                   'char_length': n, 'char_type': text or none, 'char_pad': n if text.startswith('char(') else none,
+                   'nested_chars': type if not text and 'char(' in type | lower else none}) -%}
 {%- endmacro %}
 
 {#- A column declared CHAR(n) or VARCHAR(n): its type as DESCRIBE TABLE spells it ('varchar(3)'), else ''.
@@ -97,7 +99,7 @@
 {%- endmacro %}
 
 {#- The type Spark computes a column of type `ty` as: every char(n)/varchar(n), nested ones too, is a
-    string (what DESCRIBE QUERY shows). Lengths inside structs, arrays and maps are not checked. -#}
+    string (what DESCRIBE QUERY shows). -#}
 {% macro spark_merge__char_as_string(ty) -%}
 {%- set parts = ty.split('char(') -%}
 {%- set out = [parts[0]] -%}
