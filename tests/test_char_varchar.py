@@ -45,6 +45,16 @@ def _spark_insert(spark, twin, id_, col, value):
     return "stored"
 
 
+def _spark_verdict(spark, insert: str) -> str:
+    """Spark's own verdict on an INSERT: stored, or refused with EXCEED_LIMIT_LENGTH."""
+    try:
+        spark.sql(insert)
+    except Exception as e:  # noqa: BLE001 - the verdict is the error class
+        assert "EXCEED_LIMIT_LENGTH" in str(e), e
+        return "refused"
+    return "stored"
+
+
 def _rows(spark, table):
     return sorted(tuple(r) for r in spark.sql(f"SELECT id, c, v, dt, length(c), length(v) FROM {table}").collect())
 
@@ -124,12 +134,7 @@ def test_a_char_or_varchar_partition_column_is_stored_or_refused_as_spark(spark,
     refused = 0
     for i, value in enumerate(["ab", "abc", None, "", "xy   ", "abcd", "abcdefg"]):
         new_id = 100 + i
-        try:
-            spark.sql(f"INSERT INTO {twin} VALUES ({new_id}, 'n', {_lit(value)})")
-            verdict = "stored"
-        except Exception as e:  # noqa: BLE001 - the verdict is the error class
-            assert "EXCEED_LIMIT_LENGTH" in str(e), e
-            verdict = "refused"
+        verdict = _spark_verdict(spark, f"INSERT INTO {twin} VALUES ({new_id}, 'n', {_lit(value)})")
         before = snapshot(spark, t)
         statement = (f"MERGE INTO {t} AS t USING (SELECT {new_id} AS id, {_lit(value)} AS x) AS s ON t.id = s.id "
                      "WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, 'n', s.x)")
@@ -190,12 +195,7 @@ def test_char_and_varchar_inside_structs_arrays_and_maps_as_spark(spark, db):
     spark.sql(f"INSERT INTO {t} SELECT id, NULL, NULL, NULL FROM range(8) AS r(id)")
     verdicts = []
     for i, value in enumerate(NESTED_VALUES):
-        try:
-            spark.sql(f"INSERT INTO {twin} VALUES ({i}, {value})")
-            spark_verdict = "stored"
-        except Exception as e:  # noqa: BLE001 - the verdict is the error class
-            assert "EXCEED_LIMIT_LENGTH" in str(e), e
-            spark_verdict = "refused"
+        spark_verdict = _spark_verdict(spark, f"INSERT INTO {twin} VALUES ({i}, {value})")
         before = snapshot(spark, t)
         try:
             merge(spark, f"MERGE INTO {t} AS t USING (SELECT {i} AS id, {value}) AS s(id, st, arr, m) ON t.id = s.id "
