@@ -443,6 +443,8 @@ def _qualified(text: str, alias: str, columns: set[str]) -> str:
         return text
     changed = False
     for column in list(tree.find_all(exp.Column)):
+        if column.find_ancestor(exp.Select):
+            continue  # inside a subquery a name is first its own FROM's: Spark's rule, left to Spark
         parts = [p.name for p in column.parts]
         if parts and parts[0].lower() != alias.lower() and parts[0].lower() in columns:
             quoted = ".".join(exp.to_identifier(p, quoted=True).sql(dialect="spark") for p in [alias] + parts)
@@ -476,7 +478,8 @@ def qualify_one_sided(spec: dict, source_columns, target_columns: list[str]) -> 
             tree = sqlglot.parse_one(text, read="spark") if text else None
         except sqlglot.errors.SqlglotError:
             return False
-        return tree is not None and any(c.parts and c.parts[0].name.lower() != alias.lower() for c in tree.find_all(exp.Column))
+        return tree is not None and any(c.parts and c.parts[0].name.lower() != alias.lower() and not c.find_ancestor(exp.Select)
+                                        for c in tree.find_all(exp.Column))
 
     for clause in spec["clauses"]:
         if clause.get("matched"):

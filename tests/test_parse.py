@@ -169,3 +169,23 @@ def test_direct_assignments_are_the_same_named_source_column():
     assert nested_field_paths("struct<a:int,b:array<struct<c:int>>,m:map<string,struct<k:int>>>") == {
         "a", "b", "b.element.c", "m", "m.value.k"}
     assert nested_field_paths("decimal(5,2)") == set()
+
+
+def test_one_sided_clauses_get_their_side_s_alias():
+    """A NOT MATCHED clause's unqualified names are the source's, a NOT MATCHED BY SOURCE clause's the
+    target's, as Spark resolves them; a matched clause, a lambda variable, a name neither side has and
+    a name inside a subquery (its own FROM comes first) are left as written."""
+    from merge_core.parse import qualify_one_sided
+
+    spec = parse("MERGE INTO t USING src AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET n = n "
+                 "WHEN NOT MATCHED AND n > 1 THEN INSERT (id, n, st) VALUES (id, transform(arr, x -> x + n), "
+                 "(SELECT max(k) FROM o WHERE o.j = id)) "
+                 "WHEN NOT MATCHED BY SOURCE AND nope IS NULL THEN UPDATE SET n = n + 1").to_dict()
+    asked = []
+    qualify_one_sided(spec, lambda: asked.append(1) or ["id", "n", "arr", "st"], ["id", "n", "st"])
+    matched, not_matched, by_source = spec["clauses"]
+    assert matched["assignments"] == [["n", "n"]] and asked == [1]
+    assert not_matched["condition"] == "`s`.`n` > 1"
+    assert not_matched["insert_values"][:2] == ["`s`.`id`", "TRANSFORM(`s`.`arr`, x -> x + `s`.`n`)"]
+    assert "o.j = id" in not_matched["insert_values"][2]
+    assert by_source["condition"] == "nope IS NULL" and by_source["assignments"] == [["n", "`t`.`n` + 1"]]
