@@ -200,15 +200,15 @@ class MergeRun(Lifecycle):
         errors = evolved["errors"] + extra_field_errors(self.table, assigned)
         if errors:
             raise ValidationError(errors)
-        # a struct the source gives with fewer fields than the column: the missing ones NULL
-        filled = missing_field_values(self.table, assigned, self.spec_data["source_alias"])
+        # a struct the source gives with fewer fields than the column (evolution.py): the value an
+        # INSERT and an UPDATE store, for the star clauses (resolve) and the direct assignments
+        filled = missing_field_values(self.table, assigned, self.spec_data["source_alias"], self.spec_data["target_alias"])
         self.spec_data["evolved_values"] = filled
         for clause, kind, i, column in list(direct_assignments(self.spec_data)):
-            if column.lower() in filled:
-                if kind == "assignments":
-                    clause["assignments"][i] = [column, filled[column.lower()]]
-                else:
-                    clause["insert_values"][i] = filled[column.lower()]
+            if kind == "assignments" and column.lower() in filled["update"]:
+                clause["assignments"][i] = [column, filled["update"][column.lower()]]
+            elif kind == "insert" and column.lower() in filled["insert"]:
+                clause["insert_values"][i] = filled["insert"][column.lower()]
         self.added_columns = evolved["columns"]
         if not self.added_columns:
             return

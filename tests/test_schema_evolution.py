@@ -117,19 +117,24 @@ def test_a_direct_assignment_adds_its_column_and_a_condition_may_read_it(spark, 
 
 
 def test_struct_columns_fill_missing_fields_and_refuse_new_ones(spark, db):
-    """A directly assigned source struct with fewer fields than the column is stored with the others
-    NULL, matched by name, a NULL struct staying NULL (Spark, under schema evolution); one with a
-    field the column lacks is refused before anything is added, since a parquet table in Spark's
-    catalog cannot take a field inside a struct (Spark refuses ALTER TABLE ... ADD COLUMNS (st.f))."""
+    """A directly assigned source struct with fewer fields than its column is stored as Spark stores it
+    under schema evolution (fields matched by name): an INSERT stores the missing fields NULL and a
+    NULL struct as NULL; an UPDATE assigns the fields the source has and keeps the target's value of
+    the others, a NULL source struct giving NULL to the fields it has; inside an array the missing
+    fields are NULL either way. Without schema evolution the narrower struct is refused. A source
+    struct with a field the column lacks is refused before anything is added, since a parquet table
+    in Spark's catalog cannot take a field inside a struct (Spark refuses ADD COLUMNS (st.f))."""
     t = f"{db}.nested"
-    spark.sql(f"CREATE TABLE {t} (id INT, st STRUCT<a: INT, b: STRING, c: STRUCT<x: INT, y: INT>>) USING parquet")
-    spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('a', 1, 'b', 'one', 'c', named_struct('x', 1, 'y', 1))), "
-              f"(2, named_struct('a', 2, 'b', 'two', 'c', named_struct('x', 2, 'y', 2)))")
+    spark.sql(f"CREATE TABLE {t} (id INT, st STRUCT<a: INT, b: STRING, c: STRUCT<x: INT, y: INT>>, "
+              f"arr ARRAY<STRUCT<c1: INT, c2: STRING>>) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('a', 1, 'b', 'one', 'c', named_struct('x', 1, 'y', 1)), "
+              f"array(named_struct('c1', 1, 'c2', 'p'))), "
+              f"(2, named_struct('a', 2, 'b', 'two', 'c', named_struct('x', 2, 'y', 2)), NULL)")
     narrow = f"{db}.narrow"
     spark.sql(f"CREATE TABLE {narrow} USING parquet AS SELECT * FROM VALUES "
-              f"(1, named_struct('c', named_struct('y', 9), 'a', 10), 'x1'), "
-              f"(2, CAST(NULL AS STRUCT<c: STRUCT<y: INT>, a: INT>), 'x2'), "
-              f"(5, named_struct('c', named_struct('y', 5), 'a', 50), 'x5') AS x(id, st, tag)")
+              f"(1, named_struct('c', named_struct('y', 9), 'a', 10), array(named_struct('c1', 7)), 'x1'), "
+              f"(2, CAST(NULL AS STRUCT<c: STRUCT<y: INT>, a: INT>), array(named_struct('c1', 8)), 'x2'), "
+              f"(5, named_struct('c', named_struct('y', 5), 'a', 50), NULL, 'x5') AS x(id, st, arr, tag)")
     star = (f"MERGE {{evolve}}INTO {t} AS t USING {narrow} AS s ON t.id = s.id "
             f"WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
     before = snapshot(spark, t)
@@ -138,13 +143,15 @@ def test_struct_columns_fill_missing_fields_and_refuse_new_ones(spark, db):
     assert snapshot(spark, t) == before
     merge(spark, star.format(evolve="WITH SCHEMA EVOLUTION "))
     got = {row.id: row for row in spark.table(t).collect()}
-    assert got[1].st == Row(a=10, b=None, c=Row(x=None, y=9)) and got[1].tag == "x1"
-    assert got[2].st is None
-    assert got[5].st == Row(a=50, b=None, c=Row(x=None, y=5))
-    # SET st = s.st is a direct assignment too
-    merge(spark, f"MERGE WITH SCHEMA EVOLUTION INTO {t} AS t USING {narrow} AS s ON t.id = s.id AND s.id = 2 "
-                 f"WHEN MATCHED THEN UPDATE SET st = s.st, tag = 'set'")
-    assert spark.sql(f"SELECT st, tag FROM {t} WHERE id = 2").collect()[0] == Row(st=None, tag="set")
+    assert got[1].st == Row(a=10, b="one", c=Row(x=1, y=9)) and got[1].tag == "x1"      # UPDATE keeps b, c.x
+    assert got[2].st == Row(a=None, b="two", c=Row(x=2, y=None))                        # NULL source struct
+    assert got[5].st == Row(a=50, b=None, c=Row(x=None, y=5)) and got[5].arr is None    # INSERT: NULL
+    assert got[1].arr == [Row(c1=7, c2=None)] and got[2].arr == [Row(c1=8, c2=None)]
+    # an explicit INSERT (st) VALUES (s.st) is a direct assignment too
+    merge(spark, f"MERGE WITH SCHEMA EVOLUTION INTO {t} AS t USING {narrow} AS s ON t.id = s.id + 10 "
+                 f"WHEN NOT MATCHED THEN INSERT (id, st, tag) VALUES (s.id + 10, s.st, 'direct')")
+    got = {row.id: row for row in spark.table(t).collect()}
+    assert got[11].st == Row(a=10, b=None, c=Row(x=None, y=9)) and got[12].st is None
 
     wide = f"{db}.wide"
     spark.sql(f"CREATE TABLE {wide} USING parquet AS SELECT 1 AS id, "

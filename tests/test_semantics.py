@@ -126,6 +126,10 @@ def test_one_sided_clauses_resolve_unqualified_names_on_their_side(spark, kv):
                      f"WHEN NOT MATCHED BY SOURCE AND v = 'b' THEN UPDATE SET v = v || '?'")
     assert rows(spark, t, "id, v") == [(None, "n", 2), (1, "a", 1), (2, "b?", 1), (3, "c", 2), (4, "D!", 2)]
     assert (r.metrics["numTargetRowsInserted"], r.metrics["numTargetRowsNotMatchedBySourceUpdated"]) == (1, 1)
+    # inside a subquery a name is its own FROM's first: count(id) counts the subquery's rows
+    merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN NOT MATCHED AND id = 5 "
+                 f"THEN INSERT (id, v, p) VALUES (id, CAST((SELECT count(id) FROM {s}) AS STRING), p)")
+    assert (5, "3", 1) in rows(spark, t, "id, v")
     before = snapshot(spark, t)
     with pytest.raises(MergeError, match="AMBIGUOUS_REFERENCE"):
         merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = v")

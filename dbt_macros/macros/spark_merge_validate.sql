@@ -231,9 +231,11 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
   {%- elif cl.star -%}
     {#- schema evolution (spec.star_columns: the source's columns): a target column the source lacks is
         left as it is by UPDATE SET * and NULL (its default) after INSERT *, as in Spark -#}
-    {#- spec.evolved_values: a source struct with fewer fields than its column, filled (evolution.py) -#}
+    {#- spec.evolved_values[action]: a source struct with fewer fields than its column, as an INSERT
+        or an UPDATE stores it (evolution.py) -#}
+    {%- set evolved = (spec.get('evolved_values') or {}).get(cl.action) or {} -%}
     {%- for c in table.columns if spec.get('star_columns') is none or (c.name | lower) in spec.star_columns -%}
-      {%- do outputs.update({c.name | lower: (spec.get('evolved_values') or {}).get(c.name | lower) or s ~ '.' ~ spark_merge.spark_merge__quote(c.name)}) -%}
+      {%- do outputs.update({c.name | lower: evolved.get(c.name | lower) or s ~ '.' ~ spark_merge.spark_merge__quote(c.name)}) -%}
     {%- endfor -%}
   {%- elif cl.action == 'update' -%}
     {%- if cl.assignments | length == 0 -%}
