@@ -37,10 +37,6 @@ def _fields(struct: exp.DataType) -> dict[str, tuple[str, exp.DataType]]:
             if isinstance(f, exp.ColumnDef) and isinstance(f.args.get("kind"), exp.DataType)}
 
 
-def _is_struct(t: exp.DataType | None) -> bool:
-    return t is not None and t.this == exp.DataType.Type.STRUCT
-
-
 def extra_field_errors(table: dict, assigned: list[list[str]]) -> list[str]:
     """For each directly assigned source column ([name, type]) whose struct has fields the table's
     column lacks, the error saying why they cannot be added."""

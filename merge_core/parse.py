@@ -434,6 +434,13 @@ def nested_field_paths(type_text: str) -> set[str]:
     return paths
 
 
+def _unqualified_columns(tree: exp.Expression, alias: str) -> list[exp.Column]:
+    """The column references of ``tree`` not qualified by ``alias``, outside subqueries (inside one
+    a name is first its own FROM's: Spark's rule, left to Spark)."""
+    return [c for c in tree.find_all(exp.Column)
+            if c.parts and c.parts[0].name.lower() != alias.lower() and not c.find_ancestor(exp.Select)]
+
+
 def _qualified(text: str, alias: str, columns: set[str]) -> str:
     """``text`` with each unqualified reference to one of ``columns`` (lower-cased names; a struct
     field path counts by its column) qualified by ``alias``; ``text`` itself when none is."""
@@ -442,11 +449,9 @@ def _qualified(text: str, alias: str, columns: set[str]) -> str:
     except sqlglot.errors.SqlglotError:
         return text
     changed = False
-    for column in list(tree.find_all(exp.Column)):
-        if column.find_ancestor(exp.Select):
-            continue  # inside a subquery a name is first its own FROM's: Spark's rule, left to Spark
+    for column in _unqualified_columns(tree, alias):
         parts = [p.name for p in column.parts]
-        if parts and parts[0].lower() != alias.lower() and parts[0].lower() in columns:
+        if parts[0].lower() in columns:
             quoted = ".".join(exp.to_identifier(p, quoted=True).sql(dialect="spark") for p in [alias] + parts)
             replacement = sqlglot.parse_one(quoted, read="spark")
             if column is tree:
@@ -478,8 +483,7 @@ def qualify_one_sided(spec: dict, source_columns, target_columns: list[str]) -> 
             tree = sqlglot.parse_one(text, read="spark") if text else None
         except sqlglot.errors.SqlglotError:
             return False
-        return tree is not None and any(c.parts and c.parts[0].name.lower() != alias.lower() and not c.find_ancestor(exp.Select)
-                                        for c in tree.find_all(exp.Column))
+        return tree is not None and bool(_unqualified_columns(tree, alias))
 
     for clause in spec["clauses"]:
         if clause.get("matched"):
