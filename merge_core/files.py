@@ -119,3 +119,40 @@ def refill(source: str, dest: str) -> tuple[int, int]:
     for info in entries:
         filesystem.copy_file(info.path, f"{dst.rstrip('/')}/{info.base_name}")
     return len(entries), sum(i.size or 0 for i in entries)
+
+
+def _spark_reads(relative: str) -> bool:
+    """Whether Spark's file index reads the file at ``relative`` (below a table or partition
+    location): no directory on the way is hidden (`_x` without `=`, `.x`), nor the file (`_x`, `.x`)."""
+    *dirs, name = relative.split("/")
+    return visible(name) and not name.endswith("._COPYING_") and all(
+        not d.startswith(".") and not (d.startswith("_") and "=" not in d) for d in dirs)
+
+
+def _row_count(filesystem: fs.FileSystem, path: str, provider: str) -> int:
+    """Rows of a data file, from its footer alone."""
+    with filesystem.open_input_file(path) as f:
+        if provider == "parquet":
+            import pyarrow.parquet as pq
+            return pq.ParquetFile(f).metadata.num_rows
+        import pyarrow.orc as orc
+        return orc.ORCFile(f).nrows
+
+
+def data_files(location: str, provider: str) -> dict[str, list[int]]:
+    """{directory: [files, bytes, rows]} of the data files Spark reads below ``location``, counted
+    from the listing and the files' footers (no Spark job). Files without rows are left out, as a
+    query of the files' metadata columns does not see them; so is everything Spark's file index
+    hides. A directory is spelled as the location is, so it compares with the catalog's."""
+    filesystem, path = _resolve(location)
+    base, root = location.rstrip("/"), path.rstrip("/")
+    out: dict[str, list[int]] = {}
+    for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True)):
+        relative = info.path[len(root):].lstrip("/")
+        if info.type != fs.FileType.File or not _spark_reads(relative):
+            continue
+        rows = _row_count(filesystem, info.path, provider)
+        if rows:
+            d = out.setdefault(base + ("/" + relative.rsplit("/", 1)[0] if "/" in relative else ""), [0, 0, 0])
+            d[0], d[1], d[2] = d[0] + 1, d[1] + (info.size or 0), d[2] + rows
+    return out

@@ -13,6 +13,7 @@ dry run's statements from it).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import threading
@@ -131,6 +132,35 @@ class SparkHost:
     # -- files and commit --------------------------------------------------------
     def exists(self, location: str) -> bool | None:
         return files.exists(location)
+
+    def file_stats(self, table: dict, name: str, sql: str, partitions: list[dict]) -> list[dict]:
+        """The rows of ``sql`` (file_stats_sql: files, bytes and rows per directory of
+        ``partitions`` of ``name``, the target or this merge's staging table in its database),
+        answered without a Spark job where this session reaches the catalog and the files:
+        the partitions' locations as the catalog gives them now, listed, rows counted from the
+        footers. That is the files as they are, where a query reads Spark's cached listing.
+        A staging table with a partition the plan does not list is measured by ``sql``, whose
+        rows name it (output_errors refuses it). Spark Connect, or files out of reach: ``sql``."""
+        _trace("file_stats", sql)
+        self.stop_check()
+        try:
+            listed = self._listed_stats(table, name, partitions)
+        except Exception as e:  # py4j, a file system pyarrow cannot reach, a footer it cannot read
+            log.debug("[%s] file statistics by query (listing failed: %s)", self.merge_id, e)
+            listed = None
+        if listed is None:
+            return [r.asDict() for r in self._sql(str(sql).strip(), collect=True)]
+        return listed
+
+    def _listed_stats(self, table: dict, name: str, partitions: list[dict]) -> list[dict] | None:
+        stage = name.lower() != table["table_name"].lower()
+        found = metastore.locations(self.spark, table["database"], name, table["partition_columns"], partitions, count=stage)
+        if found is None or (stage and found[1] > len(found[0])):
+            return None
+        pcols = table["partition_columns"]
+        return [{"__sm_part": json.dumps([part[c] for c in pcols], separators=(",", ":"), ensure_ascii=False), "dir": d, "files": n, "bytes": size, "rows": rows}
+                for part, location in found[0]
+                for d, (n, size, rows) in files.data_files(location, table["provider"]).items()]
 
     def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
         _trace("repoint", str(len(repoints)))

@@ -92,3 +92,25 @@ def _repoint_by_statements(spark: SparkSession, table: dict, repoints: list[dict
         if n < len(statements):
             faults.reached("between_repoints")
     return time.monotonic() - t0
+
+
+def locations(spark: SparkSession, database: str, name: str, partition_columns: list[str],
+              partitions: list[dict], count: bool = False) -> tuple[list[tuple[dict, str]], int | None] | None:
+    """Where the catalog says each of ``partitions`` ({column: string or None}) lives, now: the
+    (partition, location) pairs of those that exist, and (``count``) how many partitions the
+    table has in all; an unpartitioned table is one pair ({}, its location). None on Spark
+    Connect. One metastore call per partition, none of them a Spark job."""
+    catalog = _catalog(spark)
+    if catalog is None:
+        return None
+    to_string = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
+    if not partition_columns:
+        return [({}, to_string(catalog.getTable(database, name).location()))], 1
+    found = []
+    for part in partitions:
+        spec = _scala_map(spark, {c: part[c] for c in partition_columns})
+        p = catalog.getPartitionOption(database, name, spec)
+        if p.isDefined():
+            found.append((part, to_string(p.get().location())))
+    total = catalog.listPartitionNames(database, name, spark._jvm.scala.Option.empty()).size() if count else None
+    return found, total

@@ -12,6 +12,8 @@
   Host primitives:
     run(sql, tolerate=false)    run a statement (tolerate: a failure is only a warning where the host can catch it)
     rows(sql)                   run a query, its rows as dicts
+    file_stats(table, name, sql, partitions)   the rows of sql (file_stats_sql): dbt runs it; Python
+                                lists the partitions' files where it can (no Spark job)
     step(text) / warn(text)     progress and warnings for the user
     fail(code, message, rows)   stop the merge with an error of that code (MERGE_VERSION_MOVED:
                                 another merge committed since begin; Python plans again, dbt fails)
@@ -187,9 +189,11 @@
 {%- do out.update(fresh) -%}
 {%- endmacro %}
 
-{#- Files, bytes, rows and directory per partition of `relation` (see file_stats_sql). -#}
-{% macro spark_merge__lifecycle_file_stats(host, table, relation, where, out) -%}
-{%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__file_stats_sql(table, relation, where)), out) -%}
+{#- Files, bytes, rows and directory per partition (of `partitions`) of table `name` in the target's
+    database, `relation` (see file_stats_sql; the Python host answers it from the files' listing). -#}
+{% macro spark_merge__lifecycle_file_stats(host, table, name, relation, partitions, out) -%}
+{%- set where = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns and name == table.table_name else none -%}
+{%- do spark_merge.spark_merge__decode_partitions(table, host.file_stats(table, name, spark_merge.spark_merge__file_stats_sql(table, relation, where), partitions), out) -%}
 {%- endmacro %}
 
 {#- Every metric a commit reports (Delta's names), set to zero: the one list of them. -#}
@@ -250,17 +254,16 @@
 {% macro spark_merge__lifecycle_rewrite(host, s) -%}
 {%- set table, ctx, m = s.table, s.ctx, s.metrics -%}
 {%- set merging = not s.get('stage_statement') -%}
-{%- set where = spark_merge.spark_merge__partition_filter(table, s.partitions) | trim if table.partition_columns else none -%}
 {%- do host.step('execute: measure partitions to replace') -%}
 {%- set old = [] -%}
-{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.relation, where, old) -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.partitions, old) -%}
 {%- do host.step('execute: write ' ~ s.partitions | length ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}
 {%- do host.run(s.stage_statement if not merging
                 else spark_merge.spark_merge__fused_stage_sql(s.spec, table, s.resolved, ctx, s.partitions) if s.get('fused')
                 else spark_merge.spark_merge__stage_sql(table, ctx, s.partitions)) -%}
 {%- set new = [] -%}
-{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage, none, new) -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage_name, ctx.stage, s.partitions, new) -%}
 {%- do host.run('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- do ctx.update({'stage_dropped': true}) -%}
 {%- do host.failpoint('after_staging') -%}
 {%- set planned = {} -%}
@@ -275,7 +278,7 @@
 {%- do host.step('commit: lock, check for conflicts, journal, repoint') -%}
 {%- do host.lock(table, s.merge_id) -%}{%- do s.update({'locked': true}) -%}
 {%- set current, changed = [], [] -%}
-{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.relation, where, current) -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.partitions, current) -%}
 {%- do spark_merge.spark_merge__changed_partitions(table, old, current, changed) -%}
 {%- if changed -%}
   {%- set names = [] -%}

@@ -58,6 +58,7 @@
   'changes_table': ('' if table.provider == 'jdbc' else spark_merge.spark_merge__quote(table.database) ~ '.') ~ spark_merge.spark_merge__quote('__sm_chg_' ~ merge_id),
   'source_table': ('' if table.provider == 'jdbc' else spark_merge.spark_merge__quote(table.database) ~ '.') ~ spark_merge.spark_merge__quote('__sm_src_' ~ merge_id),
   'stage': none if table.provider == 'jdbc' else spark_merge.spark_merge__quote(table.database) ~ '.' ~ spark_merge.spark_merge__quote('__sm_stage_' ~ merge_id),
+  'stage_name': '__sm_stage_' ~ merge_id,
   'stage_location': root ~ '/_merge_' ~ merge_id,
   'history_location': root ~ '/_spark_merge/history/' ~ merge_id,
   'history_glob': root ~ '/_spark_merge/history/*',

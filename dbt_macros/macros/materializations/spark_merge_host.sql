@@ -14,7 +14,7 @@
   'describe': spark_merge.spark_merge__dbt_host_describe,
   'lock': spark_merge.spark_merge__dbt_lock, 'unlock': spark_merge.spark_merge__dbt_unlock,
   'wait_free': spark_merge.spark_merge__dbt_wait_free, 'release_finished': spark_merge.spark_merge__dbt_release_finished,
-  'exists': spark_merge.spark_merge__dbt_host_exists, 'repoint': spark_merge.spark_merge__dbt_host_repoint,
+  'exists': spark_merge.spark_merge__dbt_host_exists, 'file_stats': spark_merge.spark_merge__dbt_host_file_stats, 'repoint': spark_merge.spark_merge__dbt_host_repoint,
   'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
 }) }}
@@ -65,6 +65,12 @@
 {#- dbt has no file system: whether staged data exists cannot be told (Python checks it). -#}
 {% macro spark_merge__dbt_host_exists(location) -%}
 {{ return(none) }}
+{%- endmacro %}
+
+{#- dbt has no file system: the files' statistics come from the query (Python lists the files). -#}
+{% macro spark_merge__dbt_host_file_stats(table, name, sql, partitions) -%}
+{%- do spark_merge.spark_merge__dbt_trace('file_stats', sql) -%}
+{{ return(spark_merge.spark_merge__dbt_rows(sql)) }}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_host_repoint(table, merge_id, repoints) -%}
