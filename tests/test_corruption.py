@@ -164,6 +164,63 @@ def test_the_commit_refuses_changes_read_from_files_the_table_no_longer_holds(sp
     assert rows(spark, f"{db}.t") == [(1, 1, 0), (2, 2, 0), (3, 3, 1)]
 
 
+def _append_as_another_application(spark, table: str, partition: str, data: dict) -> None:
+    """A parquet file added to a partition's directory as another application's INSERT INTO adds
+    it: nothing tells this session, whose cached listing of the directory stays as it was."""
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    location = spark.sql(f"DESCRIBE TABLE EXTENDED {table} PARTITION ({partition})").where(
+        "col_name = 'Location'").collect()[0][1]
+    pq.write_table(pa.table(data), f"{location.removeprefix('file:')}/part-elsewhere-{uuid.uuid4()}.parquet")
+
+
+@pytest.fixture
+def listed(spark, db):
+    """A partitioned table whose files this session has listed (and cached the listing of)."""
+    t = f"{db}.t"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p STRING) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 'x'), (2, 'b', 'x'), (3, 'c', 'y')")
+    assert spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == 3
+    return t
+
+
+def test_rows_another_application_appended_before_the_merge_are_kept(spark, listed):
+    """The session's cached listing misses the other application's file; a rewrite planned from it
+    would repoint the partition without that row (it did, before begin refreshed the listing)."""
+    import pyarrow as pa
+
+    _append_as_another_application(spark, listed, "p = 'x'", {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]})
+    assert spark.sql(f"SELECT count(*) FROM {listed}").collect()[0][0] == 3  # the session's stale view
+    result = merge(spark, f"MERGE INTO {listed} t USING (SELECT 1 id, 'z' v) s ON t.id = s.id "
+                          f"WHEN MATCHED THEN UPDATE SET v = s.v")
+    assert result.metrics["numTargetRowsCopied"] == 2 and result.metrics["numOutputRows"] == 3
+    assert rows(spark, listed) == [(1, "z", "x"), (2, "b", "x"), (3, "c", "y"), (7, "elsewhere", "x")]
+
+
+def test_rows_appended_past_spark_merge_while_it_plans_make_a_conflict(spark, listed):
+    """Appended after the plan listed the partition: the rewrite would not hold the row, and the
+    commit's file statistics (the files as they are) show a partition with more rows than the
+    rewrite read: MERGE_CONFLICT, nothing written, the row kept."""
+    import pyarrow as pa
+
+    run = MergeRun(spark, to_spec(f"UPDATE {listed} SET v = 'z' WHERE id = 1"))
+    try:
+        run.begin()
+        run.plan()
+        _append_as_another_application(spark, listed, "p = 'x'", {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]})
+        with pytest.raises(ConflictError, match="hold rows this merge did not read"):
+            run.execute()
+    finally:
+        run.abort()
+    spark.sql(f"REFRESH TABLE {listed}")
+    assert rows(spark, listed) == [(1, "a", "x"), (2, "b", "x"), (3, "c", "y"), (7, "elsewhere", "x")]
+    merge(spark, f"UPDATE {listed} SET v = 'z' WHERE id = 1")  # run again: done, the row kept
+    assert rows(spark, listed) == [(1, "z", "x"), (2, "b", "x"), (3, "c", "y"), (7, "elsewhere", "x")]
+
+
 # -- 3. the source and the conditions are evaluated once ---------------------------------------
 
 @pytest.fixture
@@ -228,13 +285,13 @@ def test_the_write_guard_names_rows_outside_the_plan_and_wrong_counts():
     assert ok == []
     bad = macros.fill_list("output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]),
                            stats([("1", 13), (None, 4), ("7", 3)]))
-    assert bad == [{"excess": None, "message": "the rewrite wrote 3 row(s) into partition \"7\", which the plan did not list"},
-                   {"excess": 1, "message": "the rewrite wrote 13 row(s) into partition \"1\" where the plan gives 12 "
+    assert bad == [{"excess": None, "short": None, "message": "the rewrite wrote 3 row(s) into partition \"7\", which the plan did not list"},
+                   {"excess": 1, "short": None, "message": "the rewrite wrote 13 row(s) into partition \"1\" where the plan gives 12 "
                                             "(10 before, +2)"}]
     # fewer rows than planned is no excess
     short = macros.fill_list("output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]),
                              stats([("1", 11), (None, 4)]))
-    assert [v["excess"] for v in short] == [None]
+    assert [(v["excess"], v["short"]) for v in short] == [(None, 1)]
     # the string 'None' is another partition than NULL
     assert macros.fill_list("output_errors", table, [{"p": "None"}], {'"None"/': 0}, stats([(None, 5)]),
                             stats([(None, 5)])) != []

@@ -489,6 +489,22 @@ def test_null_partitions_random_sources_and_conditions_through_dbt(project):
     assert snapshot(db, project.table("rnd")) == before
 
 
+def test_rows_another_application_appended_are_kept_by_the_next_run(session_project, spark):
+    """dbt's begin refreshes the table's listing too: a file another application added to a
+    partition this session had listed is rewritten with the partition, not dropped."""
+    from .test_corruption import _append_as_another_application
+    import pyarrow as pa
+
+    session_project.model("appended", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
+                                      "select * from values {{ var('rows', \"(1, 'a', 'x'), (2, 'b', 'y')\") }} as s(id, v, p)")
+    session_project.dbt("run", "-s", "appended")
+    t = session_project.table("appended")
+    assert spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == 2  # listed, cached
+    _append_as_another_application(spark, t, "p = 'x'", {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]})
+    session_project.dbt("run", "-s", "appended", vars={"rows": "(1, 'z', 'x')"})
+    assert rows(spark, t) == [(1, "z", "x"), (2, "b", "y"), (7, "elsewhere", "x")]
+
+
 @pytest.mark.slow
 def test_a_long_lived_thrift_session_sees_each_commit(projects):
     """What another client of the same Thrift Server (a BI tool's open connection) sees, as the README

@@ -61,10 +61,14 @@
 {%- endmacro %}
 
 {#- Begin, before planning: let a live commit end (a dead holder's lock is broken), then finish
-    an interrupted commit (out.recovered: the table changed, describe it again). -#}
+    an interrupted commit (out.recovered: the table changed, describe it again), and drop this
+    session's cached listing of the table's files (the recovery's commit did): the plan reads
+    the files as they are, with rows another application appended to a partition since this
+    session listed it (its INSERT, a spark-merge append), which a rewrite would otherwise drop. -#}
 {% macro spark_merge__lifecycle_settle(host, table, out) -%}
 {%- do host.wait_free(table) -%}
 {%- do spark_merge.spark_merge__lifecycle_recover(host, table, out) -%}
+{%- if not out.recovered -%}{%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}{%- endif -%}
 {%- endmacro %}
 
 {#- The plan's fingerprint: the changes query, its merge id replaced (the same for both hosts). -#}
@@ -293,6 +297,8 @@
 {%- set messages = violations | map(attribute='message') | list -%}
 {%- if violations and merging and violations | selectattr('excess', 'none') | list | length == 0 -%}
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'this merge read rows of ' ~ table.name ~ ' from file(s) the table no longer holds (' ~ messages[:3] | join('; ') ~ '): the data changed while it planned, by a write that bypassed spark-merge; nothing was written, run it again') -%}
+{%- elif violations and merging and violations | rejectattr('short', 'none') | list | length == violations | length -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'the files of ' ~ table.name ~ ' hold rows this merge did not read (' ~ messages[:3] | join('; ') ~ '): a write that bypassed spark-merge added them since the merge began; nothing was written, run it again') -%}
 {%- elif violations -%}
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('plan_violation'), messages[:5] | join('; ') ~ '; nothing was committed') -%}
 {%- endif -%}

@@ -812,11 +812,14 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
   staging table) lie only in the planned partitions, and each planned partition
   holds exactly its rows before (`old`) plus the plan's delta (summarize_changes'
   deltas; none: counts unchecked). Appends to `out` one {message, excess} per
-  violation (excess: rows beyond the plan in a planned partition, else none); any
-  violation stops the merge before its journal. A merge's rewrite copies every row
-  of a partition whose row id the changes do not name, so changes read from files
-  the partition no longer holds (a write that bypassed spark-merge while the merge
-  planned) show as excess rows, one per changed row of those files.
+  violation (excess: rows beyond the plan in a planned partition; short: rows below
+  it; else none); any violation stops the merge before its journal. A merge's rewrite
+  copies every row of a partition whose row id the changes do not name, so changes
+  read from files the partition no longer holds (a write that bypassed spark-merge
+  while the merge planned) show as excess rows, one per changed row of those files;
+  files the rewrite did not read (added since the plan listed the partition, by a
+  write that bypassed spark-merge) show as short rows, once `old` counts them (the
+  Python host lists the files as they are).
 -#}
 {% macro spark_merge__output_errors(table, partitions, deltas, old, new, out) -%}
 {%- set pcols = table.partition_columns -%}
@@ -825,12 +828,13 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
 {%- for r in old -%}{%- set k = spark_merge.spark_merge__partition_key(pcols, r.partition) -%}{%- do before.update({k: before.get(k, 0) + r.rows | int}) -%}{%- endfor -%}
 {%- for r in new -%}{%- set k = spark_merge.spark_merge__partition_key(pcols, r.partition) -%}{%- do after.update({k: after.get(k, 0) + r.rows | int}) -%}{%- endfor -%}
 {%- for k in after.keys() | sort if k not in planned -%}
-  {%- do out.append({'excess': none, 'message': 'the rewrite wrote ' ~ after[k] ~ ' row(s) into partition ' ~ (k.rstrip('/') or 'of the table') ~ ', which the plan did not list'}) -%}
+  {%- do out.append({'excess': none, 'short': none, 'message': 'the rewrite wrote ' ~ after[k] ~ ' row(s) into partition ' ~ (k.rstrip('/') or 'of the table') ~ ', which the plan did not list'}) -%}
 {%- endfor -%}
 {%- for k in planned if deltas is not none -%}
   {%- set expected = before.get(k, 0) + deltas.get(k, 0) -%}
   {%- if after.get(k, 0) != expected -%}
     {%- do out.append({'excess': after.get(k, 0) - expected if after.get(k, 0) > expected else none,
+                       'short': expected - after.get(k, 0) if after.get(k, 0) < expected else none,
                        'message': 'the rewrite wrote ' ~ after.get(k, 0) ~ ' row(s) into partition ' ~ (k.rstrip('/') or 'of the table') ~ ' where the plan gives ' ~ expected ~ ' (' ~ before.get(k, 0) ~ ' before, ' ~ '%+d' | format(deltas.get(k, 0)) ~ ')'}) -%}
   {%- endif -%}
 {%- endfor -%}
