@@ -8,9 +8,11 @@ Each process is its own Spark application on the shared Hive metastore.
                                                       SparkMergeOperator, its connection naming the metastore
 
 The table holds partitions p=0..5, four rows each (id = 10 p + j) and a counter column per writer
-(w0..w3). Writer K's merge i adds 1 to w<K> of the rows of its own partition K+1 and, when i is even,
-of the shared partition 0 (so writers overlap there and are disjoint elsewhere), and inserts one row
-(id 1000 + 100 K + i) into partition K+1. Each writer appends one JSON line per merge to
+(w0..w3). Writer K's merge i, when i is even, adds 1 to w<K> of the rows of its own partition K+1
+and of the shared partition 0 (so writers overlap there and are disjoint elsewhere), and inserts
+one row (id 1000 + 100 K + i) into partition K+1: a rewrite of both partitions. When i is odd it
+only inserts its row, into the shared partition 0: an append to the files of a partition the other
+applications rewrite, from listings their sessions cached earlier. Each writer appends one JSON line per merge to
 DIR/writer<K>.jsonl (ok with the merge id, or the error's class and message); the reader appends
 what each of its queries returned to DIR/reads.jsonl until DIR/stop exists, then writes the table's
 final rows, its history and its lock to DIR/final.json.
@@ -39,8 +41,9 @@ ZEROS = ", ".join("0" for _ in range(WRITERS))
 
 
 def touched(k: int, i: int) -> list[int]:
-    """The partitions whose counters writer k's merge i adds to: its own, and the shared p=0 when i is even."""
-    return [0, k + 1] if i % 2 == 0 else [k + 1]
+    """The partitions whose counters writer k's merge i adds to: its own and the shared p=0 when i
+    is even; none when it is odd (an insert-only merge)."""
+    return [0, k + 1] if i % 2 == 0 else []
 
 
 def new_id(k: int, i: int) -> int:
@@ -49,11 +52,11 @@ def new_id(k: int, i: int) -> int:
 
 
 def statement(k: int, i: int) -> str:
-    values = [f"({10 * p + j}, {p})" for p in touched(k, i) for j in range(ROWS)] + [f"({new_id(k, i)}, {k + 1})"]
-    return (f"MERGE INTO {T} t USING (SELECT * FROM VALUES {', '.join(values)} AS s(id, p)) s "
-            f"ON t.id = s.id AND t.p = s.p WHEN MATCHED THEN UPDATE SET w{k} = t.w{k} + 1 "
-            f"WHEN NOT MATCHED THEN INSERT (id, {', '.join(f'w{n}' for n in range(WRITERS))}, p) "
-            f"VALUES (s.id, {ZEROS}, s.p)")
+    values = [f"({10 * p + j}, {p})" for p in touched(k, i) for j in range(ROWS)]
+    values.append(f"({new_id(k, i)}, {k + 1 if i % 2 == 0 else 0})")
+    return (f"MERGE INTO {T} t USING (SELECT * FROM VALUES {', '.join(values)} AS s(id, p)) s ON t.id = s.id AND t.p = s.p "
+            + (f"WHEN MATCHED THEN UPDATE SET w{k} = t.w{k} + 1 " if i % 2 == 0 else "")
+            + f"WHEN NOT MATCHED THEN INSERT (id, {', '.join(f'w{n}' for n in range(WRITERS))}, p) VALUES (s.id, {ZEROS}, s.p)")
 
 
 def session(uri: str, folder: Path):
