@@ -12,7 +12,10 @@ Counts are deterministic (they do not depend on the machine's speed), so tests m
 - metastore statements: those that read or write the catalog's persistent objects (ALTER, CREATE
   and DROP TABLE, REFRESH) plus the batched repoint (the temporary views of a merge and the commit
   lock, which is a file, are not the metastore's; nor are the DESCRIBE calls of begin and commit,
-  which the trace does not record).
+  which the trace does not record);
+- file statistics: the host's file_stats answers (none of them a Spark job when the files are listed),
+  and the catalog reads that listing made (a partition's location each, and the staging table's
+  partition count).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from merge_cost import fresh_target, generate, scenarios  # noqa: E402
 
-from merge_core import host, merge  # noqa: E402
+from merge_core import host, merge, metastore  # noqa: E402
 from merge_core.session import get_session  # noqa: E402
 
 _groups = 0
@@ -42,6 +45,7 @@ def count(spark, fn) -> dict:
     group = f"sm_count_{_groups}"
     sc.setJobGroup(group, "spark-merge job count")
     host.trace = []
+    reads = metastore.reads
     try:
         result = fn()
     finally:
@@ -54,7 +58,9 @@ def count(spark, fn) -> dict:
     data = [text for text in sql if text not in catalog and text not in session]
     repoints = [kind for kind, _ in trace if kind == "repoint"]
     return {"jobs": jobs, "statements": len(sql), "data statements": len(data),
-            "metastore statements": len(catalog) + len(repoints), "result": result}
+            "metastore statements": len(catalog) + len(repoints),
+            "file statistics": sum(1 for kind, _ in trace if kind == "file_stats"),
+            "catalog reads": metastore.reads - reads, "result": result}
 
 
 def main() -> None:
@@ -70,13 +76,15 @@ def main() -> None:
         data = home / "data"
         generate(spark, args.rows, args.changes, data)
         print(f"\nN={args.rows:,} target rows, M={args.changes:,} source rows\n")
-        print("| scenario | partitions rewritten | Spark jobs | SQL statements | data statements | metastore statements |")
-        print("|---|---|---|---|---|---|")
+        print("| scenario | partitions rewritten | Spark jobs | SQL statements | data statements | metastore statements "
+              "| file statistics (catalog reads) |")
+        print("|---|---|---|---|---|---|---|")
         for kind, sql in scenarios("bench.t").items():
             fresh_target(spark, data)
             c = count(spark, lambda: merge(spark, sql))
             print(f"| {kind} | {len(c['result'].partitions)} | {c['jobs']} | {c['statements']} | "
-                  f"{c['data statements']} | {c['metastore statements']} |", flush=True)
+                  f"{c['data statements']} | {c['metastore statements']} | {c['file statistics']} ({c['catalog reads']}) |",
+                  flush=True)
     finally:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)

@@ -33,6 +33,9 @@ log = logging.getLogger("spark_merge")
 _RAISED_BY = {e.code: e for e in (NotNullViolation, LengthViolation, EngineRejected)}
 _RAISED = re.compile(rf"({'|'.join(_RAISED_BY)}): (.*?)(?:\.? SQLSTATE|\n|$)")
 
+# above this many partitions the file statistics are a query: its one catalog call (partitions by
+# filter) and its listing job cost less than a catalog call per partition
+LISTED_PARTITIONS_MAX = 64
 trace: list | None = None  # the statements and primitives of every lifecycle, in order (tests; explain --counts)
 
 
@@ -140,7 +143,8 @@ class SparkHost:
         the partitions' locations as the catalog gives them now, listed, rows counted from the
         footers. That is the files as they are, where a query reads Spark's cached listing.
         A staging table with a partition the plan does not list is measured by ``sql``, whose
-        rows name it (output_errors refuses it). Spark Connect, or files out of reach: ``sql``."""
+        rows name it (output_errors refuses it). Spark Connect, files out of reach, or more than
+        LISTED_PARTITIONS_MAX partitions (a catalog call each): ``sql``."""
         _trace("file_stats", sql)
         self.stop_check()
         try:
@@ -153,6 +157,8 @@ class SparkHost:
         return listed
 
     def _listed_stats(self, table: dict, name: str, partitions: list[dict]) -> list[dict] | None:
+        if len(partitions) > LISTED_PARTITIONS_MAX:
+            return None
         stage = name.lower() != table["table_name"].lower()
         found = metastore.locations(self.spark, table["database"], name, table["partition_columns"], partitions, count=stage)
         if found is None or (stage and found[1] > len(found[0])):

@@ -94,15 +94,20 @@ def _repoint_by_statements(spark: SparkSession, table: dict, repoints: list[dict
     return time.monotonic() - t0
 
 
+reads = 0  # catalog calls made by locations() in this process (bench/counts.py reports them)
+
+
 def locations(spark: SparkSession, database: str, name: str, partition_columns: list[str],
               partitions: list[dict], count: bool = False) -> tuple[list[tuple[dict, str]], int | None] | None:
     """Where the catalog says each of ``partitions`` ({column: string or None}) lives, now: the
     (partition, location) pairs of those that exist, and (``count``) how many partitions the
     table has in all; an unpartitioned table is one pair ({}, its location). None on Spark
     Connect. One metastore call per partition, none of them a Spark job."""
+    global reads
     catalog = _catalog(spark)
     if catalog is None:
         return None
+    reads += max(len(partitions), 1) + (1 if count and partition_columns else 0)
     to_string = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
     if not partition_columns:
         return [({}, to_string(catalog.getTable(database, name).location()))], 1
