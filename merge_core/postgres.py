@@ -114,7 +114,7 @@ def describe(spark, target: PostgresTarget, parts: list[str], merge_id: str) -> 
     not_null = {r[0].lower() for r in columns if r[2]}
     # an INSERT that does not name a column with a default (or identity) lets PostgreSQL fill it in
     defaults = {r[0].lower() for r in columns if r[3]}
-    cols = [{"name": n, "type": t, "nullable": n.lower() not in not_null, "has_default": n.lower() in defaults}
+    cols = [macros.fill("column_record", n, t, {"nullable": n.lower() not in not_null, "has_default": n.lower() in defaults})
             for n, t in spark_types]
     return {
         "name": f"{schema}.{name}", "database": schema, "table_name": name, "columns": cols,

@@ -100,6 +100,16 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
     that is enough; else EXCEED_LIMIT_LENGTH, raised here while planning (before any write).
     `v` names a column of the same SELECT (a lateral alias), so a non-deterministic value is
     computed once. CHAR values are padded when read, as Spark reads them. -#}
+{#- Which checks guard the value column `c` is given (__sm_c<i>): NOT NULL, the struct fields
+    listed in spark_merge.not_null, a CHAR/VARCHAR length, CHAR/VARCHAR inside a struct, array or
+    map. The one definition: changes_sql builds the checks from it, change_summary_sql counts the
+    checked values by it (so every check runs in the plan, before anything is staged). -#}
+{% macro spark_merge__value_checks(c, out) -%}
+{%- do out.update({'not_null': not c.nullable, 'fields': c.get('not_null_fields') or [],
+                   'length': c.get('char_length'), 'nested': c.get('nested_chars')}) -%}
+{%- do out.update({'any': true if out.not_null or out.fields or out.length or out.nested else false}) -%}
+{%- endmacro %}
+
 {% macro spark_merge__char_checked(spec, table, c, v) -%}
 {%- set n = c.char_length -%}
 CASE WHEN {{ v }} IS NULL OR char_length({{ v }}) <= {{ n }} THEN {{ v }} WHEN char_length(rtrim({{ v }})) <= {{ n }} THEN substr({{ v }}, 1, {{ n }}) ELSE raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('length') ~ ': a ' ~ spec.kind | upper ~ ' would write a string longer than ' ~ n ~ ' characters into column ' ~ c.name ~ ' ' ~ c.char_type | upper ~ ' of ' ~ table.name ~ ' (Spark: EXCEED_LIMIT_LENGTH)') }}) END
@@ -365,15 +375,16 @@ SELECT
 {%- set i = loop.index0 -%}
 {#- the checks of what the column is given (NOT NULL, a struct field listed in spark_merge.not_null,
     CHAR/VARCHAR length) are part of its value __sm_c<i>, so every statement reading the value checks it -#}
-{%- set checks = [] -%}
-{%- if not c.nullable -%}
+{%- set checks, vc = [], {} -%}
+{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
+{%- if vc.not_null -%}
   {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
   {%- set writers_of_c = [] -%}
   {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor -%}
   {%- do checks.append(('__sm_case IN (' ~ (writers_of_c or [-2]) | join(', ') ~ ')' if c.get('has_default') else '__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ')')
                        ~ ' AND __sm_x' ~ i ~ ' IS NULL THEN raise_error(' ~ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) ~ ')') -%}
 {%- endif -%}
-{%- for path in c.get('not_null_fields') or [] -%}
+{%- for path in vc.fields -%}
   {%- set parts = [] -%}{%- for p in path.split('.') -%}{%- do parts.append(spark_merge.spark_merge__quote(p) | trim) -%}{%- endfor -%}
   {%- set outer = [] -%}{%- for n in range(1, parts | length) -%}{%- do outer.append(' AND __sm_x' ~ i ~ '.' ~ parts[:n] | join('.') ~ ' IS NOT NULL') -%}{%- endfor -%}
   {%- do checks.append('__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ') AND __sm_x' ~ i ~ ' IS NOT NULL' ~ outer | join('')
@@ -383,9 +394,9 @@ SELECT
   CAST(NULL AS {{ c.type }})
   {%- else -%}
   CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END
-  {%- if c.get('char_length') %} AS __sm_v{{ i }},
+  {%- if vc.length %} AS __sm_v{{ i }},
   {{ spark_merge.spark_merge__char_checked(spec, table, c, '__sm_v' ~ i) }}
-  {%- elif c.get('nested_chars') %} AS __sm_v{{ i }},
+  {%- elif vc.nested %} AS __sm_v{{ i }},
   {{ spark_merge.spark_merge__nested_char_checked(spec, table, 'field ' ~ c.name, '__sm_v' ~ i, c.nested_chars) }}{% endif %}
   {%- endif %}
   {%- if checks %} AS __sm_x{{ i }},
@@ -542,7 +553,10 @@ LIMIT {{ limit }}
 {%- do spark_merge.spark_merge__duplicate_rule(spec, table, resolved, rule) -%}
 {%- set none_op = spark_merge.spark_merge__op('none') -%}
 {%- set checked = [] -%}
-{%- for c in table.columns -%}{%- if not c.nullable or c.get('not_null_fields') or c.get('char_length') or c.get('nested_chars') -%}{%- do checked.append('count(__sm_c' ~ loop.index0 ~ ')') -%}{%- endif -%}{%- endfor -%}
+{%- for c in table.columns -%}
+  {%- set vc = {} -%}{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
+  {%- if vc.any -%}{%- do checked.append('count(__sm_c' ~ loop.index0 ~ ')') -%}{%- endif -%}
+{%- endfor -%}
 SELECT op, bys, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new_names) }} AS __sm_new,
        CAST(sum(__sm_targets) AS BIGINT) AS n, CAST(sum(__sm_dup) AS BIGINT) AS dups, CAST(sum(__sm_multi) AS BIGINT) AS multi,
        CAST(sum(__sm_checked) AS BIGINT) AS checked

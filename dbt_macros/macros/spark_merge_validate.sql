@@ -75,8 +75,10 @@
 
 {#- The one builder of a column record, from its name, its type as DESCRIBE TABLE spells it, and
     `facts` (nullable, default, struct: its type as DESCRIBE ... AS JSON gives it, not_null_fields:
-    struct fields listed in spark_merge.not_null); the table's columns (table_info) and the columns
-    schema evolution adds (merge_core/engine.py) are made by it. type: as Spark computes the column
+    struct fields listed in spark_merge.not_null; has_default: a PostgreSQL target's column the
+    database fills when an INSERT does not name it); the table's columns (table_info), the columns
+    schema evolution adds (merge_core/engine.py) and a PostgreSQL target's (merge_core/postgres.py)
+    are made by it. type: as Spark computes the column
     (char_as_string); char_type, char_length: a CHAR(n)/VARCHAR(n) declaration (checked where a
     value is written, char_checked); char_pad: n for a CHAR(n), whose values are stored and read
     padded to n with spaces (a VARCHAR's are not); nested_chars: the declared type of a struct, array
@@ -85,7 +87,7 @@
 {%- set text = spark_merge.spark_merge__char_type(type) -%}
 {%- set n = (text.split('(')[1].rstrip(')') | int) if text else none -%}
 {%- do out.update({'name': name, 'type': spark_merge.spark_merge__char_as_string(type), 'nullable': facts.get('nullable', true),
-                   'default': facts.get('default'), 'struct': facts.get('struct'), 'not_null_fields': facts.get('not_null_fields') or [],
+                   'default': facts.get('default'), 'has_default': facts.get('has_default', false), 'struct': facts.get('struct'), 'not_null_fields': facts.get('not_null_fields') or [],
                    'char_length': n, 'char_type': text or none, 'char_pad': n if text.startswith('char(') else none,
                    'nested_chars': type if not text and 'char(' in type | lower else none}) -%}
 {%- endmacro %}
