@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/merge_cost.py                       # N=5M, M=500k, medians of 3, + scaling
     .venv/bin/python bench/merge_cost.py --rows 1000000 --scaling none --repeat 1   # a quick look
+    .venv/bin/python bench/merge_cost.py --big                 # the scaling table up to N=100M (not in CI)
 
 Workload (as in issue 9): a target of N rows (id BIGINT key, dt DATE partition column over 100 days,
 customer, amount, qty, status, updated_at), parquet, one file per day. A CDC source of M rows: updates
@@ -16,12 +17,17 @@ ratios to spark-merge. References, run on the same data in the same process:
   whole table anew;
 - floor: Spark reading the touched partitions and writing them back unchanged (any copy-on-write
   merge must at least do this);
+- data floor: one Spark job reading the touched partitions and the source and writing their union,
+  no join: the least any merge that reads its source can cost;
+- jobs, metastore statements: of one spark-merge merge, counted (bench/counts.py's count);
 - passes: spark-merge's three data passes alone, with the touched partitions given: read and cache the
   source, join and cache the changes, write the touched partitions (append the rows for insert-only).
   No checks, counts, file stats or commit: the least this plan can cost, and what the rest adds;
 - duckdb: DuckDB's MERGE INTO on in-memory tables loaded from the same files (load not timed);
 - delta-rs: `deltalake`'s merge on a Delta table of the same rows, partitioned by dt (write not timed).
 The scaling section keeps M and grows N: spark-merge should follow the touched partitions, naive N.
+The small-merge section: a 1,000-row source (updates in the newest day: one partition) into a 1M-row
+table in a warm session, beside Spark's own INSERT INTO of the same 1,000 rows.
 """
 from __future__ import annotations
 
@@ -124,6 +130,16 @@ def floor(spark, table: str, days: list[str]) -> None:
               f"WHERE dt IN ({', '.join(repr(d) for d in days)})")
 
 
+def data_floor(spark, table: str, days: list[str], kind: str) -> None:
+    """One job: read the touched partitions and the source, write their union (no join)."""
+    source = {"insert-only": "bench.inserts", "delete-only": "bench.deletes"}.get(kind, "bench.cdc")
+    rows = (f"SELECT {', '.join(COLUMNS)} FROM {source}" if kind != "delete-only" else
+            f"SELECT id, date_add({BASE_DAY}, 99) AS dt, {', '.join(f'NULL AS {c}' for c in COLUMNS[2:])} FROM {source}")
+    spark.sql("DROP TABLE IF EXISTS bench.dfloor")
+    spark.sql(f"CREATE TABLE bench.dfloor USING parquet PARTITIONED BY (dt) AS SELECT {', '.join(COLUMNS)} FROM {table} "
+              f"WHERE dt IN ({', '.join(repr(d) for d in days)}) UNION ALL {rows}")
+
+
 def data_passes(spark, table: str, sql: str, done) -> float:
     """The plan's data passes alone, timed (begin, which reads metadata only, is not): the source,
     the join (counted, as the summary reads it) and the write (fused; an append reads the cached
@@ -206,17 +222,21 @@ def export_sources(spark, where: Path) -> None:
 
 
 def compare(spark, where: Path, repeat: int, with_references: bool) -> list[dict]:
+    from counts import count
+
     results = []
     for kind, sql in scenarios("bench.t").items():
-        merged, naive_s, floor_s, passes_s, sums = [], [], [], [], set()
+        merged, naive_s, floor_s, dfloor_s, passes_s, sums = [], [], [], [], [], set()
         days: list[str] = []
+        counted: dict = {}
         for _ in range(repeat):
             table = fresh_target(spark, where)
             result = None
 
             def run():
-                nonlocal result
-                result = merge(spark, sql)
+                nonlocal result, counted
+                counted = count(spark, lambda: merge(spark, sql))
+                result = counted["result"]
 
             merged.append(timed(run))
             days = sorted({p["dt"] for p in result.partitions})
@@ -227,9 +247,13 @@ def compare(spark, where: Path, repeat: int, with_references: bool) -> list[dict
             table = fresh_target(spark, where)
             floor_s.append(timed(lambda: floor(spark, table, days)))
             table = fresh_target(spark, where)
+            dfloor_s.append(timed(lambda: data_floor(spark, table, days, kind)))
+            table = fresh_target(spark, where)
             passes_s.append(data_passes(spark, table, sql, result))
         row = {"scenario": kind, "spark-merge": statistics.median(merged), "naive": statistics.median(naive_s),
-               "floor": statistics.median(floor_s), "passes": statistics.median(passes_s), "partitions": len(days),
+               "floor": statistics.median(floor_s), "data floor": statistics.median(dfloor_s),
+               "passes": statistics.median(passes_s), "partitions": len(days),
+               "jobs": counted["jobs"], "metastore": counted["metastore statements"],
                "agree": len(sums) == 1, "metrics": result.metrics}
         if with_references:
             row["duckdb"] = statistics.median(filter(None, [run_duckdb(where, kind, sql, os.cpu_count() or 2)
@@ -244,8 +268,9 @@ def compare(spark, where: Path, repeat: int, with_references: bool) -> list[dict
 def format_row(r: dict) -> str:
     sm = r["spark-merge"]
     refs = "".join(f" | {r[k]:.2f} ({r[k] / sm:.2f}x)" for k in ("duckdb", "delta-rs") if k in r)
-    return (f"| {r['scenario']} | {r['partitions']} | {sm:.2f} | {r['naive']:.2f} | **{r['naive'] / sm:.1f}x** | "
-            f"{r['floor']:.2f} | {sm / r['floor']:.2f} | {r['passes']:.2f} | {r['naive'] / r['passes']:.1f}x"
+    return (f"| {r['scenario']} | {r['partitions']} | {sm:.2f} | {r['jobs']} | {r['metastore']} | {r['naive']:.2f} | "
+            f"**{r['naive'] / sm:.1f}x** | {r['floor']:.2f} | {sm / r['floor']:.2f} | {r['data floor']:.2f} | "
+            f"**{sm / r['data floor']:.2f}** | {r['passes']:.2f} | {r['naive'] / r['passes']:.1f}x"
             f"{refs} | {'yes' if r['agree'] else 'NO'} |")
 
 
@@ -256,7 +281,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scaling", default="1000000,5000000,20000000", help="N values for the scaling table, or none")
     ap.add_argument("--no-references", action="store_true", help="skip DuckDB and delta-rs")
+    ap.add_argument("--big", action="store_true", help="add N=100,000,000 to the scaling table (hours; not in CI)")
+    ap.add_argument("--no-small", action="store_true", help="skip the small-merge section")
     args = ap.parse_args()
+    if args.big:
+        args.scaling = ",".join([x for x in args.scaling.split(",") if x != "none"] + ["100000000"])
     home = Path(tempfile.mkdtemp(prefix="sm_bench_"))
     spark = get_session(warehouse=str(home), conf={"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g",
                                                    "spark.ui.showConsoleProgress": "false"})
@@ -270,27 +299,58 @@ def main() -> None:
         print(f"\nN={args.rows:,} target rows, M={args.changes:,} source rows, medians of {args.repeat} "
               f"(seconds; ratios measured side by side in this run)\n")
         refs = "" if args.no_references else " duckdb | delta-rs |"
-        print(f"| scenario | partitions rewritten | spark-merge | naive | naive / spark-merge | floor | "
-              f"spark-merge / floor | passes | naive / passes |{refs} same rows |")
-        print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if refs else "") + "---|")
+        print(f"| scenario | partitions rewritten | spark-merge | jobs | metastore statements | naive | naive / spark-merge "
+              f"| floor | spark-merge / floor | data floor | spark-merge / data floor | passes | naive / passes |{refs} same rows |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if refs else "") + "---|")
         compare(spark, data, args.repeat, not args.no_references)
         if args.scaling != "none":
             print(f"\nScaling: M={args.changes:,}, scenario 'cdc, ON id AND dt' and 'cdc, ON id' (medians of {args.repeat})\n")
             print("| N | touched bytes (MB) | spark-merge ON id AND dt | spark-merge ON id | passes ON id | naive | "
-                  "naive / spark-merge | naive / passes |")
-            print("|---|---|---|---|---|---|---|---|")
+                  "naive / spark-merge | naive / passes | data floor | spark-merge / data floor |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
             for n in [int(x) for x in args.scaling.split(",")]:
                 data = home / f"n{n}"
                 if not data.exists():
                     generate(spark, n, args.changes, data)
                 scaled(spark, data, n, args.repeat)
+        if not args.no_small:
+            small(spark, home, args.repeat)
     finally:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
 
 
+def small(spark, home: Path, repeat: int) -> None:
+    """A small merge in a warm session: 1,000 source rows (updates of existing ids in the newest
+    day) into a 1M-row table, beside Spark's INSERT INTO of the same rows (into a copy of it)."""
+    data = home / "n1000000"
+    if not data.exists():
+        generate(spark, 1_000_000, 500_000, data)
+    fresh_target(spark, data)
+    spark.sql("DROP TABLE IF EXISTS bench.small_src")
+    spark.sql("CREATE TABLE bench.small_src USING parquet AS SELECT id, dt, customer, amount + 1 AS amount, qty, status, "
+              f"updated_at FROM bench.t WHERE dt = date_add({BASE_DAY}, 99) ORDER BY id LIMIT 1000")
+    statement = f"MERGE INTO bench.t t USING bench.small_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET {UPDATE_SET}"
+    insert = f"INSERT INTO bench.t SELECT {', '.join(c for c in COLUMNS if c != 'dt')}, dt FROM bench.small_src"
+    merged, inserted = [], []
+    for n in range(repeat + 2):  # two warm-up rounds
+        fresh_target(spark, data)
+        seconds = timed(lambda: merge(spark, statement))
+        fresh_target(spark, data)
+        appended = timed(lambda: spark.sql(insert))
+        if n >= 2:
+            merged.append(seconds)
+            inserted.append(appended)
+    m, i = statistics.median(merged), statistics.median(inserted)
+    print(f"\nSmall merge: 1,000 source rows (updates, one partition) into 1,000,000 rows, warm session, "
+          f"medians of {repeat}\n")
+    print("| spark-merge | Spark INSERT INTO (same rows) | spark-merge / INSERT INTO |")
+    print("|---|---|---|")
+    print(f"| {m:.2f} | {i:.2f} | **{m / i:.1f}x** |", flush=True)
+
+
 def scaled(spark, where: Path, n: int, repeat: int) -> None:
-    by_dt, by_id, passes_s, naive_s, touched = [], [], [], [], 0
+    by_dt, by_id, passes_s, naive_s, dfloor_s, touched = [], [], [], [], [], 0
     sql = scenarios("bench.t")
     for _ in range(repeat):
         fresh_target(spark, where)
@@ -303,9 +363,12 @@ def scaled(spark, where: Path, n: int, repeat: int) -> None:
         passes_s.append(data_passes(spark, table, sql["cdc, ON id"], result[0]))
         table = fresh_target(spark, where)
         naive_s.append(timed(lambda: naive(spark, table, "cdc, ON id")))
-    a, b, p, c = (statistics.median(x) for x in (by_dt, by_id, passes_s, naive_s))
-    print(f"| {n:,} | {touched / 1e6:.1f} | {a:.2f} | {b:.2f} | {p:.2f} | {c:.2f} | **{c / b:.1f}x** | {c / p:.1f}x |",
-          flush=True)
+        table = fresh_target(spark, where)
+        days = sorted({p["dt"] for p in result[0].partitions})
+        dfloor_s.append(timed(lambda: data_floor(spark, table, days, "cdc, ON id")))
+    a, b, p, c, f = (statistics.median(x) for x in (by_dt, by_id, passes_s, naive_s, dfloor_s))
+    print(f"| {n:,} | {touched / 1e6:.1f} | {a:.2f} | {b:.2f} | {p:.2f} | {c:.2f} | **{c / b:.1f}x** | {c / p:.1f}x | "
+          f"{f:.2f} | **{b / f:.2f}** |", flush=True)
 
 
 if __name__ == "__main__":
