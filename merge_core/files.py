@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote, urlparse
 
 from pyarrow import fs
@@ -146,12 +147,15 @@ def data_files(location: str, provider: str) -> dict[str, list[int]]:
     hides. A directory is spelled as the location is, so it compares with the catalog's."""
     filesystem, path = _resolve(location)
     base, root = location.rstrip("/"), path.rstrip("/")
+    found = [(info, info.path[len(root):].lstrip("/"))
+             for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
+             if info.type == fs.FileType.File]
+    found = [(info, relative) for info, relative in found if _spark_reads(relative)]
+    # footers are read in parallel: on an object store each is a request of its own
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(found)))) as pool:
+        counts = list(pool.map(lambda f: _row_count(filesystem, f[0].path, provider), found))
     out: dict[str, list[int]] = {}
-    for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True)):
-        relative = info.path[len(root):].lstrip("/")
-        if info.type != fs.FileType.File or not _spark_reads(relative):
-            continue
-        rows = _row_count(filesystem, info.path, provider)
+    for (info, relative), rows in zip(found, counts):
         if rows:
             d = out.setdefault(base + ("/" + relative.rsplit("/", 1)[0] if "/" in relative else ""), [0, 0, 0])
             d[0], d[1], d[2] = d[0] + 1, d[1] + (info.size or 0), d[2] + rows
