@@ -221,6 +221,49 @@ def test_rows_appended_past_spark_merge_while_it_plans_make_a_conflict(spark, li
     assert rows(spark, listed) == [(1, "z", "x"), (2, "b", "x"), (3, "c", "y"), (7, "elsewhere", "x")]
 
 
+def append_once_staging_begins(spark, table: str, partition: str, data: dict):
+    """A thread that appends ``data`` to ``partition`` of ``table`` (as another application would)
+    as soon as a merge's staging directory appears under the table's root: after its plan listed
+    the partition, before its commit. Join it to learn whether it did."""
+    import threading
+    import time
+    from pathlib import Path
+
+    from merge_core.catalog import describe_table
+
+    root = Path(describe_table(spark, table.split("."))["root"].removeprefix("file:"))
+    done = threading.Event()
+
+    def watch():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if any(p.name.startswith("_merge_") for p in root.iterdir()):
+                _append_as_another_application(spark, table, partition, data)
+                done.set()
+                return
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, done
+
+
+def test_rows_appended_past_spark_merge_while_it_stages_make_a_conflict(spark, listed):
+    """Appended while the merge writes its staged data: the commit's statistics under the lock (the
+    files as they are, on either host: a listing, or a query after REFRESH) differ from those the
+    merge measured before its write: MERGE_CONFLICT, nothing written, the row kept."""
+    import pyarrow as pa
+
+    thread, done = append_once_staging_begins(spark, listed, "p = 'x'",
+                                              {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]})
+    with pytest.raises(ConflictError, match="changed since this merge read them"):
+        merge(spark, f"UPDATE {listed} SET v = 'z' WHERE id = 1")
+    thread.join()
+    assert done.is_set()
+    spark.sql(f"REFRESH TABLE {listed}")
+    assert rows(spark, listed) == [(1, "a", "x"), (2, "b", "x"), (3, "c", "y"), (7, "elsewhere", "x")]
+
+
 # -- 3. the source and the conditions are evaluated once ---------------------------------------
 
 @pytest.fixture

@@ -505,6 +505,27 @@ def test_rows_another_application_appended_are_kept_by_the_next_run(session_proj
     assert rows(spark, t) == [(1, "z", "x"), (2, "b", "y"), (7, "elsewhere", "x")]
 
 
+def test_rows_appended_while_a_model_stages_make_a_conflict(session_project, spark):
+    """dbt's commit queries the files after REFRESH TABLE under the lock: a file another application
+    added to a partition while the model staged its rewrite fails the model (MERGE_CONFLICT) and
+    is kept; without the refresh the query read the listing cached while planning, and the commit
+    dropped the row."""
+    from .test_corruption import append_once_staging_begins
+    import pyarrow as pa
+
+    session_project.model("appended_late", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
+                                           "select * from values {{ var('rows', \"(1, 'a', 'x'), (2, 'b', 'y')\") }} as s(id, v, p)")
+    session_project.dbt("run", "-s", "appended_late")
+    t = session_project.table("appended_late")
+    thread, done = append_once_staging_begins(spark, t, "p = 'x'", {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]})
+    session_project.dbt("run", "-s", "appended_late", vars={"rows": "(1, 'z', 'x')"}, ok=False)
+    thread.join()
+    assert done.is_set()
+    assert "changed since this merge read them" in session_project.run_results()["appended_late"]["message"]
+    spark.sql(f"REFRESH TABLE {t}")
+    assert rows(spark, t) == [(1, "a", "x"), (2, "b", "y"), (7, "elsewhere", "x")]
+
+
 @pytest.mark.slow
 def test_a_long_lived_thrift_session_sees_each_commit(projects):
     """What another client of the same Thrift Server (a BI tool's open connection) sees, as the README

@@ -281,6 +281,8 @@
 {%- do s.update({'repoints': planned.repoints}) -%}
 {%- do host.step('commit: lock, check for conflicts, journal, repoint') -%}
 {%- do host.lock(table, s.merge_id) -%}{%- do s.update({'locked': true}) -%}
+{#- the files as they are now: a query reads this session's listing, cached while planning -#}
+{%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
 {%- set current, changed = [], [] -%}
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.partitions, current) -%}
 {%- do spark_merge.spark_merge__changed_partitions(table, old, current, changed) -%}
