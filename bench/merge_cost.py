@@ -43,6 +43,7 @@ from merge_core import macros, merge
 from merge_core.engine import MergeRun, broadcasts_changed
 from merge_core.parse import parse
 from merge_core.session import get_session
+from tally import count
 
 COLUMNS = ["id", "dt", "customer", "amount", "qty", "status", "updated_at"]
 SCHEMA = "id BIGINT, customer STRING, amount DOUBLE, qty INT, status STRING, updated_at TIMESTAMP, dt DATE"
@@ -222,8 +223,6 @@ def export_sources(spark, where: Path) -> None:
 
 
 def compare(spark, where: Path, repeat: int, with_references: bool) -> list[dict]:
-    from counts import count
-
     results = []
     for kind, sql in scenarios("bench.t").items():
         merged, naive_s, floor_s, dfloor_s, passes_s, sums = [], [], [], [], [], set()

@@ -186,13 +186,13 @@ def test_the_local_session_lists_partitions_with_one_task_per_core(spark):
 
 
 def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, fifty):
-    """Counted, not timed (bench/counts.py counts the same way): the plan fuses the duplicate check,
-    the counts and the touched partitions into one aggregation, and the write checks its rows
-    against the plan instead of a separate stale-file join. Bounds at today's counts, so a step
+    """Counted, not timed (bench/tally.py, as bench/counts.py and merge_cost.py count): the plan
+    fuses the duplicate check, the counts and the touched partitions into one aggregation, and the
+    write checks its rows against the plan instead of a separate stale-file join. Bounds at today's counts, so a step
     that adds Spark work fails here and has to say why."""
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    from counts import count
+    from tally import count
 
     sql = (f"MERGE INTO {fifty} t USING (SELECT id, id % 7 = 0 AS gone, CAST(id % 50 AS INT) AS dt FROM range(90, 110) "
            f"UNION ALL SELECT id, false, 49 FROM range(5000, 5010)) s ON t.id = s.id "

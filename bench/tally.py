@@ -1,0 +1,49 @@
+"""What one merge costs, counted (not timed): its Spark jobs, statements and catalog reads.
+
+Counts are deterministic (they do not depend on the machine's speed), so tests may assert them
+(tests/test_cost_and_commit.py does). How they are counted:
+- Spark jobs: every job Spark runs for the merge, found by a job group set on the calling thread
+  (SQL executions carry it into their own jobs, broadcasts and adaptive query stages included);
+- SQL statements: what the lifecycle issues (merge_core.host.trace); of them "data statements" are
+  the queries that run Spark work (not the EXPLAIN probes, not the DDL);
+- metastore statements: those that read or write the catalog's persistent objects (ALTER, CREATE
+  and DROP TABLE, REFRESH) plus the batched repoint (the temporary views of a merge and the commit
+  lock, which is a file, are not the metastore's; nor are the DESCRIBE calls of begin and commit,
+  which the trace does not record);
+- file statistics: the host's file_stats answers (none of them a Spark job when the files are listed),
+  and the catalog reads that listing made (a partition's location each, and the staging table's
+  partition count).
+"""
+from __future__ import annotations
+
+from merge_core import host, metastore
+
+_groups = 0
+CATALOG_WORDS = ("ALTER ", "CREATE ", "DROP TABLE ", "REFRESH ", "DESCRIBE ", "SHOW ")
+SESSION_WORDS = ("CACHE ", "UNCACHE ", "DROP VIEW ", "EXPLAIN ")
+
+
+def count(spark, fn) -> dict:
+    """Run fn(); the Spark jobs it ran, the statements the lifecycle issued, and its metastore statements."""
+    sc = spark.sparkContext
+    global _groups
+    _groups += 1
+    group = f"sm_count_{_groups}"
+    sc.setJobGroup(group, "spark-merge job count")
+    host.trace = []
+    reads = metastore.reads
+    try:
+        result = fn()
+    finally:
+        trace, host.trace = host.trace, None
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+    sql = [text for kind, text in trace if kind == "sql"]
+    catalog = [text for text in sql if text.upper().startswith(CATALOG_WORDS)]
+    session = [text for text in sql if text.upper().startswith(SESSION_WORDS)]
+    data = [text for text in sql if text not in catalog and text not in session]
+    repoints = [kind for kind, _ in trace if kind == "repoint"]
+    return {"jobs": jobs, "statements": len(sql), "data statements": len(data),
+            "metastore statements": len(catalog) + len(repoints),
+            "file statistics": sum(1 for kind, _ in trace if kind == "file_stats"),
+            "catalog reads": metastore.reads - reads, "result": result}
