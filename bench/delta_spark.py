@@ -14,7 +14,9 @@ Workload and data: bench/merge_cost.py's (a target of N rows partitioned by day,
 rows). Each run gets a fresh copy: a parquet table for spark-merge; for Delta a Delta table made by
 CTAS from the same files (not timed), partitioned by dt, copy-on-write (no deletion vectors: Delta's
 default for a new table). The same MERGE statement runs on both. Jobs: the Spark jobs each MERGE ran
-(job group + statusTracker), counted in the first run.
+(job group + statusTracker), counted in the first run. The data floor (merge_cost.py's: the touched
+partitions and the source read, their union written, no join) is measured in the same session, so
+both engines' distance from it is side by side too.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from merge_core import merge
 from merge_core.session import get_session
 
 from fused_prototype import fused_cdc
-from merge_cost import checksum, fresh_target, generate, scenarios, timed
+from merge_cost import checksum, data_floor, fresh_target, generate, scenarios, timed
 
 JARS = os.environ.get("DELTA_JARS", "")
 
@@ -55,13 +57,17 @@ def jobs_of(spark, fn) -> tuple[float, int]:
 
 def compare(spark, where: Path, repeat: int, kinds: list[str]) -> None:
     for kind in kinds:
-        sm, dl, fu, sums, jobs = [], [], [], set(), {}
+        sm, dl, fu, floor, sums, jobs = [], [], [], [], set(), {}
         for i in range(repeat):
             table = fresh_target(spark, where)
-            s, j = jobs_of(spark, lambda: merge(spark, scenarios(table)[kind]))
+            done = []
+            s, j = jobs_of(spark, lambda: done.append(merge(spark, scenarios(table)[kind])))
             sm.append(s)
             jobs.setdefault("sm", j)
             sums.add(checksum(spark, table))
+            days = sorted({p["dt"] for p in done[0].partitions})
+            table = fresh_target(spark, where)
+            floor.append(timed(lambda: data_floor(spark, table, days, kind)))
             table = delta_target(spark, where)
             s, j = jobs_of(spark, lambda: spark.sql(scenarios(table)[kind]).collect())
             dl.append(s)
@@ -73,10 +79,10 @@ def compare(spark, where: Path, repeat: int, kinds: list[str]) -> None:
                 fu.append(s)
                 jobs.setdefault("fused", j)
                 sums.add(checksum(spark, table))
-        a, b = statistics.median(sm), statistics.median(dl)
+        a, b, f = statistics.median(sm), statistics.median(dl), statistics.median(floor)
         c = f"{statistics.median(fu):.2f} ({jobs['fused']} jobs) | **{b / statistics.median(fu):.2f}x**" if fu else "- | -"
         print(f"| {kind} | {a:.2f} ({jobs['sm']} jobs) | {b:.2f} ({jobs['delta']} jobs) | **{b / a:.2f}x** | {c} | "
-              f"{'yes' if len(sums) == 1 else 'NO'} |", flush=True)
+              f"{f:.2f} | {a / f:.2f} | {b / f:.2f} | {'yes' if len(sums) == 1 else 'NO'} |", flush=True)
 
 
 def main() -> None:
@@ -107,8 +113,8 @@ def main() -> None:
             print(f"\nSpark {pyspark.__version__}, N={n:,} target rows, M={args.changes:,} source rows, medians of "
                   f"{args.repeat} (seconds; side by side in this run)\n")
             print("| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | fused-plan prototype | "
-                  "Delta / prototype | same rows |")
-            print("|---|---|---|---|---|---|---|")
+                  "Delta / prototype | data floor | spark-merge / data floor | Delta / data floor | same rows |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
             compare(spark, data, args.repeat, args.scenarios.split(";"))
     finally:
         spark.stop()
