@@ -95,11 +95,6 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 {%- endif -%}
 {%- endmacro %}
 
-{#- The value Spark stores for `v` in a CHAR(n)/VARCHAR(n) column (CharVarcharCodegenUtils): a
-    string of at most n characters as it is; a longer one without its trailing spaces beyond n when
-    that is enough; else EXCEED_LIMIT_LENGTH, raised here while planning (before any write).
-    `v` names a column of the same SELECT (a lateral alias), so a non-deterministic value is
-    computed once. CHAR values are padded when read, as Spark reads them. -#}
 {#- Which checks guard the value column `c` is given (__sm_c<i>): NOT NULL, the struct fields
     listed in spark_merge.not_null, a CHAR/VARCHAR length, CHAR/VARCHAR inside a struct, array or
     map. The one definition: changes_sql builds the checks from it, change_summary_sql counts the
@@ -110,6 +105,11 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 {%- do out.update({'any': true if out.not_null or out.fields or out.length or out.nested else false}) -%}
 {%- endmacro %}
 
+{#- The value Spark stores for `v` in a CHAR(n)/VARCHAR(n) column (CharVarcharCodegenUtils): a
+    string of at most n characters as it is; a longer one without its trailing spaces beyond n when
+    that is enough; else EXCEED_LIMIT_LENGTH, raised here while planning (before any write).
+    `v` names a column of the same SELECT (a lateral alias), so a non-deterministic value is
+    computed once. CHAR values are padded when read, as Spark reads them. -#}
 {% macro spark_merge__char_checked(spec, table, c, v) -%}
 {%- set n = c.char_length -%}
 CASE WHEN {{ v }} IS NULL OR char_length({{ v }}) <= {{ n }} THEN {{ v }} WHEN char_length(rtrim({{ v }})) <= {{ n }} THEN substr({{ v }}, 1, {{ n }}) ELSE raise_error({{ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('length') ~ ': a ' ~ spec.kind | upper ~ ' would write a string longer than ' ~ n ~ ' characters into column ' ~ c.name ~ ' ' ~ c.char_type | upper ~ ' of ' ~ table.name ~ ' (Spark: EXCEED_LIMIT_LENGTH)') }}) END
