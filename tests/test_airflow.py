@@ -217,6 +217,29 @@ def test_gdpr_delete_removes_the_customers_everywhere(spark, airflow_home, db):
     assert spark.table(t).count() == 42
 
 
+def test_gdpr_delete_takes_ids_as_values_never_as_sql(spark, airflow_home, db):
+    """Ids reach the DELETE only through the core's quoting: a quote inside an id is part of the id,
+    a backslash does not escape the closing quote, and an id that reads like SQL is only a value."""
+    t = f"{db}.customers"
+    names = ["O'Brien", "OBrien", "\\", ") OR 1=1 --", "x", "a"]
+    spark.createDataFrame([(n, i) for i, n in enumerate(names)], "name STRING, n INT").write.format("parquet") \
+        .saveAsTable(t)
+    dag = load_dag("gdpr_delete")
+    left = list(names)
+    for day, (ids, gone) in enumerate([(["O'Brien"], ["O'Brien"]),
+                                       (["\\", ") OR 1=1 --"], ["\\", ") OR 1=1 --"]),
+                                       (["x' OR 'a'='a"], [])]):
+        run = dag.test(logical_date=DAY + timedelta(days=day), run_conf={"table": t, "key": "name", "ids": ids})
+        assert run.state == "success"
+        left = [n for n in left if n not in gone]
+        assert sorted(r[0] for r in spark.table(t).collect()) == sorted(left), ids
+    assert sorted(left) == ["OBrien", "a", "x"]
+    # a table name that is not one is refused by the DAG's params, before any task runs
+    with pytest.raises(Exception, match="does not match|pattern"):
+        dag.test(logical_date=DAY + timedelta(days=5), run_conf={"table": f"{t} WHERE 1=1 --", "key": "name", "ids": [1]})
+    assert spark.table(t).count() == 3
+
+
 def test_execution_timeout_aborts_the_merge_and_stops_its_spark_job(spark, airflow_home, db):
     t = f"{db}.slow"
     spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet")
