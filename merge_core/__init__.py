@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from pyspark.sql import SparkSession
 
+from .catalog import reports_spark_errors
 from .engine import MergeResult, MergeRun, run
 from .errors import (
     ConflictError,
@@ -21,6 +22,7 @@ from .errors import (
     MergeError,
     NotNullViolation,
     LengthViolation,
+    MetadataError,
     PlanViolation,
     ParseError,
     SpecError,
@@ -35,7 +37,7 @@ from .writer import MergeIntoWriter, merge_into
 __all__ = [
     "merge", "merge_into", "MergeIntoWriter", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
     "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
-    "DuplicateMatchError", "NotNullViolation", "LengthViolation", "PlanViolation", "EngineRejected", "ConflictError", "CorruptJournal", "recover", "repair_journal", "vacuum", "rollback", "compact",
+    "DuplicateMatchError", "NotNullViolation", "LengthViolation", "PlanViolation", "EngineRejected", "ConflictError", "CorruptJournal", "MetadataError", "recover", "repair_journal", "repair_history", "adopt", "vacuum", "rollback", "compact",
 ]
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())
@@ -69,6 +71,7 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
     return spec.with_options(**options) if options else spec
 
 
+@reports_spark_errors
 def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, max_retries: int = 3,
           jdbc_url: str | None = None, jdbc_user: str | None = None, jdbc_password: str | None = None,
           on_start: Callable | None = None, on_planned: Callable | None = None, dry_run: bool = False,
@@ -97,41 +100,69 @@ def jdbc_target(url: str | None, user: str | None = None, password: str | None =
     return PostgresTarget(url, user, password)
 
 
+@reports_spark_errors
 def recover(spark: SparkSession, table: str, break_lock: bool = False) -> bool:
     """Finish an interrupted commit on ``table`` now (begin does it too). True if there was one."""
     from . import host, lock
     from .catalog import describe_table
 
     info = describe_table(spark, [p.strip("`") for p in table.split(".")])
-    if break_lock and lock.holder(spark, info) is not None:
+    if break_lock and lock.exists(spark, info):  # whatever its properties say
         lock.break_lock(spark, info)
     return host.recover(spark, info)
 
 
-def repair_journal(spark: SparkSession, table: str) -> str | None:
-    """Clear an unreadable commit journal from ``table``'s properties, changing nothing else.
+@reports_spark_errors
+def repair_journal(spark: SparkSession, table: str, dry_run: bool = False) -> dict | None:
+    """Clear a commit journal that cannot be used from ``table``'s properties, changing nothing else.
 
-    Returns the journal's text as it was (None when there was nothing to repair). A readable
-    journal is never cleared: ``recover`` completes its commit instead. The partitions stay where
-    the metastore points them now; ``SHOW PARTITIONS`` and ``history`` tell which commit they show.
+    A journal cannot be used when it is not the JSON a commit writes, has another shape, belongs to
+    another table, or points a partition outside the table's root (spark_merge__pending_journal).
+    Returns {'why', 'text'} (the journal as it was), or None when there was nothing to repair;
+    ``dry_run`` only returns it. A usable journal is never cleared: ``recover`` completes its commit
+    instead. The partitions stay where the metastore points them now; ``SHOW PARTITIONS`` and
+    ``history`` tell which commit they show.
     """
     from . import macros
     from .catalog import describe_table
 
-    info = describe_table(spark, [p.strip("`") for p in table.split(".")])
+    info = describe_table(spark, [p.strip("`") for p in table.split(".")], trusted=False)
     journal = macros.fill("pending_journal", info)
     if not journal.get("corrupt"):
         if journal:
-            raise SpecError(f"the commit journal of {info['name']} (merge {journal['merge_id']}) is readable: "
+            raise SpecError(f"the commit journal of {info['name']} (merge {journal['merge_id']}) can be used: "
                             f"`spark-merge recover {info['name']}` completes its commit")
         return None
+    found = {"why": journal["corrupt"], "text": journal["text"]}
+    if dry_run:
+        return found
     spark.sql(macros.render("journal_reset_sql", info))
-    clear = macros.render("journal_clear_sql", describe_table(spark, [info["database"], info["table_name"]]))
+    clear = macros.render("journal_clear_sql", describe_table(spark, [info["database"], info["table_name"]], trusted=False))
     if clear:
         spark.sql(clear)
-    return journal["text"]
+    return found
 
 
+@reports_spark_errors
+def adopt(spark: SparkSession, table: str, dry_run: bool = False) -> dict:
+    """Give ``table`` spark-merge properties of its own (identity.py): after a copy of another
+    table's DDL, a move, a rename, or an edited version. Returns what it set, unset and why."""
+    from .identity import adopt as _adopt
+
+    return _adopt(spark, table, dry_run)
+
+
+@reports_spark_errors
+def repair_history(spark: SparkSession, table: str, dry_run: bool = False) -> list[tuple[str, str]]:
+    """Move ``table``'s history entries that cannot be used (not JSON, another shape, another
+    table's) aside, under <root>/_spark_merge/history_rejected/; returns them as (path, why)."""
+    from .catalog import describe_table
+    from .history_store import repair
+
+    return repair(describe_table(spark, [p.strip("`") for p in table.split(".")]), dry_run)
+
+
+@reports_spark_errors
 def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, jdbc_url: str | None = None,
             jdbc_user: str | None = None, jdbc_password: str | None = None, **options: Any) -> str:
     """Validate and return the plan's SQL without running it."""
@@ -144,6 +175,7 @@ def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, jdbc_url: 
         merge_run.close()
 
 
+@reports_spark_errors
 def history(spark: SparkSession, table: str, limit: int = 20) -> list[dict]:
     """The newest ``limit`` merges into ``table``, newest first."""
     from .history_store import read_history
@@ -151,6 +183,7 @@ def history(spark: SparkSession, table: str, limit: int = 20) -> list[dict]:
     return read_history(spark, table, limit)
 
 
+@reports_spark_errors
 def vacuum(spark: SparkSession, table: str, retain_hours: float | None = None, dry_run: bool = False,
            canonicalize: bool = True):
     """Remove the directories no version inside the retention period uses (default 7 days).
@@ -169,6 +202,7 @@ def vacuum(spark: SparkSession, table: str, retain_hours: float | None = None, d
     return result
 
 
+@reports_spark_errors
 def rollback(spark: SparkSession, table: str, to_merge_id: str) -> dict:
     """Point ``table`` back at the version before ``to_merge_id``; returns the rollback's history entry."""
     from .retention import rollback as _rollback
@@ -176,6 +210,7 @@ def rollback(spark: SparkSession, table: str, to_merge_id: str) -> dict:
     return _rollback(spark, table, to_merge_id)
 
 
+@reports_spark_errors
 def compact(spark: SparkSession, table: str, tombstone_retention_hours: float | None = None) -> dict:
     """Rewrite a merge-on-read table's log to one row per key (see merge_on_read.py)."""
     from .merge_on_read import compact as _compact

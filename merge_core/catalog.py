@@ -1,16 +1,52 @@
 """What the catalog says about a table, read with SQL only (works over Spark Connect too)."""
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import re
+import threading
+from typing import Any, Callable
 
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 
 from . import macros
-from .errors import TargetError
+from .errors import MetadataError, TargetError
 
 SPARK_ERRORS = (AnalysisException, ParseException)
+_OWN = threading.local()  # how deep this thread is inside a spark-merge operation
+
+
+class _ReportedByUs(logging.Filter):
+    """PySpark logs every SQL error it raises (a JSON line with the JVM's stack) to these loggers.
+    Inside a spark-merge operation the error is spark-merge's to report, as one MergeError line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(_OWN, "depth", 0)
+
+
+def _pyspark_error_loggers() -> list[logging.Logger]:
+    from pyspark.logger import PySparkLogger  # its own logger class: a plain Logger would not take its fields
+
+    return [PySparkLogger.getLogger(n) for n in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
+
+
+for _logger in _pyspark_error_loggers():
+    _logger.addFilter(_ReportedByUs())
+
+
+def reports_spark_errors(fn: Callable) -> Callable:
+    """A public operation: the Spark errors raised inside it reach the user as spark-merge's own
+    one-line errors, without PySpark's log line of each (the thread's other Spark calls keep theirs)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _OWN.depth = getattr(_OWN, "depth", 0) + 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _OWN.depth -= 1
+    return wrapper
 _POSITION = re.compile(r";?\s*line \d+,? pos \d+\s*;?")
 
 
@@ -24,8 +60,10 @@ def relation(parts: list[str]) -> str:
     return ".".join(macros.render("quote", p) for p in parts)
 
 
-def describe_table(spark: SparkSession, parts: list[str]) -> dict:
-    """The `table` dict every macro takes; TargetError if it is missing or not rewritable."""
+def describe_table(spark: SparkSession, parts: list[str], trusted: bool = True) -> dict:
+    """The `table` dict every macro takes; TargetError if it is missing or not rewritable, and
+    (``trusted``) MetadataError when its spark-merge properties are not its own (copied from
+    another table's DDL, the table moved or renamed, an edited version: table_info's trust_errors)."""
     name = ".".join(parts)
     rel = relation(parts)
     try:
@@ -38,4 +76,6 @@ def describe_table(spark: SparkSession, parts: list[str]) -> dict:
     table = macros.fill("table_info", desc, types)
     if table["errors"]:
         raise TargetError("; ".join(table["errors"]))
+    if trusted and table["trust_errors"]:
+        raise MetadataError(table["trust_errors"][0])
     return table

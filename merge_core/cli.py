@@ -22,7 +22,8 @@ from pathlib import Path
 
 from . import server
 from .session import home_dir
-from . import MergeError, SpecError, compact, options, explain, history, merge, recover, repair_journal, rollback, vacuum
+from . import (MergeError, SpecError, adopt, compact, explain, history, merge, options, recover, repair_history,
+               repair_journal, rollback, vacuum)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -91,9 +92,21 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("table")
     sp.add_argument("--break-lock", action="store_true", help="remove the commit lock of a process known to be dead")
     spark_options(sp)
-    sp = sub.add_parser("repair-journal", help="clear an unreadable commit journal from the table's properties "
-                                               "(prints it; changes nothing else)")
+    sp = sub.add_parser("repair-journal", help="clear a commit journal that cannot be used (not JSON, another "
+                                               "shape, another table's) from the table's properties; prints it "
+                                               "first, changes nothing else")
     sp.add_argument("table")
+    sp.add_argument("--dry-run", action="store_true", help="print it, clear nothing")
+    spark_options(sp)
+    sp = sub.add_parser("adopt", help="give a table spark-merge properties of its own (after a copy of another "
+                                      "table's DDL, a move, a rename or an edited version)")
+    sp.add_argument("table")
+    sp.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
+    spark_options(sp)
+    sp = sub.add_parser("repair-history", help="move history entries that cannot be used (not JSON, another "
+                                               "shape, another table's) aside, so vacuum and rollback can run")
+    sp.add_argument("table")
+    sp.add_argument("--dry-run", action="store_true", help="list them, move nothing")
     spark_options(sp)
     sp = sub.add_parser("vacuum", help="remove directories no version inside the retention period uses")
     sp.add_argument("table")
@@ -203,11 +216,33 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.table}: {'interrupted commit finished' if done else 'nothing to recover'}")
             return 0
         if args.command == "repair-journal":
-            text = repair_journal(spark, args.table)
-            if text is None:
+            found = repair_journal(spark, args.table, dry_run=True)
+            if found is None:
                 print(f"{args.table}: no journal to repair")
-            else:
-                print(f"{args.table}: cleared the unreadable commit journal (nothing else changed); it was:\n{text}")
+                return 0
+            print(f"{args.table}: the commit journal cannot be used ({found['why']}); it reads:\n{found['text']}")
+            if not args.dry_run:
+                repair_journal(spark, args.table)
+                print(f"{args.table}: cleared it (nothing else changed); `spark-merge history {args.table}` and "
+                      f"SHOW PARTITIONS tell which commit each partition shows")
+            return 0
+        if args.command == "adopt":
+            done = adopt(spark, args.table, dry_run=args.dry_run)
+            if not done["reasons"]:
+                print(f"{done['table']}: its spark-merge properties are its own; nothing to change")
+            for reason in done["reasons"]:
+                print(f"{done['table']}: {reason}")
+            for k, v in done["set"].items():
+                print(f"  {'would set' if args.dry_run else 'set'} {k} = {v}")
+            for k in done["unset"]:
+                print(f"  {'would unset' if args.dry_run else 'unset'} {k}")
+            return 0
+        if args.command == "repair-history":
+            moved = repair_history(spark, args.table, dry_run=args.dry_run)
+            for path, why in moved:
+                print(f"{'would move' if args.dry_run else 'moved'} {path} aside: {why}")
+            print(f"{args.table}: {len(moved)} history entr{'y' if len(moved) == 1 else 'ies'} "
+                  f"{'to move' if args.dry_run else 'moved'} aside")
             return 0
         if args.command == "vacuum":
             result = vacuum(spark, args.table, retain_hours=args.retain, dry_run=args.dry_run,

@@ -98,6 +98,14 @@ class CorruptJournal(MergeError):
     code = CODES["corrupt_journal"]
 
 
+class MetadataError(MergeError):
+    """spark-merge's metadata of a table (its identity, version, lock or history) is not what
+    spark-merge wrote for this table: edited, corrupt, or copied from another table. The message
+    names the object and the command that repairs it. Nothing was touched."""
+
+    code = CODES["metadata"]
+
+
 class ConflictError(MergeError):
     """Another writer changed what this merge read, in the partitions it rewrites. Nothing was written."""
 

@@ -10,7 +10,7 @@ from pyarrow import fs
 log = logging.getLogger("spark_merge")
 
 
-def _resolve(location: str) -> tuple[fs.FileSystem, str]:
+def resolve(location: str) -> tuple[fs.FileSystem, str]:
     """A metastore location (a Hadoop path string: not percent-encoded, so a partition
     directory `p=a%2Fb` is literally named that) as a file system and a path in it."""
     parsed = urlparse(location)
@@ -39,7 +39,7 @@ def is_inside(location: str, parent: str) -> bool:
 
 def listing(location: str) -> list[tuple[str, bool]]:
     """(child location, is a directory) for each entry directly in a directory; [] if missing."""
-    filesystem, path = _resolve(location)
+    filesystem, path = resolve(location)
     selector = fs.FileSelector(path, allow_not_found=True)
     base = location.rstrip("/")
     return [(f"{base}/{info.base_name}", info.type == fs.FileType.Directory) for info in filesystem.get_file_info(selector)]
@@ -47,7 +47,7 @@ def listing(location: str) -> list[tuple[str, bool]]:
 
 def size(location: str) -> tuple[int, int]:
     """(files, bytes) below a path, or of a single file."""
-    filesystem, path = _resolve(location)
+    filesystem, path = resolve(location)
     info = filesystem.get_file_info(path)
     if info.type == fs.FileType.File:
         return 1, info.size or 0
@@ -60,7 +60,7 @@ def size(location: str) -> tuple[int, int]:
 def remove(location: str) -> bool:
     """Delete a file or a directory tree; False (with a warning) when it cannot be reached."""
     try:
-        filesystem, path = _resolve(location)
+        filesystem, path = resolve(location)
         info = filesystem.get_file_info(path)
         if info.type == fs.FileType.File:
             filesystem.delete_file(path)
@@ -75,11 +75,31 @@ def remove(location: str) -> bool:
 def exists(uri: str) -> bool | None:
     """Whether a path exists; None when its file system cannot be reached from here."""
     try:
-        filesystem, path = _resolve(uri)
+        filesystem, path = resolve(uri)
         return filesystem.get_file_info(path).type != fs.FileType.NotFound
     except (OSError, ValueError, NotImplementedError) as e:
         log.warning("cannot check %s: %s", uri, e)
         return None
+
+
+class ForeignFormat(Exception):
+    """A directory spark-merge was about to read as plain files holds another table format's metadata."""
+
+    def __init__(self, location: str, found: str):
+        super().__init__(f"{location} holds {found} metadata")
+        self.location, self.found = location, found
+
+
+def _foreign_marker(relative: str) -> str | None:
+    """The table format whose metadata the path ``relative`` (below a table or partition directory) is."""
+    first, _, rest = relative.partition("/")
+    if first == "_delta_log" and rest:
+        return "Delta Lake (_delta_log/)"
+    if first == ".hoodie" and rest:
+        return "Apache Hudi (.hoodie/)"
+    if first == "metadata" and rest.endswith(".metadata.json") and "/" not in rest:
+        return "Apache Iceberg (metadata/*.metadata.json)"
+    return None
 
 
 def foreign_format(location: str) -> str | None:
@@ -107,8 +127,8 @@ def refill(source: str, dest: str) -> tuple[int, int]:
     Hidden entries of ``dest`` (``_merge_*``, ``_spark_merge`` in a table root) are left alone,
     so a path reader of ``dest`` afterwards reads what a reader of ``source`` reads.
     """
-    filesystem, src = _resolve(source)
-    _, dst = _resolve(dest)
+    filesystem, src = resolve(source)
+    _, dst = resolve(dest)
     entries = [i for i in filesystem.get_file_info(fs.FileSelector(src, allow_not_found=True)) if visible(i.base_name)]
     nested = [i.base_name for i in entries if i.type != fs.FileType.File]
     if nested:
@@ -140,17 +160,26 @@ def _row_count(filesystem: fs.FileSystem, path: str, provider: str) -> int:
         return orc.ORCFile(f).nrows
 
 
-def data_files(location: str, provider: str) -> dict[str, list[int]]:
+def data_files(location: str, provider: str, names: dict[str, set[str]] | None = None) -> dict[str, list[int]]:
     """{directory: [files, bytes, rows]} of the data files Spark reads below ``location``, counted
     from the listing and the files' footers (no Spark job). Files without rows are left out, as a
     query of the files' metadata columns does not see them; so is everything Spark's file index
-    hides. A directory is spelled as the location is, so it compares with the catalog's."""
-    filesystem, path = _resolve(location)
+    hides. A directory is spelled as the location is, so it compares with the catalog's.
+    ``names``: filled with {key(directory): the names of every data file listed in it}."""
+    filesystem, path = resolve(location)
     base, root = location.rstrip("/"), path.rstrip("/")
     found = [(info, info.path[len(root):].lstrip("/"))
              for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
              if info.type == fs.FileType.File]
+    for _, relative in found:
+        marker = _foreign_marker(relative)
+        if marker:
+            raise ForeignFormat(location, marker)
     found = [(info, relative) for info, relative in found if _spark_reads(relative)]
+    if names is not None:
+        names.setdefault(key(location), set())
+        for info, relative in found:
+            names.setdefault(key(base + ("/" + relative.rsplit("/", 1)[0] if "/" in relative else "")), set()).add(info.base_name)
     # footers are read in parallel: on an object store each is a request of its own
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(found)))) as pool:
         counts = list(pool.map(lambda f: _row_count(filesystem, f[0].path, provider), found))
@@ -160,3 +189,33 @@ def data_files(location: str, provider: str) -> dict[str, list[int]]:
             d = out.setdefault(base + ("/" + relative.rsplit("/", 1)[0] if "/" in relative else ""), [0, 0, 0])
             d[0], d[1], d[2] = d[0] + 1, d[1] + (info.size or 0), d[2] + rows
     return out
+
+
+def data_file_times(location: str) -> list[tuple[str, "datetime"]]:
+    """(path relative to ``location``, modification time in UTC) of each data file Spark reads below it."""
+    from datetime import timezone
+
+    filesystem, path = resolve(location)
+    root = path.rstrip("/")
+    out = []
+    for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True)):
+        relative = info.path[len(root):].lstrip("/")
+        if info.type == fs.FileType.File and _spark_reads(relative) and info.mtime is not None:
+            mtime = info.mtime if info.mtime.tzinfo else info.mtime.replace(tzinfo=timezone.utc)
+            out.append((relative, mtime))
+    return out
+
+
+def link(source: str, dest: str) -> None:
+    """Make the file ``dest`` the file ``source`` without copying its bytes where the file system
+    allows: a hard link on a local file system (one file, two names), a server-side copy on an object
+    store (pyarrow's copy_file); elsewhere a byte copy. The file itself is never re-encoded."""
+    import os
+
+    filesystem, src = resolve(source)
+    _, dst = resolve(dest)
+    filesystem.create_dir(dst.rsplit("/", 1)[0], recursive=True)
+    if isinstance(filesystem, fs.LocalFileSystem):
+        os.link(src, dst)
+    else:
+        filesystem.copy_file(src, dst)

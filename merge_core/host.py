@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 
 from . import faults, files, lock, macros, metastore
 from .catalog import SPARK_ERRORS, describe_table, spark_message
-from .errors import EngineRejected, LengthViolation, MergeError, NotNullViolation, error_for
+from .errors import CODES, EngineRejected, LengthViolation, MergeError, NotNullViolation, TargetError, error_for
 
 log = logging.getLogger("spark_merge")
 # the codes a check raises from inside Spark (raise_error in the plan's SQL)
@@ -57,6 +57,9 @@ class SparkHost:
         self.stopped = False
         self._held: Any = None  # the commit lock's context while held
         self._t0 = time.monotonic()
+        # {files.key(directory): names of the data files a listing found there}: what the check under
+        # the commit lock saw, so the files appended to a replaced directory after it can be carried over
+        self.seen: dict[str, set[str]] = {}
 
     # -- statements -----------------------------------------------------------
     def run(self, sql: str, tolerate: bool = False) -> None:
@@ -149,6 +152,11 @@ class SparkHost:
         self.stop_check()
         try:
             listed = self._listed_stats(table, name, partitions)
+        except files.ForeignFormat as e:
+            raise TargetError(f"{table['name']} is registered as a {table['provider']} table, but {e.location} (a "
+                              f"directory this {'merge rewrites' if name == table['table_name'] else 'merge staged'}) "
+                              f"holds {e.found} metadata: rewriting it as plain {table['provider']} would leave that "
+                              f"metadata describing files that are gone. Nothing was written") from None
         except Exception as e:  # py4j, a file system pyarrow cannot reach, a footer it cannot read
             log.debug("[%s] file statistics by query (listing failed: %s)", self.merge_id, e)
             listed = None
@@ -166,12 +174,34 @@ class SparkHost:
         pcols = table["partition_columns"]
         return [{"__sm_part": json.dumps([part[c] for c in pcols], separators=(",", ":"), ensure_ascii=False), "dir": d, "files": n, "bytes": size, "rows": rows}
                 for part, location in found[0]
-                for d, (n, size, rows) in files.data_files(location, table["provider"]).items()]
+                for d, (n, size, rows) in files.data_files(location, table["provider"], self.seen).items()]
 
     def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
         _trace("repoint", str(len(repoints)))
         window = metastore.repoint(self.spark, table, repoints)
         log.info("[%s] %d partition location(s) changed within %.3f s", merge_id, len(repoints), window)
+
+    def carry_late(self, table: dict, repoints: list[dict]) -> None:
+        """After a commit: data files that appeared in a replaced directory after the check under the
+        lock listed it (an INSERT of another application that bypassed the lock) are linked into the
+        directory that replaced it, so the new version holds them too, and reported (MERGE_LATE_APPEND).
+        Only directories this host listed under the lock are compared; vacuum keeps any others."""
+        _trace("carry_late")
+        carried = []
+        for r in repoints:
+            old = r.get("old_location")
+            seen = self.seen.get(files.key(old)) if old else None
+            if seen is None:
+                continue
+            for relative, _ in files.data_file_times(old):
+                if relative.rsplit("/", 1)[-1] in self.seen.get(files.key(f"{old}/{relative}".rsplit("/", 1)[0]), set()):
+                    continue
+                files.link(f"{old.rstrip('/')}/{relative}", f"{r['location'].rstrip('/')}/{relative}")
+                carried.append(f"{old.rstrip('/')}/{relative}")
+        if carried:
+            log.warning("[%s] %s: %d data file(s) were written into %s after this merge checked it under the commit "
+                        "lock (a write that bypassed spark-merge); carried into the new version: %s", self.merge_id,
+                        CODES["late_append"], len(carried), table["name"], ", ".join(carried[:5]))
 
     def journal(self, sql: str) -> None:
         """The commit point: from here the commit is rolled forward, never back."""

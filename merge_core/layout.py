@@ -29,7 +29,7 @@ from pyspark.sql import SparkSession
 
 from . import files, macros
 from .errors import ConflictError
-from .history_store import read_history
+from . import history_store
 from .lifecycle import Lifecycle, drive
 from .retention import _table, _where, current_locations, in_use, retention_hours
 
@@ -68,7 +68,7 @@ def plan_moves(spark: SparkSession, table: dict, retain_hours: float) -> tuple[l
     cutoff = datetime.now(timezone.utc) - timedelta(hours=retain_hours)
     root = table["root"].rstrip("/")
     locations = current_locations(spark, table)
-    keep, _, _ = in_use(read_history(spark, table["name"], limit=1_000_000),
+    keep, _, _ = in_use(history_store.load(table).require_readable("vacuum").entries,
                         {files.key(location) for _, location in locations.values()}, cutoff)
     moves, waiting = [], []
     for spec, (values, location) in sorted(locations.items()):

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 
 from . import files, macros
 from .catalog import SPARK_ERRORS, spark_message
-from .errors import ConflictError
+from .errors import ConflictError, MetadataError
 
 log = logging.getLogger("spark_merge")
 
@@ -36,18 +36,26 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def holder(spark: SparkSession, table: dict) -> dict | None:
-    """{'merge_id', 'since', 'expires', 'owner'} of the lock on ``table``, or None when it is free."""
-    # look before reading: a missing table would make Spark log an error stack for every merge
+def exists(spark: SparkSession, table: dict) -> bool:
+    """Whether the lock table of ``table`` exists (held, or left by a dead process)."""
     name = macros.render("literal", f"__sm_lock_{table['table_name']}")
-    if not spark.sql(f"SHOW TABLES IN {macros.render('quote', table['database'])} LIKE {name}").collect():
+    return bool(spark.sql(f"SHOW TABLES IN {macros.render('quote', table['database'])} LIKE {name}").collect())
+
+
+def holder(spark: SparkSession, table: dict) -> dict | None:
+    """{'merge_id', 'since', 'expires', 'owner'} of the lock on ``table``, or None when it is free.
+    MetadataError when its properties are not a lock spark-merge wrote for this table."""
+    # look before reading: a missing table would make Spark log an error stack for every merge
+    if not exists(spark, table):
         return None
     try:
         props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {macros.render('lock_relation', table)}").collect()}
     except SPARK_ERRORS:  # released in between
         return None
-    return {"merge_id": props.get("spark_merge.lock.merge_id", "?"), "since": props.get("spark_merge.lock.since", ""),
-            "expires": props.get("spark_merge.lock.expires", ""), "owner": props.get("spark_merge.lock.owner", "")}
+    record = macros.fill("lock_record", table, props)  # checked as dbt checks it (spark_merge_lock.sql)
+    if record.get("error"):
+        raise MetadataError(record["error"])
+    return {k: record[k] for k in ("merge_id", "since", "expires", "owner")}
 
 
 def _parse(moment: str) -> datetime | None:

@@ -119,3 +119,56 @@ def locations(spark: SparkSession, database: str, name: str, partition_columns: 
             found.append((part, to_string(p.get().location())))
     total = catalog.listPartitionNames(database, name, spark._jvm.scala.Option.empty()).size() if count else None
     return found, total
+
+
+def other_tables(spark: SparkSession, table: dict) -> list[dict]:
+    """Every other table of the catalog, as {'name', 'location', 'root', 'table_id'}: what vacuum and
+    adopt check the table's claim to its root against (a copy of its DDL carries its properties, a
+    table created with a LOCATION inside its root reads its files). Tables of every database, read
+    in one catalog call per database on a classic session; by SQL, a table at a time, elsewhere."""
+    catalog = _catalog(spark)
+    mine = (table["database"].lower(), table["table_name"].lower())
+    out = []
+    if catalog is not None:
+        java = spark._jvm.scala.jdk.javaapi.CollectionConverters
+        to_string = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
+        for db in java.asJava(catalog.listDatabases()):
+            names = catalog.listTables(db)
+            for t in java.asJava(catalog.getTablesByName(db, names)):
+                name = t.identifier().table()
+                if (db.lower(), name.lower()) == mine:
+                    continue
+                props = dict(java.asJava(t.properties()))
+                location = to_string(t.location()) if t.storage().locationUri().isDefined() else ""
+                out.append({"name": f"{db}.{name}", "location": location,
+                            "root": props.get("spark_merge.root") or location,
+                            "table_id": props.get("spark_merge.table_id")})
+        return out
+    import json
+
+    for (db,) in spark.sql("SHOW DATABASES").collect():
+        for r in spark.sql(f"SHOW TABLES IN {macros.render('quote', db)}").collect():
+            if r["isTemporary"] or (db.lower(), r["tableName"].lower()) == mine:
+                continue
+            rel = f"{macros.render('quote', db)}.{macros.render('quote', r['tableName'])}"
+            desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {rel} AS JSON").collect()[0][0])
+            props = desc.get("table_properties") or {}
+            location = desc.get("location") or ""
+            out.append({"name": f"{db}.{r['tableName']}", "location": location,
+                        "root": props.get("spark_merge.root") or location, "table_id": props.get("spark_merge.table_id")})
+    return out
+
+
+def claims_on(spark: SparkSession, table: dict) -> list[str]:
+    """Other tables that read files under ``table``'s root, or say they are ``table`` (its table id):
+    one line each, for the error that stops vacuum."""
+    from . import files
+
+    root = files.key(table["root"])
+    found = []
+    for other in other_tables(spark, table):
+        if other["location"] and files.is_inside(files.key(other["location"]), root):
+            found.append(f"{other['name']} (location {other['location']})")
+        elif other["table_id"] and table.get("table_id") and other["table_id"] == table["table_id"]:
+            found.append(f"{other['name']} (table_id {other['table_id']}, copied from this table's DDL)")
+    return found

@@ -28,11 +28,11 @@ from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
-from . import files, host, lock, macros
+from . import files, host, lock, macros, metastore
 from .catalog import SPARK_ERRORS, describe_table
 from .engine import ORPHAN_MIN_AGE_HOURS, drop_dead_stage_tables, refuse_foreign_format
-from .errors import ConflictError, SpecError, UnsupportedError
-from .history_store import read_history
+from .errors import CODES, ConflictError, MetadataError, SpecError, UnsupportedError
+from . import history_store
 from .lifecycle import Lifecycle, drive
 from .result import new_merge_id
 
@@ -42,6 +42,7 @@ DEFAULT_RETENTION_HOURS = 168.0   # 7 days, as Delta Lake; table property spark_
 _STAGING = re.compile(r"^_merge_(\d{14})_[0-9a-f]{8}$")
 _EMPTY = re.compile(r"/empty-\d+$")
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # how the catalog spells a NULL partition value
+LATE_APPEND = CODES["late_append"]  # a warning: files vacuum keeps
 
 
 @dataclass
@@ -54,13 +55,21 @@ class VacuumResult:
     bytes: int = 0
     kept_for_retention: int = 0   # replaced directories still inside the retention period
     layout: "object | None" = None  # the canonical-layout step that ran first (layout.LayoutResult)
+    late_appends: list[str] = field(default_factory=list)  # data files written after their directory was replaced: kept
+    outside: list[str] = field(default_factory=list)       # replaced directories outside the table's root: kept
 
     def summary(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
         first = f"{self.layout.summary()}\n" if self.layout is not None else ""
-        return first + (f"vacuum {self.table} (retain {self.retain_hours:g} h): {verb} {len(self.removed)} path(s), "
+        text = first + (f"vacuum {self.table} (retain {self.retain_hours:g} h): {verb} {len(self.removed)} path(s), "
                 f"{self.files} file(s), {self.bytes} bytes; kept {self.kept_for_retention} replaced "
                 f"director{'y' if self.kept_for_retention == 1 else 'ies'} still inside retention")
+        if self.late_appends:
+            text += (f"; {LATE_APPEND}: kept {len(self.late_appends)} data file(s) written into a directory after the "
+                     f"commit that replaced it, which no version reads: {', '.join(self.late_appends[:5])}")
+        if self.outside:
+            text += f"; kept {len(self.outside)} replaced director(ies) outside the table's root: {', '.join(self.outside[:5])}"
+        return text
 
 
 def retention_hours(table: dict) -> float:
@@ -142,6 +151,35 @@ def live_locations(spark: SparkSession, table: dict) -> set[str]:
     return {files.key(location) for _, location in current_locations(spark, table).values()}
 
 
+def replaced_by(entries: list[dict]) -> dict[str, list[tuple[str, datetime]]]:
+    """{replaced directory (files.key()): [(the directory that replaced it, when the commit checked
+    it under the lock)]}: a data file in the replaced directory that is newer than that moment and
+    not in the new one was appended after the check (a late append), so no version reads it."""
+    out: dict[str, list[tuple[str, datetime]]] = {}
+    for entry in entries:
+        moment = datetime.fromisoformat(entry.get("checked_at") or entry["finished_at"])
+        for r in entry.get("repoints") or []:
+            if r.get("old_location"):
+                out.setdefault(files.key(r["old_location"]), []).append((r["location"], moment))
+    return out
+
+
+def late_files(doomed: str, replaced: dict[str, list[tuple[str, datetime]]]) -> list[str]:
+    """The late appends (replaced_by) inside ``doomed``, or in it when it is a replaced directory."""
+    key = files.key(doomed)
+    found = []
+    for old, newer in replaced.items():
+        if not (files.is_inside(old, key) or key.rsplit("/", 1)[0] == old):
+            continue
+        for location, moment in newer:
+            present = {name for name, _ in files.data_file_times(location)}
+            for name, mtime in files.data_file_times(old):
+                path = f"{old}/{name}"
+                if mtime > moment and name.rsplit("/", 1)[-1] not in present and files.is_inside(files.key(path), key):
+                    found.append(path)
+    return sorted(set(found))
+
+
 def in_use(entries: list[dict], live: set[str], cutoff: datetime) -> tuple[set[str], set[str], dict[str, str]]:
     """(every directory a version inside retention uses, those of them a commit inside retention
     replaced, {directory: location as recorded} replaced before the cutoff), all as files.key().
@@ -180,6 +218,11 @@ def vacuum(spark: SparkSession, table_name: str, retain_hours: float | None = No
     if retain_hours < 0:
         raise SpecError(f"retention must be zero or more hours, got {retain_hours:g}")
     result = VacuumResult(table["name"], retain_hours, dry_run)
+    claims = metastore.claims_on(spark, table)
+    if claims:
+        raise MetadataError(f"vacuum of {table['name']} would remove files under its root {table['root']} that other "
+                            f"table(s) read: {'; '.join(claims[:3])}. Drop them, or create them with a LOCATION of "
+                            f"their own; nothing was removed")
     if dry_run:
         _vacuum(spark, table, result, moves or [])
     else:
@@ -194,7 +237,7 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[
     cutoff = now - timedelta(hours=result.retain_hours)
     orphan_cutoff = min(cutoff, now - timedelta(hours=ORPHAN_MIN_AGE_HOURS))
     root = files.key(table["root"])
-    entries = {e["merge_id"]: e for e in read_history(spark, table["name"], limit=1_000_000)}
+    entries = {e["merge_id"]: e for e in history_store.load(table).require_readable("vacuum").entries}
 
     live = live_locations(spark, table)
     simulated = []   # a dry run: the canonical-layout commit a real run makes just before, as its history entry
@@ -240,6 +283,19 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[
     # one entry per directory, none inside another (a whole _merge_<id> covers its partitions)
     by_key = {files.key(d): d for d in reversed(doomed) if files.exists(d) is not False}
     doomed = [d for k, d in by_key.items() if not any(files.is_inside(k, o) and k != o for o in by_key)]
+    replaced = replaced_by(list(entries.values()))
+    for location in list(doomed):
+        if not files.is_inside(files.key(location), root):  # a replaced partition of a custom LOCATION
+            result.outside.append(location)
+            doomed.remove(location)
+            continue
+        late = late_files(location, replaced)
+        if late:
+            log.warning("%s: %d data file(s) of %s were written into %s after the commit that replaced it, so "
+                        "no version of the table reads them; vacuum keeps them: %s", LATE_APPEND, len(late),
+                        table["name"], location, ", ".join(late[:5]))
+            result.late_appends += late
+            doomed.remove(location)
     for location in doomed:
         n, size = files.size(location)
         result.files += n
@@ -264,7 +320,7 @@ class RollbackRun(Lifecycle):
         table = _table(self.spark, self.table_name)
         to_merge_id = self.to_merge_id
         # commit order is version order (a history entry is written after the lock is released)
-        entries = sorted(read_history(self.spark, table["name"], limit=1_000_000),
+        entries = sorted(history_store.load(table).require_readable("rollback").entries,
                          key=lambda e: (e.get("version_before", 0), _finished(e)))
         ids = [e["merge_id"] for e in entries]
         if to_merge_id not in ids:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -121,6 +122,9 @@ def get_session(
         return builder.getOrCreate()
     home = home_dir(warehouse)
     master_url = master or os.environ.get("SPARK_MASTER", "local[*]")
+    # Python UDFs in a source run in worker processes: this interpreter (with pyarrow and the rest
+    # of the environment), not whatever `python3` is first on the PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master_url).appName(app_name).enableHiveSupport()
     for k, v in {**embedded_conf(home, master_url, metastore), **(conf or {})}.items():
         builder = builder.config(k, v)

@@ -163,7 +163,13 @@ def pytest_terminal_summary(terminalreporter):
     from tests.test_cluster import REPORT as CLUSTER
     from tests.test_soak import REPORT as SOAK
     from tests.test_shared_metastore import REPORT as APPS
+    from tests.test_metadata_fuzz import REPORT as FUZZ
 
+    if FUZZ["cases"]:
+        terminalreporter.write_line(
+            f"metadata corruption: {FUZZ['cases']} (object, garbage) cases, {FUZZ['worked'] + FUZZ['refused']} commands: "
+            f"{FUZZ['worked']} worked, {FUZZ['refused']} refused in one line, no live row lost; replay with "
+            f"SPARK_MERGE_CORRUPTION_SEED={FUZZ['seed']}")
     if CLUSTER:
         terminalreporter.write_line(
             f"standalone cluster (master + 2 workers): {CLUSTER['tests']} tests marked `cluster` passed, "

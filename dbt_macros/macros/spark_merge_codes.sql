@@ -23,6 +23,8 @@
     'engine_rejected': 'MERGE_ENGINE_REJECTED',
     'plan_violation': 'MERGE_PLAN_VIOLATION',
     'corrupt_journal': 'MERGE_CORRUPT_JOURNAL',
+    'metadata': 'MERGE_METADATA_ERROR',
+    'late_append': 'MERGE_LATE_APPEND',
     'conflict': 'MERGE_CONFLICT',
     'retry': 'MERGE_RETRY',
     'version_moved': 'MERGE_VERSION_MOVED',

@@ -14,12 +14,11 @@
 -#}
 
 {% macro spark_merge__journal_properties(table, merge_id, repoints, entry=none, chunk=3000) -%}
-{%- set journal = {'merge_id': merge_id, 'repoints': repoints} -%}
+{%- set journal = {'merge_id': merge_id, 'table_id': table.table_id or merge_id, 'repoints': repoints} -%}
 {%- if entry -%}{%- do journal.update({'entry': entry}) -%}{%- endif -%}
 {%- set text = journal | tojson -%}
 {%- set n = ((text | length) / chunk) | round(0, 'ceil') | int -%}
-('spark_merge.root' = {{ spark_merge.spark_merge__literal(table.root) }},
- 'spark_merge.version' = '{{ table.version + 1 }}',
+({{ spark_merge.spark_merge__identity_properties(table, merge_id) }},
  'spark_merge.journal.merge_id' = {{ spark_merge.spark_merge__literal(merge_id) }},
  'spark_merge.journal.parts' = '{{ n }}'
 {%- for i in range(n) %},
@@ -33,8 +32,8 @@ ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge.spark_merge__j
 {%- endmacro %}
 
 {#- A commit that writes no journal (an append) still moves the version on. -#}
-{% macro spark_merge__version_sql(table, properties={}) -%}
-ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.version' = '{{ table.version + 1 }}', 'spark_merge.root' = {{ spark_merge.spark_merge__literal(table.root) }}
+{% macro spark_merge__version_sql(table, merge_id, properties={}) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ({{ spark_merge.spark_merge__identity_properties(table, merge_id) }}
 {%- for k, v in properties.items() %}, {{ spark_merge.spark_merge__literal(k) }} = {{ spark_merge.spark_merge__literal(v) }}{% endfor %})
 {%- endmacro %}
 
@@ -89,23 +88,36 @@ SELECT merge_id, finished_at, entry FROM json.`{{ ctx.history_glob | replace('`'
 {#- The journal of a commit that did not finish ({merge_id, repoints, entry}), or nothing; when its
     text cannot be read back (edited or truncated properties), {'corrupt': why, 'text': its text}:
     the hosts refuse to guess and point at `spark-merge repair-journal`. -#}
+{#- A journal is this table's when its shape is a journal's (spark_merge_metadata.sql), it carries
+    the table's identity, and every location it points a partition at lies under the table's root. -#}
 {% macro spark_merge__pending_journal(table, out) -%}
 {%- set raw = table.properties.get('spark_merge.journal.parts') or '0' -%}
-{%- set parts = raw | int(-1) -%}
+{%- set parts = raw | int(-1) if raw.isdigit() else -1 -%}
 {%- if parts != 0 -%}
   {%- set text = [] -%}
   {%- for i in range(parts if parts > 0 else 0) -%}{%- do text.append(table.properties.get('spark_merge.journal.' ~ i) or '') -%}{%- endfor -%}
   {%- set parsed = fromjson(text | join(''), none) if parts > 0 else none -%}
-  {%- if parsed is mapping and parsed.get('merge_id') and parsed.get('repoints') is not none -%}
-    {%- do out.update(parsed) -%}
+  {%- set errors = [] -%}
+  {%- if parts < 0 -%}{%- do errors.append('spark_merge.journal.parts is ' ~ raw | tojson ~ ', not a count') -%}
+  {%- elif parsed is none -%}{%- do errors.append('its ' ~ parts ~ ' part(s) are not the JSON a commit wrote') -%}
+  {%- else -%}{%- do spark_merge.spark_merge__shape_errors(parsed, 'journal', 'the journal', errors) -%}
+  {%- endif -%}
+  {%- if not errors and parsed.get('table_id') and parsed.table_id != (table.table_id or parsed.merge_id) -%}
+    {%- do errors.append('it belongs to another table (table_id ' ~ parsed.table_id ~ ', not ' ~ (table.table_id or 'none') ~ ')') -%}
+  {%- endif -%}
+  {%- for r in (parsed.repoints if not errors else []) if spark_merge.spark_merge__is_inside(r.location, table.root) | trim != 'True' -%}
+    {%- do errors.append('it points ' ~ ('partition ' ~ r.partition | tojson if r.partition else 'the table') ~ ' at ' ~ r.location | tojson ~ ', outside the root of the table ' ~ table.root | tojson) -%}
+  {%- endfor -%}
+  {%- if errors -%}
+    {%- do out.update({'corrupt': errors[0], 'text': text | join('')}) -%}
   {%- else -%}
-    {%- do out.update({'corrupt': ('spark_merge.journal.parts is ' ~ raw) if parts < 0 else 'its ' ~ parts ~ ' part(s) are not the JSON a commit wrote', 'text': text | join('')}) -%}
+    {%- do out.update(parsed) -%}
   {%- endif -%}
 {%- endif -%}
 {%- endmacro %}
 
 {% macro spark_merge__corrupt_journal_message(table, journal) -%}
-the commit journal in the table properties of {{ table.name }} cannot be read ({{ journal.corrupt }}); nothing was touched. `spark-merge repair-journal {{ table.name }}` shows it and clears it, changing nothing else; then check the partitions with `spark-merge history {{ table.name }}`
+the commit journal in the table properties of {{ table.name }} cannot be used: {{ journal.corrupt }}; nothing was touched. `spark-merge repair-journal {{ table.name }}` shows it and clears it, changing nothing else; then check the partitions with `spark-merge history {{ table.name }}`
 {%- endmacro %}
 
 {#- The statement that clears a journal (repair-journal): the parts count and the journal keys. -#}

@@ -25,6 +25,8 @@
     exists(location)            true / false / none (cannot tell: dbt has no file system)
     repoint(table, merge_id, repoints)  point partitions at their new directories (Python may batch)
     journal(sql)                write the commit journal: the commit point (Python: not after an abort)
+    carry_late(table, repoints) after the commit, link files another writer appended to a replaced
+                                directory since the check under the lock into the new one (dbt: none)
     now()                       the time, ISO-8601 UTC
     elapsed_ms(s)               milliseconds since the merge began
 -#}
@@ -163,10 +165,11 @@
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'), 'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '), ' ~ summary.dups ~ ' target row(s) in all. Offending target rows: ' ~ shown | join('; '), dups) -%}
 {%- endif -%}
 {#- the metastore drops trailing spaces from a partition value (CHAR(n)'s padding aside), so a
-    rewritten partition could not be registered under its name: refused before any write -#}
-{%- for part in summary.partitions if not s.get('insert_only') -%}
+    partition written under it (rewritten, or appended to: Spark's INSERT fails there after ten
+    retries) could not be registered under its name: refused before any write -#}
+{%- for part in summary.partitions -%}
   {%- for c, v in part.items() if v is string and v != v.rstrip(' ') and not table.columns_by_name[c | lower].get('char_pad') -%}
-    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('validation'), 'this ' ~ spec.kind | upper ~ ' rewrites partition ' ~ c ~ ' = ' ~ v | tojson ~ ' of ' ~ table.name ~ ', a value that ends with a space: the Hive metastore drops trailing spaces from partition values, so the rewritten partition could not be registered under it. Trim the value (rtrim) where the statement sets it, or keep such values out of partition columns; nothing was written') -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('validation'), 'this ' ~ spec.kind | upper ~ ' writes into partition ' ~ c ~ ' = ' ~ v | tojson ~ ' of ' ~ table.name ~ ', a value that ends with a space: the Hive metastore drops trailing spaces from partition values, so the partition could not be registered under it. Trim the value (rtrim) where the statement sets it, or keep such values out of partition columns; nothing was written') -%}
   {%- endfor -%}
 {%- endfor -%}
 {%- do m.update(summary.metrics) -%}
@@ -217,6 +220,8 @@
   'merge_id': s.merge_id, 'target': s.table.name, 'kind': s.kind, 'paradigm': s.paradigm, 'plan_hash': s.plan_hash,
   'status': 'committed' if version_after != s.table.version else 'no-op', 'statement': s.statement, 'metrics': s.metrics.copy(), 'partitions': s.partitions,
   'repoints': s.get('repoints', []), 'version_before': s.table.version, 'version_after': version_after,
+  'table_id': s.table.get('table_id') or (s.merge_id if version_after != s.table.version and s.table.provider != 'jdbc' else none),
+  'checked_at': s.get('checked_at'),
 }) -%}
 {%- do out.update(s.get('entry_extra', {})) -%}
 {%- endmacro %}
@@ -246,7 +251,7 @@
 {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
 {%- do host.failpoint('before_append') -%}
 {%- for stmt in s.get('append_statements') or [spark_merge.spark_merge__append_sql(s.table, s.ctx)] -%}{%- do host.run(stmt) -%}{%- endfor -%}
-{%- do host.run(spark_merge.spark_merge__version_sql(fresh, s.get('properties', {}))) -%}
+{%- do host.run(spark_merge.spark_merge__version_sql(fresh, s.merge_id, s.get('properties', {}))) -%}
 {%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false, 'version_after': fresh.version + 1}) -%}
 {%- do s.metrics.update({'numOutputRows': s.metrics.numTargetRowsInserted}) -%}
 {%- endmacro %}
@@ -280,7 +285,7 @@
 {%- endif -%}
 {%- do s.update({'repoints': planned.repoints}) -%}
 {%- do host.step('commit: lock, check for conflicts, journal, repoint') -%}
-{%- do host.lock(table, s.merge_id) -%}{%- do s.update({'locked': true}) -%}
+{%- do host.lock(table, s.merge_id) -%}{%- do s.update({'locked': true, 'checked_at': host.now()}) -%}
 {#- the files as they are now: a query reads this session's listing, cached while planning -#}
 {%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
 {%- set current, changed = [], [] -%}
@@ -321,12 +326,14 @@
   {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
 {%- endif -%}
 {%- do s.metrics.update({'executionTimeMs': host.elapsed_ms(s)}) -%}
+{%- if not s.get('checked_at') -%}{%- do s.update({'checked_at': host.now()}) -%}{%- endif -%}
 {%- set entry = {} -%}
 {%- do spark_merge.spark_merge__history_entry(s, fresh.version + 1, entry) -%}
 {%- do host.journal(spark_merge.spark_merge__journal_sql(fresh, s.merge_id, s.repoints, entry)) -%}
 {%- do s.update({'journaled': true, 'version_after': fresh.version + 1, 'entry': entry}) -%}
 {%- do host.failpoint('after_journal') -%}
 {%- do spark_merge.spark_merge__lifecycle_apply_journal(host, fresh, s.merge_id, s.repoints, entry, false) -%}
+{%- do host.carry_late(fresh, s.repoints) -%}
 {%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false}) -%}
 {%- endmacro %}
 

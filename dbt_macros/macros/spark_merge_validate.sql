@@ -55,6 +55,11 @@
   {%- endif -%}
 {%- endfor -%}
 {%- set location = desc.get('location') or '' -%}
+{%- set identity = {} -%}
+{%- do spark_merge.spark_merge__identity(props, desc.get('namespace', [''])[-1] ~ '.' ~ desc.get('table_name', ''), location, identity) -%}
+{%- for n in not_null if n.split('.')[0] not in by_name -%}
+  {%- do identity.trust_errors.append('table property spark_merge.not_null of ' ~ name ~ ' names ' ~ n | tojson ~ ', which is not a column of it (its columns: ' ~ columns | map(attribute='name') | join(', ') ~ '); correct it with ALTER TABLE ' ~ name ~ ' SET TBLPROPERTIES (' ~ "'spark_merge.not_null'" ~ ' = ' ~ "'<column>,...'" ~ ')') -%}
+{%- endfor -%}
 {%- do out.update({
   'name': name,
   'database': desc.get('namespace', [''])[-1],
@@ -64,11 +69,13 @@
   'partition_columns': desc.get('partition_columns') or [],
   'provider': provider,
   'location': location,
-  'root': props.get('spark_merge.root') or location,
-  'version': (props.get('spark_merge.version') or '0') | int,
+  'root': identity.root,
+  'table_id': identity.table_id,
+  'version': identity.version,
   'managed': (desc.get('type') or '') | upper == 'MANAGED',
   'properties': props,
   'errors': errors,
+  'trust_errors': identity.trust_errors,
 }) -%}
 {%- do out.update({'relation': spark_merge.spark_merge__quote(out.database) ~ '.' ~ spark_merge.spark_merge__quote(out.table_name)}) -%}
 {%- endmacro %}

@@ -97,6 +97,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set table = {} -%}
 {%- do spark_merge.spark_merge__table_info(desc, types, table) -%}
 {%- if table.errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(table.errors | join('; ')) }}{%- endif -%}
+{%- if table.trust_errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': ' ~ table.trust_errors[0]) }}{%- endif -%}
 {{ return(table) }}
 {%- endmacro %}
 
@@ -157,6 +158,11 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- endif -%}
 {%- set spec = spark_merge.spark_merge__dbt_spec(cfg, table, source_view, source_columns) -%}
 {%- if spec.upsert -%}
+  {%- if spec.upsert.get('merge_engine') -%}{#- the input order its fold may rely on -#}
+    {%- set order = {} -%}
+    {%- do spark_merge.spark_merge__input_order(spec, host.rows(spark_merge.spark_merge__input_order_probe_sql(spec))[0]['plan'], order) -%}
+    {%- do spec.update({'input_order': order.order}) -%}
+  {%- endif -%}
   {%- set compiled = {} -%}
   {%- do spark_merge.spark_merge__upsert_spec(spec, table, source_columns, compiled) -%}
   {%- if compiled.errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ compiled.errors | join('; ')) }}{%- endif -%}
@@ -262,7 +268,10 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {% macro spark_merge__dbt_drop_table(identifier) -%}
 {%- set rel = spark_merge.spark_merge__dbt_relation(identifier) -%}
 {%- set desc = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ rel ~ ' AS JSON').rows[0][0]) -%}
-{%- set root = (desc.get('table_properties') or {}).get('spark_merge.root') -%}
+{%- set identity = {} -%}
+{%- do spark_merge.spark_merge__identity(desc.get('table_properties') or {}, this.schema ~ '.' ~ (identifier or this.identifier), desc.get('location'), identity) -%}
+{#- a root copied from another table's DDL is that table's: dropping it would delete the other table's files -#}
+{%- set root = (desc.get('table_properties') or {}).get('spark_merge.root') if not identity.trust_errors else none -%}
 {%- if root and root != desc.get('location') and (desc.get('type') or '') | upper == 'MANAGED' -%}
   {%- do run_query('ALTER TABLE ' ~ rel ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(root)) -%}
 {%- endif -%}

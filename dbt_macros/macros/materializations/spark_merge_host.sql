@@ -16,6 +16,7 @@
   'wait_free': spark_merge.spark_merge__dbt_wait_free, 'release_finished': spark_merge.spark_merge__dbt_release_finished,
   'exists': spark_merge.spark_merge__dbt_host_exists, 'file_stats': spark_merge.spark_merge__dbt_host_file_stats, 'repoint': spark_merge.spark_merge__dbt_host_repoint,
   'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
+  'carry_late': spark_merge.spark_merge__dbt_host_carry_late,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
 }) }}
 {%- endmacro %}
@@ -73,6 +74,12 @@
 {{ return(spark_merge.spark_merge__dbt_rows(sql)) }}
 {%- endmacro %}
 
+{#- dbt has no file system: files appended past the lock after the check are left to vacuum, which
+    keeps and reports them (MERGE_LATE_APPEND); Python carries them into the new version. -#}
+{% macro spark_merge__dbt_host_carry_late(table, repoints) -%}
+{%- do spark_merge.spark_merge__dbt_trace('carry_late') -%}
+{%- endmacro %}
+
 {% macro spark_merge__dbt_host_repoint(table, merge_id, repoints) -%}
 {%- do spark_merge.spark_merge__dbt_trace('repoint', repoints | length | string) -%}
 {%- set statements = [] -%}
@@ -103,17 +110,19 @@
 {%- if held | length == 0 -%}{{ return(none) }}{%- endif -%}
 {%- set props = {} -%}
 {%- for row in run_query('SHOW TBLPROPERTIES ' ~ spark_merge.spark_merge__lock_relation(table)).rows -%}{%- do props.update({row[0]: row[1]}) -%}{%- endfor -%}
+{%- set record = {} -%}
+{%- do spark_merge.spark_merge__lock_record(table, props, record) -%}
+{%- if record.error -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': ' ~ record.error) }}{%- endif -%}
 {%- set dt = modules.datetime -%}
 {%- set now = dt.datetime.now(modules.pytz.utc) -%}
-{%- set since = props.get('spark_merge.lock.since', '') -%}
-{%- set expires = props.get('spark_merge.lock.expires', '') -%}
+{%- set since = record.since -%}
+{%- set expires = record.expires -%}
 {%- if expires -%}
   {%- set dead = (now - dt.datetime.fromisoformat(expires)).total_seconds() > 5 -%}
 {%- else -%}
   {%- set dead = not since or (now - dt.datetime.fromisoformat(since)).total_seconds() > 900 -%}
 {%- endif -%}
-{{ return({'merge_id': props.get('spark_merge.lock.merge_id', '?'), 'since': since, 'expires': expires,
-           'owner': props.get('spark_merge.lock.owner', '?'), 'dead': dead}) }}
+{{ return({'merge_id': record.merge_id, 'since': since, 'expires': expires, 'owner': record.owner or '?', 'dead': dead}) }}
 {%- endmacro %}
 
 {#- When a wait for the commit lock that starts now gives up: the var spark_merge_lock_wait_seconds
