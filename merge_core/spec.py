@@ -100,6 +100,10 @@ class MergeSpec:
             raise SpecError("a MERGE needs at least one WHEN clause")
         if not self.target or not all(self.target):
             raise SpecError("target table name is empty")
+        if self.upsert:  # an option given where nothing reads it is refused, as dbt refuses it
+            unread = macros.fill_list("option_errors", self.upsert)
+            if unread:
+                raise SpecError("; ".join(unread))
 
     @property
     def target_name(self) -> str:

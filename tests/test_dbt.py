@@ -315,7 +315,7 @@ def test_sync_all_columns_cannot_drop_a_column(project):
     ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'set': {'nope': '1'}}]",
      "SET assigns unknown column nope"),
     ("unique_key='id', merge_clauses=[{'when': 'not_matched', 'action': 'delete'}]", "DELETE is only allowed in WHEN MATCHED"),
-    ("unique_key='id', sequence_field='v'", "sequence_field belong to merge engines: set merge_engine too"),
+    ("unique_key='id', sequence_field='v'", "sequence_field applies only to merge engines"),
     ("merge_engine='aggregation'", "a merge engine needs unique_key"),
     ("unique_key='id', merge_engine='aggregation', aggregate_function={'v': 'median'}", "unknown function median for v"),
     ("unique_key='id', merge_engine='first-row', sequence_field='v'", "sequence_field is not allowed"),

@@ -21,7 +21,8 @@ def test_the_declaration_is_well_formed():
     names = [o["name"] for o in options.table()]
     assert len(names) == len(set(names))
     for o in options.table():
-        assert set(o) == {"name", "kind", "group", "choices", "default", "cli", "dbt", "help"}, o["name"]
+        assert set(o) - {"needs"} == {"name", "kind", "group", "choices", "default", "cli", "dbt", "help"}, o["name"]
+        assert set(o.get("needs", [])) <= set(names), o["name"]
         assert o["kind"] in KINDS and o["group"] in GROUPS and o["help"], o["name"]
         assert (o["kind"] == "choice") == bool(o["choices"]), o["name"]
         assert o["default"] is None or o["kind"] != "choice" or o["default"] in o["choices"], o["name"]
@@ -94,3 +95,19 @@ def test_codes_are_declared_once():
     # a planned-rows check raised inside Spark maps back to its class
     assert isinstance(errors.error_for(codes["error"]["conflict"], "x"), errors.ConflictError)
     assert isinstance(errors.error_for(codes["error"]["version_moved"], "x"), errors.RetryableConflict)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"sequence_field": "ts", "row_kind_field": "op", "ignore_delete": True},
+     "sequence_field, row_kind_field, ignore_delete apply only to merge engines"),
+    ({"aggregate_function": {"v": "sum"}}, "aggregate_function applies only to merge engines"),
+    ({"tombstone_key": "op"}, "tombstone_key applies only to watermark upserts"),
+    ({"upsert_mode": "merge-on-read"}, "upsert_mode applies only to watermark upserts and merge engines"),
+])
+def test_an_option_that_would_do_nothing_is_refused(options, message):
+    """Given without the option that makes it apply, an option is refused before anything runs,
+    never accepted and ignored (the same check dbt's config makes: option_errors)."""
+    with pytest.raises(SpecError, match=message):
+        to_spec({"target": "db.t", "source": "db.s"}, primary_key="id", **options)
+    assert to_spec({"target": "db.t", "source": "db.s"}, primary_key="id", merge_engine="deduplicate",
+                   sequence_field="ts").upsert["sequence_field"] == ["ts"]

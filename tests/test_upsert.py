@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from merge_core import ValidationError, compact, merge
+from merge_core import MergeError, ValidationError, compact, merge
 
 from .conftest import rows, snapshot
 
@@ -165,12 +165,12 @@ def test_shuffled_and_repeated_batches_give_the_same_table(spark, db):
     ({"primary_key": "nope"}, "upsert: unknown column nope"),
     ({"tombstone_key": "status"}, "set tombstone_string_key_value"),
     ({"upsert_mode": "sideways"}, "upsert_mode must be copy-on-write or merge-on-read"),
-    ({"watermark_key": None, "upsert_mode": "merge-on-read"}, "merge-on-read needs watermark_key"),
+    ({"watermark_key": None, "upsert_mode": "merge-on-read"}, "upsert_mode applies only to watermark upserts"),
 ])
 def test_bad_upsert_options_are_rejected_before_anything_is_touched(spark, orders, options, fragment):
     upsert(spark, orders, values(EVENTS[:1]))
     before = snapshot(spark, orders)
-    with pytest.raises(ValidationError, match=fragment):
+    with pytest.raises(MergeError, match=fragment):  # the option check, or the validation against the table
         upsert(spark, orders, values(EVENTS), **options)
     assert snapshot(spark, orders) == before
 

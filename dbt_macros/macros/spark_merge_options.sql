@@ -12,6 +12,8 @@
   cli      the command line's flag (none: not on the CLI)
   dbt      the dbt config name (none: not a dbt config)
   help     one line for the CLI, the operator's docs and the README
+  needs    (optional) the options of which one must be set for this one to do anything: given
+           without them it is refused (option_errors), never ignored
 -#}
 {% macro spark_merge__option_table(out) -%}
 {%- do out.extend([
@@ -33,32 +35,32 @@
   {'name': 'watermark_key', 'kind': 'list', 'group': 'upsert', 'choices': none, 'default': none,
    'cli': '--watermark-key', 'dbt': 'watermark_key', 'help': 'a row replaces the stored one only when its watermark is newer'},
   {'name': 'tombstone_key', 'kind': 'string', 'group': 'upsert', 'choices': none, 'default': none,
-   'cli': '--tombstone-key', 'dbt': 'tombstone_key', 'help': 'a true (or matching) value marks a delete'},
+   'cli': '--tombstone-key', 'dbt': 'tombstone_key', 'needs': ['watermark_key'], 'help': 'a true (or matching) value marks a delete'},
   {'name': 'tombstone_string_key_value', 'kind': 'string', 'group': 'upsert', 'choices': none, 'default': none,
-   'cli': '--tombstone-string-key-value', 'dbt': 'tombstone_string_key_value', 'help': 'for a string tombstone key: the value meaning delete'},
+   'cli': '--tombstone-string-key-value', 'dbt': 'tombstone_string_key_value', 'needs': ['watermark_key'], 'help': 'for a string tombstone key: the value meaning delete'},
   {'name': 'upsert_mode', 'kind': 'choice', 'group': 'upsert', 'choices': ['copy-on-write', 'merge-on-read'], 'default': none,
-   'cli': '--upsert-mode', 'dbt': 'upsert_mode', 'help': 'copy-on-write (the default: rewrite touched partitions now) or merge-on-read (append to a log that a view and compaction reduce)'},
+   'cli': '--upsert-mode', 'dbt': 'upsert_mode', 'needs': ['watermark_key', 'merge_engine'], 'help': 'copy-on-write (the default: rewrite touched partitions now) or merge-on-read (append to a log that a view and compaction reduce)'},
   {'name': 'merge_engine', 'kind': 'choice', 'group': 'upsert', 'choices': ['deduplicate', 'partial-update', 'aggregation', 'first-row'], 'default': none,
    'cli': '--merge-engine', 'dbt': 'merge_engine', 'help': 'how records of one key combine (Paimon merge engines)'},
-  {'name': 'sequence_field', 'kind': 'list', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'sequence_field', 'kind': 'list', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': '--sequence-field', 'dbt': 'sequence_field', 'help': 'orders records of a key'},
-  {'name': 'row_kind_field', 'kind': 'string', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'row_kind_field', 'kind': 'string', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': '--row-kind-field', 'dbt': 'row_kind_field', 'help': 'column holding +I, -U, +U or -D'},
-  {'name': 'ignore_delete', 'kind': 'bool', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'ignore_delete', 'kind': 'bool', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': '--ignore-delete', 'dbt': 'ignore_delete', 'help': 'drop -U/-D records instead of failing'},
-  {'name': 'default_aggregate_function', 'kind': 'string', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'default_aggregate_function', 'kind': 'string', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': '--default-aggregate-function', 'dbt': 'default_aggregate_function', 'help': 'aggregation engine: the function of columns without their own'},
-  {'name': 'aggregate_function', 'kind': 'fields', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'aggregate_function', 'kind': 'fields', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': 'aggregate-function', 'dbt': 'aggregate_function', 'help': 'aggregation engine: a column\'s function (sum, max, last_value, ...)'},
-  {'name': 'sequence_group', 'kind': 'fields', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'sequence_group', 'kind': 'fields', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': 'sequence-group', 'dbt': 'sequence_group', 'help': 'partial-update engine: columns a sequence column orders'},
-  {'name': 'ignore_retract', 'kind': 'fields', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'ignore_retract', 'kind': 'fields', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': 'ignore-retract', 'dbt': 'ignore_retract', 'help': 'aggregation engine: a column ignores retractions'},
-  {'name': 'distinct', 'kind': 'fields', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'distinct', 'kind': 'fields', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': 'distinct', 'dbt': 'distinct', 'help': 'collect/listagg: distinct values'},
-  {'name': 'nested_key', 'kind': 'fields', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'nested_key', 'kind': 'fields', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': 'nested-key', 'dbt': 'nested_key', 'help': 'nested_update: the key of the nested rows'},
-  {'name': 'listagg_delimiter', 'kind': 'fields', 'group': 'engine', 'choices': none, 'default': none,
+  {'name': 'listagg_delimiter', 'kind': 'fields', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': 'list-agg-delimiter', 'dbt': 'listagg_delimiter', 'help': 'listagg: the delimiter'},
   {'name': 'retention_hours', 'kind': 'number', 'group': 'table', 'choices': none, 'default': none,
    'cli': none, 'dbt': 'retention_hours', 'help': 'how long old versions stay for readers and rollback (table property; default 168, 7 days)'},
@@ -81,4 +83,22 @@
 {%- set o = {} -%}
 {%- do spark_merge.spark_merge__option(name, o) -%}
 {{ o.choices[:-1] | join(', ') }} or {{ o.choices[-1] }}
+{%- endmacro %}
+
+{#- The options in `values` ({name: value}) given where nothing would read them (see `needs`):
+    one error per missing option, naming the options it would make apply. -#}
+{% macro spark_merge__option_errors(values, out) -%}
+{%- set declared = [] -%}
+{%- do spark_merge.spark_merge__option_table(declared) -%}
+{%- set unmet = {} -%}
+{%- for o in declared if o.get('needs') and values.get(o.name) not in [none, false, '', [], {}] -%}
+  {%- set met = [] -%}{%- for n in o.needs if values.get(n) -%}{%- do met.append(n) -%}{%- endfor -%}
+  {%- if not met -%}{%- do unmet.update({o.needs | join(' or '): unmet.get(o.needs | join(' or '), []) + [o.name]}) -%}{%- endif -%}
+{%- endfor -%}
+{%- for needs, names in unmet.items() -%}
+  {%- set what = {'merge_engine': 'merge engines (merge_engine: ' ~ spark_merge.spark_merge__choices_text('merge_engine') ~ ')',
+                  'watermark_key': 'watermark upserts (watermark_key)',
+                  'watermark_key or merge_engine': 'watermark upserts and merge engines (watermark_key or merge_engine)'}[needs] -%}
+  {%- do out.append(names | join(', ') ~ (' apply' if names | length > 1 else ' applies') ~ ' only to ' ~ what ~ ', and nothing here sets ' ~ needs ~ ': set it, or leave ' ~ names | join(', ') ~ ' out') -%}
+{%- endfor -%}
 {%- endmacro %}

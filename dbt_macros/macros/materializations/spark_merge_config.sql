@@ -69,13 +69,11 @@
     {%- do cfg.update({o.name: value}) -%}
   {%- endif -%}
 {%- endfor -%}
-{%- set engine_options = cfg.engine_options -%}
-{%- if engine_options and not cfg.merge_engine -%}
-  {{ spark_merge.spark_merge__dbt_fail(engine_options.keys() | sort | join(', ') ~ " belong to merge engines: set merge_engine too") }}
-{%- endif -%}
-{%- if (cfg.tombstone_key or cfg.upsert_mode) and not cfg.watermark_key and not cfg.merge_engine -%}
-  {{ spark_merge.spark_merge__dbt_fail("tombstone_key and upsert_mode belong to watermark upserts: set watermark_key too") }}
-{%- endif -%}
+{#- an option given where nothing reads it is refused, as merge_core refuses it (option_errors) -#}
+{%- set given, option_errors = {}, [] -%}
+{%- do given.update(cfg) -%}{%- do given.update(cfg.engine_options) -%}
+{%- do spark_merge.spark_merge__option_errors(given, option_errors) -%}
+{%- if option_errors -%}{{ spark_merge.spark_merge__dbt_fail(option_errors | join('; ')) }}{%- endif -%}
 {%- if cfg.merge_engine and (not cfg.unique_key or cfg.merge_on or cfg.merge_clauses is not none) -%}
   {{ spark_merge.spark_merge__dbt_fail("a merge engine needs unique_key (the primary key) and generates its own ON and clauses: drop merge_on and merge_clauses") }}
 {%- endif -%}
