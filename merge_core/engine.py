@@ -158,6 +158,9 @@ class MergeRun(Lifecycle):
         if self.spec_data["schema_evolution"]:
             self._evolve_schema()
         if self.spec.upsert:  # generate the guarded MERGE now that the column types are known
+            if self.spec.upsert.get("merge_engine"):  # the input order its fold may rely on
+                plan = self.host.rows(macros.render("input_order_probe_sql", self.spec_data))[0]["plan"]
+                self.spec_data["input_order"] = macros.fill("input_order", self.spec_data, plan)["order"]
             compiled = macros.fill("upsert_spec", self.spec_data, self.table, source_columns(self.spark, self.spec_data))
             if compiled["errors"]:
                 raise ValidationError(compiled["errors"])

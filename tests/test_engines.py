@@ -5,12 +5,13 @@ configuration errors."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from merge_core import EngineRejected, ValidationError, merge
 
-from .conftest import rows, snapshot
+from .conftest import location, rows, snapshot
 
 
 def engine_merge(spark, table, columns, records, **options):
@@ -379,3 +380,63 @@ def test_configuration_errors_name_the_problem(spark, db, options, message):
     with pytest.raises(ValidationError, match=message):
         engine_merge(spark, t, "k, v, n, ts", ["(1, 'b', 2, 2)"], primary_key="k", **options)
     assert snapshot(spark, t) == before
+
+
+@pytest.fixture
+def three_files(spark, db):
+    """Paimon's partial-update example as a parquet table of three files, one record each: by path
+    (a, b, c) the records come in Paimon's order; by size (Spark packs files into tasks largest
+    first) they come b, c, a."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = f"{db}.src"
+    spark.sql(f"CREATE TABLE {src} (k INT, a DOUBLE, b INT, c STRING) USING parquet")
+    where = Path(location(spark, src).removeprefix("file:"))
+    schema = pa.schema([("k", pa.int32()), ("a", pa.float64()), ("b", pa.int32()), ("c", pa.string())])
+    for name, (a, b, c), pad in [("a", (23.0, 10, None), 0), ("b", (None, None, "This is a book"), 4000),
+                                 ("c", (25.2, None, None), 1000)]:
+        data = pa.table({"k": [1], "a": [a], "b": [b], "c": [c]}, schema=schema)
+        pq.write_table(data.replace_schema_metadata({"pad": "x" * pad}), where / f"part-{name}.parquet")
+    sizes = {p.name: p.stat().st_size for p in where.glob("part-*")}
+    assert sizes["part-b.parquet"] > sizes["part-c.parquet"] > sizes["part-a.parquet"]
+    spark.sql(f"REFRESH TABLE {src}")
+    return src
+
+
+def test_input_order_is_the_source_tables_files_and_rows_whatever_order_spark_reads_them(spark, db, three_files):
+    """Folded in Spark's scan order the one batch gave 23.0, not Paimon's 25.2: the order of a
+    several-file source is whatever order Spark reads it in. A table source's order is its files'
+    paths, then row positions: the same result however Spark splits it into tasks."""
+    results = []
+    for n, split in enumerate(["1", str(128 << 20)]):
+        t = f"{db}.t{n}"
+        spark.sql(f"CREATE TABLE {t} (k INT, a DOUBLE, b INT, c STRING) USING parquet")
+        spark.conf.set("spark.sql.files.maxPartitionBytes", split)
+        try:
+            engine = merge(spark, {"target": t, "source": three_files}, merge_engine="partial-update", primary_key="k")
+        finally:
+            spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        assert engine.metrics["numTargetRowsInserted"] == 1
+        results.append(rows(spark, t))
+    assert results[0] == results[1] == [(1, 25.2, 10, "This is a book")]
+
+
+def test_a_query_source_with_a_repeated_key_needs_a_sequence_field(spark, db, three_files):
+    """A query keeps no row order Spark will repeat: a key repeated in its batch, with nothing that
+    orders its records, is refused (naming the key) rather than folded in an order of the day."""
+    t = f"{db}.t"
+    spark.sql(f"CREATE TABLE {t} (k INT, a DOUBLE, b INT, c STRING) USING parquet")
+    with pytest.raises(EngineRejected, match=r"a key repeats in this batch with records that differ.*sequence_field.*\(key \{\"k\":1\}\)"):
+        merge(spark, {"target": t, "source": f"SELECT * FROM {three_files} WHERE k > 0"},
+              merge_engine="partial-update", primary_key="k")
+    assert rows(spark, t) == []
+    merge(spark, {"target": t, "source": f"SELECT * FROM {three_files} WHERE k > 0"}, merge_engine="deduplicate",
+          primary_key="k", sequence_field="a")  # the sequence tells the records apart: the largest wins
+    assert rows(spark, t) == [(1, 25.2, None, None)]
+    # an order-insensitive fold needs no order: sums and maxima of a repeated key, from a query
+    totals = f"{db}.totals"
+    spark.sql(f"CREATE TABLE {totals} (k INT, a DOUBLE, b INT) USING parquet")
+    merge(spark, {"target": totals, "source": f"SELECT k, a, b FROM {three_files} WHERE k > 0"},
+          merge_engine="aggregation", primary_key="k", aggregate_function={"a": "sum", "b": "max"})
+    assert rows(spark, totals) == [(1, 48.2, 10)]

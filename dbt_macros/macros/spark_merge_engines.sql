@@ -386,6 +386,27 @@ aggregate(__sm_rs,
 {#- Errors the engine raises at run time (before anything is written): [condition, message] pairs. -#}
 {% macro spark_merge__engine_checks(e, out) -%}
 {%- set retracts = 'exists(__sm_rs, __sm_z -> __sm_z.__sm_d)' -%}
+{%- if not e.input_order -%}
+  {#- No input order to fold by (input_order): the fold takes records of equal sequence in the order
+      of their content, the same each run, and refuses a key whose result that order would decide:
+      records of equal sequence that differ in a column folded by an order-sensitive rule (every
+      column for deduplicate and first-row; for partial-update and aggregation, a column whose
+      function is not sum, product, count, max, min, bool_and, bool_or or collect) or in delete. -#}
+  {%- set insensitive = ['sum', 'product', 'count', 'max', 'min', 'bool_and', 'bool_or', 'collect'] -%}
+  {%- set records = 'filter(__sm_rs, __sm_z -> __sm_z.__sm_o = 1)' -%}
+  {%- set differs = ['size(array_distinct(transform(' ~ records ~ ', __sm_z -> __sm_z.__sm_d))) > 1'] -%}
+  {%- for name, i in e.index.items() if name not in e.pk | map('lower') | list -%}
+    {%- if e.engine in ['deduplicate', 'first-row'] or (e.engine == 'partial-update' and name not in e.fn)
+          or e.fn.get(name, 'last_non_null_value') not in insensitive -%}
+      {%- do differs.append('size(array_distinct(transform(filter(transform(' ~ records ~ ', __sm_z -> __sm_z.__sm_c' ~ i ~ '), __sm_x -> __sm_x IS NOT NULL), __sm_x -> to_json(named_struct(' ~ "'v'" ~ ', __sm_x))))) > 1') -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set seq = [] -%}{%- for s in e.seq -%}{%- do seq.append("'q" ~ loop.index0 ~ "', __sm_z.__sm_s.q" ~ loop.index0) -%}{%- endfor -%}
+  {%- set tied = 'size(' ~ records ~ ') > ' ~ ('size(array_distinct(transform(' ~ records ~ ', __sm_z -> named_struct(' ~ seq | join(', ') ~ '))))' if seq else '1') -%}
+  {%- do out.append([tied ~ ' AND (' ~ differs | join(' OR ') ~ ')',
+                     'a key repeats in this batch with records that differ, and ' ~ ('they have the same ' ~ e.seq | join(', ') if e.seq else 'no sequence_field orders them')
+                     ~ ': the source is a query, whose row order Spark does not keep from one run to the next, so which record wins would depend on the run; give a sequence_field that tells them apart, or read the batch from a parquet table (its files and row positions) or a VALUES list']) -%}
+{%- endif -%}
 {%- if e.kind_field -%}
   {%- do out.append(["exists(__sm_rs, __sm_z -> __sm_z.__sm_kind IS NULL OR __sm_z.__sm_kind NOT IN ('+I', '-U', '+U', '-D'))",
                      'row_kind_field ' ~ e.kind_field ~ ' must be one of +I, -U, +U, -D']) -%}
@@ -415,6 +436,10 @@ aggregate(__sm_rs,
 {%- for s in e.seq -%}{%- do seq_of.append("'q" ~ loop.index0 ~ "', CAST({p}" ~ spark_merge.spark_merge__quote(s) ~ " AS " ~ table.columns_by_name[s | lower].type ~ ")") -%}{%- endfor -%}
 {%- set checks = [] -%}
 {%- do spark_merge.spark_merge__engine_checks(e, checks) -%}
+{#- input order: a table's files and row positions, a VALUES list's own order (see input_order) -#}
+{%- set order = {'source': "named_struct('f', __sm_u._metadata.file_path, 'r', __sm_u._metadata.row_index)", 'target': "named_struct('f', '', 'r', CAST(0 AS BIGINT))"}
+    if e.input_order == 'files' else {'source': 'monotonically_increasing_id()', 'target': 'CAST(0 AS BIGINT)'} if e.input_order == 'values'
+    else {'source': 'to_json(struct(__sm_u.*))', 'target': "''"} -%}
 {%- set keys = [] -%}
 {%- for k in e.pk -%}{%- do keys.append("'" ~ k | replace("'", "") ~ "', __sm_p" ~ loop.index0) -%}{%- endfor -%}
 WITH __sm_in AS (
@@ -424,13 +449,13 @@ WITH __sm_in AS (
 {%- for c in table.columns %},
     '__sm_c{{ loop.index0 }}', CAST(__sm_src.{{ spark_merge.spark_merge__quote(c.name) }} AS {{ c.type }})
 {%- endfor %}) AS __sm_r
-  FROM (SELECT *, monotonically_increasing_id() AS __sm_i FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_u) AS __sm_src
+  FROM (SELECT *, {{ order.source }} AS __sm_i FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_u) AS __sm_src
 {%- if e.ignore_delete and e.kind_field %}
   WHERE NOT {{ retract }}
 {%- endif %}
 ), __sm_old AS (
   SELECT {% for k in e.pk %}__sm_t.{{ spark_merge.spark_merge__quote(k) }} AS __sm_p{{ loop.index0 }}, {% endfor %}named_struct(
-    '__sm_s', named_struct({{ (seq_of | join(', ')).replace('{p}', '__sm_t.') ~ ', ' if seq_of }}'o', 0, 'i', CAST(0 AS BIGINT)),
+    '__sm_s', named_struct({{ (seq_of | join(', ')).replace('{p}', '__sm_t.') ~ ', ' if seq_of }}'o', 0, 'i', {{ order.target }}),
     '__sm_o', 0, '__sm_kind', '+I', '__sm_d', false
 {%- for c in table.columns %},
     '__sm_c{{ loop.index0 }}', __sm_t.{{ spark_merge.spark_merge__quote(c.name) }}
@@ -470,7 +495,7 @@ WHERE
 {%- else -%}
   {%- set index = {} -%}
   {%- for c in table.columns -%}{%- do index.update({c.name | lower: loop.index0}) -%}{%- endfor -%}
-  {%- do e.update({'index': index}) -%}
+  {%- do e.update({'index': index, 'input_order': spec.get('input_order')}) -%}
   {%- set t = spark_merge.spark_merge__quote(spec.target_alias) ~ '.' -%}
   {%- set s = spark_merge.spark_merge__quote(spec.source_alias) ~ '.' -%}
   {%- set on, same = [], [] -%}
@@ -491,5 +516,34 @@ WHERE
   {%- do out.update(spec) -%}
   {%- do out.update({'source': spark_merge.spark_merge__engine_reduce_sql(spec, table, e) | trim, 'source_kind': 'query',
                      'on': on | join(' AND '), 'clauses': clauses, 'key_columns': e.pk, 'errors': []}) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#-
+  The input order a merge engine folds one key's records in, when no sequence field tells them
+  apart. Spark keeps no row order for a query: a scan of several files reads them in an order that
+  depends on their sizes and the cluster, so "input order" must be named. It is, when the plan of
+  `SELECT * FROM <source>` (input_order_probe_sql) reads:
+    'files':  one parquet table named as the source: its files' paths, then each row's position;
+    'values': only a VALUES list (LocalTableScan, no shuffle): its own order;
+  and nothing else (none): then a key repeated in a batch with equal sequence fields is refused
+  (engine_checks), naming the key. Fills out.order.
+-#}
+{% macro spark_merge__input_order_probe_sql(spec) -%}
+EXPLAIN SELECT * FROM {{ spark_merge.spark_merge__source_relation(spec) }} AS __sm_src
+{%- endmacro %}
+
+{% macro spark_merge__input_order(spec, plan_text, out) -%}
+{%- set physical = plan_text.split('== Physical Plan ==')[-1] -%}
+{%- set shuffled = 'Exchange' in physical or 'Sort' in physical or 'Union' in physical or 'Join' in physical -%}
+{%- set scans = physical.count('Scan ') - physical.count('LocalTableScan') -%}
+{%- set name = (spec.source or '') | replace('`', '') | lower -%}
+{%- if not shuffled and scans == 0 and 'LocalTableScan' in physical -%}
+  {%- do out.update({'order': 'values'}) -%}
+{%- elif not shuffled and scans == 1 and spec.source_kind == 'table' and physical.count('FileScan parquet') == 1
+      and ('filescan parquet spark_catalog.' ~ name ~ '[' in physical | lower or 'filescan parquet ' ~ name ~ '[' in physical | lower) -%}
+  {%- do out.update({'order': 'files'}) -%}
+{%- else -%}
+  {%- do out.update({'order': none}) -%}
 {%- endif -%}
 {%- endmacro %}
