@@ -27,6 +27,7 @@ from .errors import (
     ParseError,
     SpecError,
     TargetError,
+    TargetRefused,
     UnsupportedError,
     ValidationError,
 )
@@ -37,7 +38,7 @@ from .writer import MergeIntoWriter, merge_into
 __all__ = [
     "merge", "merge_into", "MergeIntoWriter", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
     "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
-    "DuplicateMatchError", "NotNullViolation", "LengthViolation", "PlanViolation", "EngineRejected", "ConflictError", "CorruptJournal", "MetadataError", "recover", "repair_journal", "repair_history", "adopt", "vacuum", "rollback", "compact",
+    "DuplicateMatchError", "NotNullViolation", "LengthViolation", "PlanViolation", "EngineRejected", "ConflictError", "CorruptJournal", "MetadataError", "TargetRefused", "recover", "repair_journal", "repair_history", "adopt", "vacuum", "rollback", "compact",
 ]
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())

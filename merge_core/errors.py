@@ -106,6 +106,14 @@ class MetadataError(MergeError):
     code = CODES["metadata"]
 
 
+class TargetRefused(MergeError):
+    """A target database refused the merge's commit (a constraint, a value its column cannot hold);
+    its transaction rolled back, nothing was written. ``sqlstate`` is the database's error code."""
+
+    code = CODES["target_refused"]
+    sqlstate = ""
+
+
 class ConflictError(MergeError):
     """Another writer changed what this merge read, in the partitions it rewrites. Nothing was written."""
 

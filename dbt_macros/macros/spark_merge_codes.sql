@@ -25,6 +25,7 @@
     'corrupt_journal': 'MERGE_CORRUPT_JOURNAL',
     'metadata': 'MERGE_METADATA_ERROR',
     'late_append': 'MERGE_LATE_APPEND',
+    'target_refused': 'MERGE_TARGET_REFUSED',
     'conflict': 'MERGE_CONFLICT',
     'retry': 'MERGE_RETRY',
     'version_moved': 'MERGE_VERSION_MOVED',

@@ -98,7 +98,7 @@
 {%- for c in table.columns -%}
   {%- do row.append(spark_merge.spark_merge__literal(c.name) ~ ', CAST({p}' ~ spark_merge.spark_merge__quote(c.name) ~ ' AS ' ~ c.type ~ ')') -%}
 {%- endfor -%}
-{%- do out.update({'errors': errors, 'mode': u.upsert_mode, 'primary_key': u.primary_key, 'pk': pk,
+{%- do out.update({'errors': errors, 'mode': u.upsert_mode, 'primary_key': u.primary_key, 'pk': pk, 'order_parts': wm + [test],
                    'order': 'struct(' ~ (wm + [test, 'to_json(named_struct(' ~ row | join(', ') ~ '))']) | join(', ') ~ ')',
                    'row': 'to_json(named_struct(' ~ row | join(', ') ~ '))',
                    'tombstone': test, 'watermark_key': u.watermark_key}) -%}
@@ -124,11 +124,21 @@ SELECT __sm_best.* FROM (SELECT max_by(struct(*), {{ plan.order.replace('{p}', '
   {%- set s = spark_merge.spark_merge__quote(spec.source_alias) ~ '.' -%}
   {%- set on = [] -%}
   {%- for k in plan.pk -%}{%- do on.append(t ~ k ~ ' <=> ' ~ s ~ k) -%}{%- endfor -%}
-  {#- with a watermark a stored row changes only for a fresher one; without, for any row that differs -#}
+  {#- with a watermark a stored row changes only for a fresher one; without, for any row that differs.
+      A PostgreSQL target evaluates the condition itself, at its commit: column by column (it has no
+      struct order, nor Spark's JSON), the watermark then the tombstone; an equal one keeps the row. -#}
+  {%- if table.provider == 'jdbc' -%}
+    {%- set keys = plan.order_parts if plan.watermark_key else [] -%}
+    {%- set differs = [] -%}
+    {%- for c in table.columns -%}{%- do differs.append(s ~ spark_merge.spark_merge__quote(c.name) ~ ' <=> ' ~ t ~ spark_merge.spark_merge__quote(c.name)) -%}{%- endfor -%}
+    {%- set condition = spark_merge.spark_merge__greater_sql(keys, s, t) | trim if plan.watermark_key else 'NOT (' ~ differs | join(' AND ') ~ ')' -%}
+  {%- else -%}
+    {%- set condition = (plan.order.replace('{p}', s) ~ ' > ' ~ plan.order.replace('{p}', t)) if plan.watermark_key
+                        else ('NOT (' ~ plan.row.replace('{p}', s) ~ ' <=> ' ~ plan.row.replace('{p}', t) ~ ')') -%}
+  {%- endif -%}
   {%- set clauses = [
     {'matched': true, 'action': 'update',
-     'condition': (plan.order.replace('{p}', s) ~ ' > ' ~ plan.order.replace('{p}', t)) if plan.watermark_key
-                  else ('NOT (' ~ plan.row.replace('{p}', s) ~ ' <=> ' ~ plan.row.replace('{p}', t) ~ ')'),
+     'condition': condition,
      'assignments': [], 'insert_columns': [], 'insert_values': [], 'star': true},
     {'matched': false, 'action': 'insert', 'condition': none, 'assignments': [], 'insert_columns': [], 'insert_values': [], 'star': true},
   ] -%}
@@ -175,4 +185,14 @@ SELECT * FROM ({{ spark_merge.spark_merge__upsert_reduce_sql(plan, table.relatio
 {%- if cutoff is not none %}
 WHERE NOT ({{ plan.tombstone.replace('{p}', '') }} AND {{ spark_merge.spark_merge__quote(plan.watermark_key[0]) }} < {{ cutoff }})
 {%- endif %}
+{%- endmacro %}
+
+{#- `parts` (expressions with {p} for the side) of the side `a` greater than of side `b`, compared left
+    to right with NULL smallest, in SQL that Spark and PostgreSQL read alike (no struct order). -#}
+{% macro spark_merge__greater_sql(parts, a, b) -%}
+{%- if not parts -%}false
+{%- else -%}
+  {%- set x, y = parts[0].replace('{p}', a), parts[0].replace('{p}', b) -%}
+(({{ x }}) IS NOT NULL AND (({{ y }}) IS NULL OR ({{ x }}) > ({{ y }}))) OR (({{ x }}) <=> ({{ y }}) AND ({{ spark_merge.spark_merge__greater_sql(parts[1:], a, b) | trim }}))
+{%- endif -%}
 {%- endmacro %}
