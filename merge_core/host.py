@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import threading
 import time
 from datetime import datetime, timezone
@@ -31,7 +30,16 @@ from .errors import CODES, EngineRejected, LengthViolation, MergeError, NotNullV
 log = logging.getLogger("spark_merge")
 # the codes a check raises from inside Spark (raise_error in the plan's SQL)
 _RAISED_BY = {e.code: e for e in (NotNullViolation, LengthViolation, EngineRejected)}
-_RAISED = re.compile(rf"({'|'.join(_RAISED_BY)}): (.*?)(?:\.? SQLSTATE|\n|$)")
+
+
+def raised_by_check(e: Exception) -> MergeError | None:
+    """The error a check of the plan raised inside Spark (raise_error: Spark's USER_RAISED_EXCEPTION,
+    its message a code and text), from Spark's structured error, never from its message text (which
+    quotes the statement, with every check's message in it)."""
+    if not isinstance(e, PySparkException) or not str(e.getCondition() or "").startswith("USER_RAISED_EXCEPTION"):
+        return None
+    code, _, text = str((e.getMessageParameters() or {}).get("errorMessage", "")).partition(": ")
+    return _RAISED_BY[code](text) if code in _RAISED_BY else None
 
 # above this many partitions the file statistics are a query: its one catalog call (partitions by
 # filter) and its listing job cost less than a catalog call per partition
@@ -87,9 +95,9 @@ class SparkHost:
         except Exception as e:
             if self.journaled:
                 raise
-            raised = _RAISED.search(str(e))
-            if raised:  # a check raised in SQL (NOT NULL, a CHAR/VARCHAR length, a merge engine)
-                raise _RAISED_BY[raised.group(1)](raised.group(2)) from None
+            raised = raised_by_check(e)
+            if raised is not None:  # a check raised in SQL (NOT NULL, a CHAR/VARCHAR length, a merge engine)
+                raise raised from None
             if isinstance(e, SPARK_ERRORS) or (isinstance(e, PySparkException) and not self.stopped):
                 # an analysis error, or one a row raised at run time (an overflow under ANSI
                 # mode, a failed cast): name it, no JVM stack

@@ -22,8 +22,8 @@ def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
     """Return the resolved clauses; raise ValidationError listing every problem."""
     resolved = macros.fill("resolve", spec, table)
     errors = list(resolved["errors"])
-    if spec["source_kind"] != "none":
-        source_columns(spark, spec)
+    sources = source_columns(spark, spec) if spec["source_kind"] != "none" else []
+    macros.render("reserved_column_errors", table, sources, errors)
 
     parts = resolved["parts"]
     types: list[str | None] = [None] * len(parts)

@@ -95,3 +95,21 @@ def test_column_and_table_names_that_need_quoting(spark, db):
     merge(spark, f"MERGE INTO {db}.odd_table t USING (SELECT 1 AS `my id`, 'A' AS `we``ird`, 5 AS `part col`) s "
                  f"ON t.`my id` = s.`my id` WHEN MATCHED THEN UPDATE SET `we``ird` = s.`we``ird`, `part col` = s.`part col`")
     assert rows(spark, f"{db}.odd_table") == [(1, "A", 5), (2, "b", 2)]
+
+
+def test_columns_named_like_the_plans_own_work_or_are_refused_by_name(spark, db):
+    """A user column named as a plan column (__sm_case, __sm_op, __sm_c0) is kept apart from it (the
+    plan's names live in their own query level); the few the plan adds beside the user's columns in
+    one relation (__sm_file beside a target, __sm_srow beside a source) are refused, naming them."""
+    from merge_core import ValidationError, merge
+
+    t = f"{db}.named"
+    spark.sql(f"CREATE TABLE {t} (id INT, __sm_case STRING, __sm_op INT, __sm_c0 INT) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1, 1), (2, 'b', 2, 2)")
+    merge(spark, f"MERGE INTO {t} t USING (SELECT 1 AS id, 'z' AS __sm_case, 9 AS __sm_x0) s ON t.id = s.id "
+                 f"WHEN MATCHED AND s.__sm_case = 'z' THEN UPDATE SET __sm_case = s.__sm_case, __sm_op = s.__sm_x0 "
+                 f"WHEN NOT MATCHED THEN INSERT (id, __sm_case) VALUES (s.id, s.__sm_case)")
+    assert sorted(tuple(r) for r in spark.table(t).collect()) == [(1, "z", 9, 1), (2, "b", 2, 2)]
+    with pytest.raises(ValidationError, match="column __sm_srow of the source: spark-merge names a column"):
+        merge(spark, f"MERGE INTO {t} t USING (SELECT 1 AS id, 3 AS __sm_srow) s ON t.id = s.id "
+                     f"WHEN MATCHED THEN DELETE")

@@ -102,6 +102,9 @@ to_json(struct({{ spark_merge.spark_merge__column_list(table.columns | map(attri
 {% macro spark_merge__value_checks(c, out) -%}
 {%- do out.update({'not_null': not c.nullable, 'fields': c.get('not_null_fields') or [],
                    'length': c.get('char_length'), 'nested': c.get('nested_chars')}) -%}
+{%- if c.get('computed_by_target') -%}{#- a PostgreSQL target computes and checks its values itself -#}
+  {%- do out.update({'not_null': false, 'fields': [], 'length': none, 'nested': none}) -%}
+{%- endif -%}
 {%- do out.update({'any': true if out.not_null or out.fields or out.length or out.nested else false}) -%}
 {%- endmacro %}
 
@@ -343,6 +346,48 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
     else t ~ '.__sm_file IS NOT NULL' ~ (' AND ' ~ s ~ '.__sm_srow IS NOT NULL' if full or fused else '') -%}
 {%- set by_source = s ~ '.__sm_srow IS NULL' ~ (' AND ' ~ t ~ '.__sm_j' if fused else '') -%}
 {%- set changes_filter = spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim -%}
+{#- Two levels, so no name of the user's can meet a name of the plan's: the inner query reads the
+    target and the source (user columns, only through their aliases) and gives plan columns only,
+    the first matching clause found by one searched CASE for each of __sm_case, __sm_op and each
+    column's value __sm_x<i> (the same WHENs in the same order, so the same clause: no lateral alias
+    a user column could shadow); the outer query checks each value (NOT NULL, CHAR/VARCHAR length)
+    into __sm_c<i>, reading only the inner query's columns. -#}
+{%- set whens = [] -%}
+{%- for cl in resolved.clauses -%}
+  {%- do whens.append('WHEN ' ~ (is_matched if cl.matched else (by_source if cl.by_source else t ~ '.__sm_file IS NULL')) ~ (' AND (' ~ cl.condition ~ ')' if cl.condition else '') ~ ' THEN ') -%}
+{%- endfor -%}
+{%- set plain = ['__sm_merge', '__sm_file', '__sm_row', '__sm_matched', '__sm_srow'] -%}
+{%- if fused -%}{%- do plain.append('__sm_touched') -%}{%- for c in table.columns -%}{%- do plain.append('__sm_t' ~ loop.index0) -%}{%- endfor -%}{%- endif -%}
+{%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do plain.append('__sm_key' ~ loop.index0) -%}{%- endfor -%}
+{%- for p in table.partition_columns -%}{%- do plain.append('__sm_old' ~ loop.index0) -%}{%- endfor -%}
+{%- for k in table.get('primary_key') or [] -%}{%- do plain.append('__sm_pk' ~ loop.index0) -%}{%- endfor -%}
+{%- do plain.extend(['__sm_case', '__sm_op']) -%}
+SELECT {{ plain | join(', ') }}
+{%- for c in table.columns %}
+{%- set i = loop.index0 -%}
+{#- the checks of what the column is given (NOT NULL, a struct field listed in spark_merge.not_null,
+    CHAR/VARCHAR length) are part of its value __sm_c<i>, so every statement reading the value checks it -#}
+{%- set checks, vc = [], {} -%}
+{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
+{%- if vc.not_null -%}
+  {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
+  {%- set writers_of_c = [] -%}
+  {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor -%}
+  {%- do checks.append(('__sm_case IN (' ~ (writers_of_c or [-2]) | join(', ') ~ ')' if c.get('has_default') else '__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ')')
+                       ~ ' AND __sm_x' ~ i ~ ' IS NULL THEN raise_error(' ~ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) ~ ')') -%}
+{%- endif -%}
+{%- for path in vc.fields -%}
+  {%- set parts = [] -%}{%- for p in path.split('.') -%}{%- do parts.append(spark_merge.spark_merge__quote(p) | trim) -%}{%- endfor -%}
+  {%- set outer = [] -%}{%- for n in range(1, parts | length) -%}{%- do outer.append(' AND __sm_x' ~ i ~ '.' ~ parts[:n] | join('.') ~ ' IS NOT NULL') -%}{%- endfor -%}
+  {%- do checks.append('__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ') AND __sm_x' ~ i ~ ' IS NOT NULL' ~ outer | join('')
+                       ~ ' AND __sm_x' ~ i ~ '.' ~ parts | join('.') ~ ' IS NULL THEN raise_error(' ~ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL field ' ~ c.name ~ '.' ~ path ~ ' of ' ~ table.name) ~ ')') -%}
+{%- endfor -%}
+{%- set value = spark_merge.spark_merge__char_checked(spec, table, c, '__sm_x' ~ i) if vc.length
+    else spark_merge.spark_merge__nested_char_checked(spec, table, 'field ' ~ c.name, '__sm_x' ~ i, c.nested_chars) if vc.nested
+    else '__sm_x' ~ i -%},
+  {% if checks %}CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE {{ value }} END{% else %}{{ value }}{% endif %} AS __sm_c{{ i }}
+{%- endfor %}
+FROM (
 SELECT
   {{ spark_merge.spark_merge__literal(ctx.merge_id) }} AS __sm_merge,
   {{ t }}.__sm_file AS __sm_file,
@@ -364,43 +409,14 @@ SELECT
 {%- for k in table.get('primary_key') or [] %}
   {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_pk{{ loop.index0 }},
 {%- endfor %}
-  CASE
-{%- for cl in resolved.clauses %}
-    WHEN {{ is_matched if cl.matched else (by_source if cl.by_source else t ~ '.__sm_file IS NULL') }}{% if cl.condition %} AND ({{ cl.condition }}){% endif %} THEN {{ cl.index }}
-{%- endfor %}
-    ELSE -1
-  END AS __sm_case,
-  CASE __sm_case{% for cl in resolved.clauses %} WHEN {{ cl.index }} THEN {{ cl.op }}{% endfor %} ELSE {{ spark_merge.spark_merge__op('none') }} END AS __sm_op
-{%- for c in table.columns %}
-{%- set i = loop.index0 -%}
-{#- the checks of what the column is given (NOT NULL, a struct field listed in spark_merge.not_null,
-    CHAR/VARCHAR length) are part of its value __sm_c<i>, so every statement reading the value checks it -#}
-{%- set checks, vc = [], {} -%}
-{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
-{%- if vc.not_null -%}
-  {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
-  {%- set writers_of_c = [] -%}
-  {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor -%}
-  {%- do checks.append(('__sm_case IN (' ~ (writers_of_c or [-2]) | join(', ') ~ ')' if c.get('has_default') else '__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ')')
-                       ~ ' AND __sm_x' ~ i ~ ' IS NULL THEN raise_error(' ~ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) ~ ')') -%}
-{%- endif -%}
-{%- for path in vc.fields -%}
-  {%- set parts = [] -%}{%- for p in path.split('.') -%}{%- do parts.append(spark_merge.spark_merge__quote(p) | trim) -%}{%- endfor -%}
-  {%- set outer = [] -%}{%- for n in range(1, parts | length) -%}{%- do outer.append(' AND __sm_x' ~ i ~ '.' ~ parts[:n] | join('.') ~ ' IS NOT NULL') -%}{%- endfor -%}
-  {%- do checks.append('__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ') AND __sm_x' ~ i ~ ' IS NOT NULL' ~ outer | join('')
-                       ~ ' AND __sm_x' ~ i ~ '.' ~ parts | join('.') ~ ' IS NULL THEN raise_error(' ~ spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~ ' would write NULL into NOT NULL field ' ~ c.name ~ '.' ~ path ~ ' of ' ~ table.name) ~ ')') -%}
-{%- endfor -%},
-  {% if writers | length == 0 -%}
+  CASE{% for cl in resolved.clauses %} {{ whens[loop.index0] }}{{ cl.index }}{% endfor %} ELSE -1 END AS __sm_case,
+  CASE{% for cl in resolved.clauses %} {{ whens[loop.index0] }}{{ cl.op }}{% endfor %} ELSE {{ spark_merge.spark_merge__op('none') }} END AS __sm_op
+{%- for c in table.columns %},
+  {% if writers | length == 0 or c.get('computed_by_target') -%}
   CAST(NULL AS {{ c.type }})
   {%- else -%}
-  CASE __sm_case{% for cl in writers %} WHEN {{ cl.index }} THEN {{ spark_merge.spark_merge__output_value(spec, cl, c) }}{% endfor %} END
-  {%- if vc.length %} AS __sm_v{{ i }},
-  {{ spark_merge.spark_merge__char_checked(spec, table, c, '__sm_v' ~ i) }}
-  {%- elif vc.nested %} AS __sm_v{{ i }},
-  {{ spark_merge.spark_merge__nested_char_checked(spec, table, 'field ' ~ c.name, '__sm_v' ~ i, c.nested_chars) }}{% endif %}
-  {%- endif %}
-  {%- if checks %} AS __sm_x{{ i }},
-  CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE __sm_x{{ i }} END{% endif %} AS __sm_c{{ i }}
+  CASE{% for cl in resolved.clauses %} {{ whens[loop.index0] }}{{ spark_merge.spark_merge__output_value(spec, cl, c) if cl.action != 'delete' else 'NULL' }}{% endfor %} END
+  {%- endif %} AS __sm_x{{ loop.index0 }}
 {%- endfor %}
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts) }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
@@ -412,6 +428,7 @@ FROM {{ spark_merge.spark_merge__fused_target_scan(table, spec.partition_filter 
 FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
 WHERE ({{ spec.on }})
 {%- endif %}
+) AS __sm_j0
 {%- endmacro %}
 
 {#- The fused write's target side: every row of the touched partitions (`partitions`; all rows of
@@ -685,17 +702,6 @@ SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge_
   ) AS __sm_j
   WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}) OR (__sm_op = {{ spark_merge.spark_merge__op('none') }} AND __sm_touched)
 ) AS __sm_new
-{%- endmacro %}
-
-{#- CHANGE_ONLY_UPDATED_COLUMNS: the changed rows for the database's staging table (merge_core/postgres.py). -#}
-{% macro spark_merge__jdbc_stage_select(table, ctx) -%}
-SELECT __sm_op, __sm_case{% for k in table.primary_key %}, __sm_pk{{ loop.index0 }}{% endfor -%}
-{% for c in table.columns %}, __sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{% endfor %}
-FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'delete', 'update') }})
-{%- endmacro %}
-
-{% macro spark_merge__jdbc_case_counts_sql(ctx) -%}
-SELECT __sm_case AS `case`, count(*) AS n FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'delete', 'update') }}) GROUP BY __sm_case
 {%- endmacro %}
 
 {% macro spark_merge__stage_sql(table, ctx, partitions) -%}

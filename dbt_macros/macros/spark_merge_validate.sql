@@ -405,3 +405,15 @@ DESCRIBE QUERY SELECT * FROM {{ spark_merge.spark_merge__source_relation(spec) }
   {%- endif -%}
 {%- endfor -%}
 {%- endmacro %}
+
+{#- The few names the plan gives the columns it adds beside the user's (the target's row id, the
+    source's row number): a user column of the same name would meet them in one relation. Every
+    other name of the plan lives in its own query level (changes_sql). Errors appended to `out`. -#}
+{% macro spark_merge__reserved_column_errors(table, source_columns, out) -%}
+{%- set reserved = {'target': ['__sm_file', '__sm_row', '__sm_j', '__sm_touched'], 'source': ['__sm_srow', '__sm_merge', '__sm_i']} -%}
+{%- for side, names in [('target ' ~ table.name, table.columns | map(attribute='name') | list), ('the source', source_columns or [])] -%}
+  {%- for n in names if (n | lower) in reserved[side.split(' ')[0] if side.startswith('target') else 'source'] -%}
+    {%- do out.append('column ' ~ n ~ ' of ' ~ side ~ ': spark-merge names a column of its plan so (' ~ reserved.target | join(', ') ~ ' beside a target, ' ~ reserved.source | join(', ') ~ ' beside a source); rename it or select it under another name') -%}
+  {%- endfor -%}
+{%- endfor -%}
+{%- endmacro %}

@@ -171,6 +171,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set resolved = {} -%}
 {%- do spark_merge.spark_merge__resolve(spec, table, resolved) -%}
 {%- set errors = resolved.errors -%}
+{%- do spark_merge.spark_merge__reserved_column_errors(table, source_columns, errors) -%}
 {%- set parts, types = [], [] -%}
 {%- for scope in ['both', 'source', 'target'] -%}
   {%- set batch = resolved.parts | selectattr('scope', 'equalto', scope) | list -%}
