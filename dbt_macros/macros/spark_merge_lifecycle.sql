@@ -165,11 +165,11 @@
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'), 'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '), ' ~ summary.dups ~ ' target row(s) in all. Offending target rows: ' ~ shown | join('; '), dups) -%}
 {%- endif -%}
 {#- the metastore drops trailing spaces from a partition value (CHAR(n)'s padding aside), so a
-    partition written under it (rewritten, or appended to: Spark's INSERT fails there after ten
-    retries) could not be registered under its name: refused before any write -#}
-{%- for part in summary.partitions -%}
+    rewritten partition could not be registered under its name: refused before any write (an append
+    is Spark's own INSERT, which registers such a partition itself) -#}
+{%- for part in summary.partitions if not s.get('insert_only') -%}
   {%- for c, v in part.items() if v is string and v != v.rstrip(' ') and not table.columns_by_name[c | lower].get('char_pad') -%}
-    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('validation'), 'this ' ~ spec.kind | upper ~ ' writes into partition ' ~ c ~ ' = ' ~ v | tojson ~ ' of ' ~ table.name ~ ', a value that ends with a space: the Hive metastore drops trailing spaces from partition values, so the partition could not be registered under it. Trim the value (rtrim) where the statement sets it, or keep such values out of partition columns; nothing was written') -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('validation'), 'this ' ~ spec.kind | upper ~ ' rewrites partition ' ~ c ~ ' = ' ~ v | tojson ~ ' of ' ~ table.name ~ ', a value that ends with a space: the Hive metastore drops trailing spaces from partition values, so the rewritten partition could not be registered under it. Trim the value (rtrim) where the statement sets it, or keep such values out of partition columns; nothing was written') -%}
   {%- endfor -%}
 {%- endfor -%}
 {%- do m.update(summary.metrics) -%}
