@@ -160,12 +160,12 @@ def _row_count(filesystem: fs.FileSystem, path: str, provider: str) -> int:
         return orc.ORCFile(f).nrows
 
 
-def data_files(location: str, provider: str, names: dict[str, set[str]] | None = None) -> dict[str, list[int]]:
+def data_files(location: str, provider: str, names: dict[str, dict[str, tuple[int, int]]] | None = None) -> dict[str, list[int]]:
     """{directory: [files, bytes, rows]} of the data files Spark reads below ``location``, counted
     from the listing and the files' footers (no Spark job). Files without rows are left out, as a
     query of the files' metadata columns does not see them; so is everything Spark's file index
     hides. A directory is spelled as the location is, so it compares with the catalog's.
-    ``names``: filled with {key(directory): the names of every data file listed in it}."""
+    ``names``: filled with {key(directory): {name: (bytes, rows)} of every data file listed in it}."""
     filesystem, path = resolve(location)
     base, root = location.rstrip("/"), path.rstrip("/")
     found = [(info, info.path[len(root):].lstrip("/"))
@@ -176,17 +176,18 @@ def data_files(location: str, provider: str, names: dict[str, set[str]] | None =
         if marker:
             raise ForeignFormat(location, marker)
     found = [(info, relative) for info, relative in found if _spark_reads(relative)]
-    if names is not None:
-        names.setdefault(key(location), set())
-        for info, relative in found:
-            names.setdefault(key(base + ("/" + relative.rsplit("/", 1)[0] if "/" in relative else "")), set()).add(info.base_name)
     # footers are read in parallel: on an object store each is a request of its own
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(found)))) as pool:
         counts = list(pool.map(lambda f: _row_count(filesystem, f[0].path, provider), found))
     out: dict[str, list[int]] = {}
+    if names is not None:
+        names.setdefault(key(location), {})
     for (info, relative), rows in zip(found, counts):
+        directory = base + ("/" + relative.rsplit("/", 1)[0] if "/" in relative else "")
+        if names is not None:
+            names.setdefault(key(directory), {})[info.base_name] = (info.size or 0, rows)
         if rows:
-            d = out.setdefault(base + ("/" + relative.rsplit("/", 1)[0] if "/" in relative else ""), [0, 0, 0])
+            d = out.setdefault(directory, [0, 0, 0])
             d[0], d[1], d[2] = d[0] + 1, d[1] + (info.size or 0), d[2] + rows
     return out
 

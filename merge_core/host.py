@@ -65,9 +65,10 @@ class SparkHost:
         self.stopped = False
         self._held: Any = None  # the commit lock's context while held
         self._t0 = time.monotonic()
-        # {files.key(directory): names of the data files a listing found there}: what the check under
-        # the commit lock saw, so the files appended to a replaced directory after it can be carried over
-        self.seen: dict[str, set[str]] = {}
+        # {files.key(directory): {name: (bytes, rows)}} of the data files the last listing of each
+        # directory found: which files a rewrite carries over (carry), and what the check under the
+        # commit lock saw, so that files appended to a replaced directory after it are carried too
+        self.seen: dict[str, dict[str, tuple[int, int]]] = {}
 
     # -- statements -----------------------------------------------------------
     def run(self, sql: str, tolerate: bool = False) -> None:
@@ -188,6 +189,33 @@ class SparkHost:
         _trace("repoint", str(len(repoints)))
         window = metastore.repoint(self.spark, table, repoints)
         log.info("[%s] %d partition location(s) changed within %.3f s", merge_id, len(repoints), window)
+
+    def can_carry(self, table: dict, old: list[dict]) -> bool:
+        """Whether this host can carry a partition's untouched files into its new version: it listed
+        every one of the rewritten directories (so it knows their files) and reaches them."""
+        _trace("can_carry")
+        return bool(old) and all(files.key(r["dir"]) in self.seen for r in old)
+
+    def carry(self, table: dict, repoints: list[dict], rewritten: list[str]) -> list[dict]:
+        """Link each replaced directory's data files, but those in ``rewritten`` (file URIs, as
+        _metadata.file_path gives them), into the directory that replaces it: a hard link on a local
+        file system, a server-side copy on an object store (files.link), never a re-encoding. Returns
+        per directory what it carried, as file_stats rows ({'partition', 'dir', 'files', 'bytes', 'rows'})."""
+        _trace("carry", str(len(rewritten)))
+        gone = {files.key(files.location_of_uri(f)) for f in rewritten}
+        out = []
+        for r in repoints:
+            if not r.get("old_location"):
+                continue
+            old = r["old_location"].rstrip("/")
+            kept = [(name, size, rows) for name, (size, rows) in sorted(self.seen.get(files.key(old), {}).items())
+                    if files.key(f"{old}/{name}") not in gone]
+            for name, _, _ in kept:
+                files.link(f"{old}/{name}", f"{r['location'].rstrip('/')}/{name}")
+            if kept:
+                out.append({"partition": r["partition"] or {}, "dir": r["location"], "files": len(kept),
+                            "bytes": sum(k[1] for k in kept), "rows": sum(k[2] for k in kept)})
+        return out
 
     def carry_late(self, table: dict, repoints: list[dict]) -> None:
         """After a commit: data files that appeared in a replaced directory after the check under the

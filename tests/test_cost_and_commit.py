@@ -32,7 +32,12 @@ def fifty(spark, db):
 
 
 def test_merge_touching_two_of_fifty_partitions_rewrites_exactly_two(spark, fifty):
+    """Two partitions get a new version; inside them only the file holding the updated row is
+    rewritten, the others are carried over (hard links), and the insert is a new file."""
     before = files_by_partition(spark, fifty)
+    [(file_of_3, rows_in_it)] = spark.sql(
+        f"SELECT _metadata.file_path, count(*) FROM {fifty} WHERE _metadata.file_path IN "
+        f"(SELECT _metadata.file_path FROM {fifty} WHERE id = 3) GROUP BY 1").collect()
     root = location(spark, fifty)
     dirs_before = tree(root)
     assert len(before) == 50
@@ -46,9 +51,11 @@ def test_merge_touching_two_of_fifty_partitions_rewrites_exactly_two(spark, fift
     assert changed == [3, 7]
     assert r.metrics["numTargetPartitionsRewritten"] == 2
     assert sorted(p["dt"] for p in r.partitions) == ["3", "7"]
-    assert r.metrics["numTargetFilesRemoved"] == len(before[3]) + len(before[7])
-    assert r.metrics["numTargetRowsCopied"] == 2 * 40 - 1  # 40 rows per partition, one of them updated
-    assert r.metrics["numOutputRows"] == 2 * 40 + 1
+    m = r.metrics
+    assert m["numTargetFilesRemoved"] == 1 and m["numTargetFilesCarried"] == len(before[3]) + len(before[7]) - 1
+    assert m["numTargetRowsCopied"] == rows_in_it - 1  # rewritten with the updated row, unchanged
+    assert m["numOutputRows"] == rows_in_it + 1 and m["numTargetRowsCarried"] == 2 * 40 - rows_in_it
+    assert file_of_3 not in after[3] and len(after[3]) == len(before[3])
     # the new files live in the merge's own directory; every old file is still on disk
     assert all(f"/_merge_{r.merge_id}/dt=" in f for dt in (3, 7) for f in after[dt])
     assert dirs_before <= tree(root)

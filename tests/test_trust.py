@@ -263,8 +263,10 @@ def test_pyspark_does_not_log_the_errors_spark_merge_reports(spark, merged):
 
     handler = Keep()
     loggers = _pyspark_error_loggers()
+    levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.addHandler(handler)
+        lg.setLevel(logging.ERROR)  # as PySpark leaves them (the CLI quiets them for its own process)
     try:
         with pytest.raises(ValidationError):
             merge(spark, f"UPDATE {merged} SET nope = 1")
@@ -273,5 +275,6 @@ def test_pyspark_does_not_log_the_errors_spark_merge_reports(spark, merged):
             spark.sql(f"SELECT nope FROM {merged}").collect()
         assert seen
     finally:
-        for lg in loggers:
+        for lg, level in zip(loggers, levels):
             lg.removeHandler(handler)
+            lg.setLevel(level)

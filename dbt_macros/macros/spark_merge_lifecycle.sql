@@ -25,6 +25,8 @@
     exists(location)            true / false / none (cannot tell: dbt has no file system)
     repoint(table, merge_id, repoints)  point partitions at their new directories (Python may batch)
     journal(sql)                write the commit journal: the commit point (Python: not after an abort)
+    can_carry(table, old)       whether it can carry unchanged files into a new version (listed them; dbt: no)
+    carry(table, repoints, files)  link the replaced directories' files but `files` into the new ones
     carry_late(table, repoints) after the commit, link files another writer appended to a replaced
                                 directory since the check under the lock into the new one (dbt: none)
     now()                       the time, ISO-8601 UTC
@@ -176,7 +178,7 @@
 {%- do host.step('plan: ' ~ m.numTargetRowsInserted ~ ' row(s) to insert, ' ~ m.numTargetRowsUpdated ~ ' to update, '
                  ~ m.numTargetRowsDeleted ~ ' to delete, in ' ~ summary.partitions | length ~ ' partition(s)') -%}
 {#- for an append these are the partitions it adds files to (rollback needs to know) -#}
-{%- do s.update({'partitions': summary.partitions, 'deltas': summary.deltas}) -%}
+{%- do s.update({'partitions': summary.partitions, 'deltas': summary.deltas, 'rewrite_files': summary.files}) -%}
 {%- set broadcast = {} -%}
 {%- do spark_merge.spark_merge__broadcast_changed(m, broadcast) -%}
 {%- do ctx.update({'broadcast_changed': broadcast.broadcast}) -%}
@@ -203,11 +205,15 @@
 {%- do spark_merge.spark_merge__decode_partitions(table, host.file_stats(table, name, spark_merge.spark_merge__file_stats_sql(table, relation, where), partitions), out) -%}
 {%- endmacro %}
 
-{#- Every metric a commit reports (Delta's names), set to zero: the one list of them. -#}
+{#- Every metric a commit reports (Delta's names where Delta has one), set to zero: the one list of
+    them. numTargetFilesCarried / BytesCarried / RowsCarried: the unchanged files a file-granular
+    rewrite carried into the new version without rewriting them (the removed files are then only
+    the rewritten ones). -#}
 {% macro spark_merge__zero_metrics(out) -%}
 {%- for k in ['numSourceRows', 'numTargetRowsInserted', 'numTargetRowsUpdated', 'numTargetRowsDeleted',
               'numTargetRowsNotMatchedBySourceUpdated', 'numTargetRowsNotMatchedBySourceDeleted', 'numTargetRowsCopied',
               'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved',
+              'numTargetFilesCarried', 'numTargetBytesCarried', 'numTargetRowsCarried',
               'numTargetPartitionsRewritten', 'executionTimeMs'] -%}
   {%- do out.update({k: 0}) -%}
 {%- endfor -%}
@@ -266,7 +272,12 @@
 {%- do host.step('execute: measure partitions to replace') -%}
 {%- set old = [] -%}
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.partitions, old) -%}
-{%- do host.step('execute: write ' ~ s.partitions | length ~ ' partition(s) to staging') -%}
+{#- file-granular: a host that knows the partitions' files (it listed them) rewrites only the files
+    holding a changed row, and carries the others over (a hard link or a server-side copy: the
+    same file); a host without a file system (dbt) rewrites the touched partitions whole -#}
+{%- set granular = merging and s.get('rewrite_files') is not none and host.can_carry(table, old) -%}
+{%- if granular -%}{%- do ctx.update({'rewrite_files': s.rewrite_files}) -%}{%- endif -%}
+{%- do host.step('execute: write ' ~ (s.rewrite_files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.partitions | length ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}
 {%- do host.run(s.stage_statement if not merging
                 else spark_merge.spark_merge__fused_stage_sql(s.spec, table, s.resolved, ctx, s.partitions) if s.get('fused')
@@ -279,6 +290,12 @@
 {%- do spark_merge.spark_merge__repoints(table, ctx, s.partitions, old, new, planned) -%}
 {%- for location in planned.empty -%}{%- do host.run(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}{%- endfor -%}
 {%- do m.update(planned.metrics) -%}
+{%- if granular -%}
+  {%- set carried = host.carry(table, planned.repoints, s.rewrite_files) -%}
+  {%- do host.step('execute: carried ' ~ carried | sum(attribute='files') ~ ' unchanged file(s) into the new version') -%}
+  {%- do spark_merge.spark_merge__carried_metrics(m, carried) -%}
+  {%- set new = new + carried -%}
+{%- endif -%}
 {%- do m.update({'numTargetRowsCopied': m.numOutputRows - m.numTargetRowsInserted - m.numTargetRowsUpdated}) -%}
 {%- if s.get('rows_before') is not none -%}{#- a compaction: the log rows it dropped -#}
   {%- do m.update({'numTargetRowsDeleted': s.rows_before - m.numOutputRows}) -%}
@@ -401,4 +418,12 @@
 {%- do s.update({'insert_only': true, 'partitions': [], 'deltas': none,
                  'append_statements': [spark_merge.spark_merge__mor_append_sql(s.table, s.spec), spark_merge.spark_merge__mor_view_sql(s.view, s.table, s.log_plan)],
                  'properties': {'spark_merge.upsert': options | tojson}}) -%}
+{%- endmacro %}
+
+{#- A file-granular rewrite's metrics, from what the host carried over (`carried`: file_stats rows):
+    those files were not removed, nor are their rows output. -#}
+{% macro spark_merge__carried_metrics(m, carried) -%}
+{%- set n = {'files': carried | sum(attribute='files'), 'bytes': carried | sum(attribute='bytes'), 'rows': carried | sum(attribute='rows')} -%}
+{%- do m.update({'numTargetFilesCarried': n.files, 'numTargetBytesCarried': n.bytes, 'numTargetRowsCarried': n.rows,
+                 'numTargetFilesRemoved': m.numTargetFilesRemoved - n.files, 'numTargetBytesRemoved': m.numTargetBytesRemoved - n.bytes}) -%}
 {%- endmacro %}

@@ -419,11 +419,11 @@ SELECT
   {%- endif %} AS __sm_x{{ loop.index0 }}
 {%- endfor %}
 {% if has_source -%}
-FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts) }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
+FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts, ctx.get('rewrite_files')) }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
 {{ join }} JOIN {{ ctx.source }} AS {{ s }}
   ON ({% if fused and changes_filter %}{{ t }}.__sm_j AND {% endif %}({{ spec.on }}))
 {%- elif fused -%}
-FROM {{ spark_merge.spark_merge__fused_target_scan(table, spec.partition_filter or '', write_partitions, t) }} AS {{ t }}
+FROM {{ spark_merge.spark_merge__fused_target_scan(table, spec.partition_filter or '', write_partitions, t, false, ctx.get('rewrite_files')) }} AS {{ t }}
 {%- else -%}
 FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
 WHERE ({{ spec.on }})
@@ -435,8 +435,12 @@ WHERE ({{ spec.on }})
     an unpartitioned table), flagged __sm_touched, and __sm_j where `matchable` holds. With `widen`
     (the merge inserts), also the rows `matchable` keeps elsewhere: they only mark the source rows
     they match as matched (not inserted); without inserts an unmatched source row writes nothing. -#}
-{% macro spark_merge__fused_target_scan(table, matchable, partitions, alias, widen=false) -%}
-{%- set touched = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
+{% macro spark_merge__fused_target_scan(table, matchable, partitions, alias, widen=false, only_files=none) -%}
+{#- with `only_files`, the rows of those files only, inside the touched partitions (a predicate on the
+    partition columns too, so Spark still prunes partitions when the scan ORs it with `matchable`) -#}
+{%- set in_partitions = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
+{%- set touched = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '(' ~ spark_merge.spark_merge__file_filter(only_files) | trim ~ ')' if only_files is not none
+    else in_partitions -%}
 (SELECT *, '' AS __sm_file, 0L AS __sm_row, {{ 'coalesce((' ~ matchable ~ '), false)' if matchable else 'true' }} AS __sm_j, {{ 'coalesce((' ~ touched ~ '), false)' if touched else 'true' }} AS __sm_touched
  FROM {{ table.relation }} AS {{ alias }}{% if touched and not (widen and not matchable) %} WHERE ({{ touched }}){% if widen %} OR ({{ matchable }}){% endif %}{% endif %})
 {%- endmacro %}
@@ -576,9 +580,10 @@ LIMIT {{ limit }}
 {%- endfor -%}
 SELECT op, bys, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new_names) }} AS __sm_new,
        CAST(sum(__sm_targets) AS BIGINT) AS n, CAST(sum(__sm_dup) AS BIGINT) AS dups, CAST(sum(__sm_multi) AS BIGINT) AS multi,
-       CAST(sum(__sm_checked) AS BIGINT) AS checked
+       CAST(sum(__sm_checked) AS BIGINT) AS checked, to_json(collect_set(__sm_rf)) AS files
 FROM (
   SELECT {% if rule.row_test %}CASE WHEN __sm_matched AND ({{ rule.row_test }}) THEN 1 ELSE 0 END{% else %}0{% endif %} AS __sm_dup,
+         CASE WHEN coalesce(max(CASE WHEN __sm_op <> {{ none_op }} THEN __sm_op END), {{ none_op }}) IN ({{ spark_merge.spark_merge__op('delete', 'update') }}) THEN __sm_file END AS __sm_rf,
          CASE WHEN __sm_matched AND min(__sm_srow) < max(__sm_srow) AND count_if(__sm_op <> {{ spark_merge.spark_merge__op('delete') }}) > 0 THEN 1 ELSE 0 END AS __sm_multi,
          {{ (checked or ['0']) | join(' + ') }} AS __sm_checked,
          {{ rule.targets }} AS __sm_targets,
@@ -631,7 +636,9 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
   partition_key: where a deleted or updated row was, and where an inserted or
   updated row goes (an UPDATE that changes a partition column touches both);
   out.deltas, per partition_key, how many rows the rewrite adds to the partition
-  (negative: removes), which the write must match (output_errors); out.dups and
+  (negative: removes), which the write must match (output_errors); out.files, the data files
+  (_metadata.file_path) holding a row the merge updates or deletes: the only files a rewrite that
+  carries the others over needs to rewrite; out.dups and
   out.multi (see change_summary_sql); out.matched, the partitions holding a target row
   that ON matched ({'partition': ...}, as scan_filter takes them).
 -#}
@@ -670,13 +677,27 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
 {%- for k in seen.keys() | sort -%}{%- do partitions.append(seen[k]) -%}{%- endfor -%}
 {%- set matched = [] -%}
 {%- for k in matched_by_key.keys() | sort -%}{%- do matched.append(matched_by_key[k]) -%}{%- endfor -%}
-{%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas, 'dups': ns.dups, 'multi': ns.multi, 'matched': matched}) -%}
+{%- set rewritten = {} -%}
+{%- for r in rows -%}{%- for f in fromjson(r.get('files') or '[]') or [] -%}{%- do rewritten.update({f: true}) -%}{%- endfor -%}{%- endfor -%}
+{%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas, 'dups': ns.dups, 'multi': ns.multi, 'matched': matched,
+                   'files': rewritten.keys() | sort}) -%}
 {%- endmacro %}
 
-{#- New content of the touched partitions (or of the whole unpartitioned table). -#}
+{#- The rows of exactly these data files (a rewrite that carries the others over): a filter on a
+    file's constant metadata, which Spark's file index applies before reading anything. -#}
+{% macro spark_merge__file_filter(files) -%}
+{%- if files -%}_metadata.file_path IN ({% for f in files %}{{ spark_merge.spark_merge__literal(f) }}{{ ', ' if not loop.last }}{% endfor %})
+{%- else -%}false
+{%- endif -%}
+{%- endmacro %}
+
+{#- New content of the touched partitions (or of the whole unpartitioned table); with
+    ctx.rewrite_files, only of those files (the others are carried over). -#}
 {% macro spark_merge__rewrite_select(table, ctx, partitions) -%}
 {%- set names = table.columns | map(attribute='name') | list -%}
-{%- set where = spark_merge.spark_merge__partition_filter(table, partitions) if table.partition_columns else none -%}
+{%- set in_partitions = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
+{%- set where = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '(' ~ spark_merge.spark_merge__file_filter(ctx.rewrite_files) | trim ~ ')' if ctx.get('rewrite_files') is not none
+    else in_partitions or none -%}
 SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns) }}) */{% else %}/*+ REBALANCE */{% endif %} * FROM (
   SELECT {{ spark_merge.spark_merge__column_list(names, '__sm_t.') }}
   FROM {{ spark_merge.spark_merge__target_scan(table, where) }} AS __sm_t

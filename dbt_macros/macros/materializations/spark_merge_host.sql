@@ -16,7 +16,7 @@
   'wait_free': spark_merge.spark_merge__dbt_wait_free, 'release_finished': spark_merge.spark_merge__dbt_release_finished,
   'exists': spark_merge.spark_merge__dbt_host_exists, 'file_stats': spark_merge.spark_merge__dbt_host_file_stats, 'repoint': spark_merge.spark_merge__dbt_host_repoint,
   'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
-  'carry_late': spark_merge.spark_merge__dbt_host_carry_late,
+  'carry_late': spark_merge.spark_merge__dbt_host_carry_late, 'can_carry': spark_merge.spark_merge__dbt_host_can_carry,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
 }) }}
 {%- endmacro %}
@@ -76,6 +76,13 @@
 
 {#- dbt has no file system: files appended past the lock after the check are left to vacuum, which
     keeps and reports them (MERGE_LATE_APPEND); Python carries them into the new version. -#}
+{#- dbt has no file system: a rewrite writes the touched partitions whole (Python carries the
+    unchanged files over and rewrites only the changed ones). -#}
+{% macro spark_merge__dbt_host_can_carry(table, old) -%}
+{%- do spark_merge.spark_merge__dbt_trace('can_carry') -%}
+{{ return(false) }}
+{%- endmacro %}
+
 {% macro spark_merge__dbt_host_carry_late(table, repoints) -%}
 {%- do spark_merge.spark_merge__dbt_trace('carry_late') -%}
 {%- endmacro %}
