@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all bench bench-delta clean
+.PHONY: demo test test-all bench bench-delta bench-matrix clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,13 +35,22 @@ bench: $(STAMP)
 DELTA := var/delta
 MAVEN := https://repo1.maven.org/maven2/io/delta
 DELTA_ARGS ?=
-bench-delta: $(STAMP)
+$(DELTA)/ready: $(STAMP)
 	mkdir -p $(DELTA)
 	test -d $(DELTA)/py42/pyspark || $(BIN)/pip install --quiet --no-deps --target $(DELTA)/py42 pyspark==4.2.1
 	test -f $(DELTA)/delta-spark_2.13-4.4.0.jar || curl -fsSL -o $(DELTA)/delta-spark_2.13-4.4.0.jar $(MAVEN)/delta-spark_2.13/4.4.0/delta-spark_2.13-4.4.0.jar
 	test -f $(DELTA)/delta-storage-4.4.0.jar || curl -fsSL -o $(DELTA)/delta-storage-4.4.0.jar $(MAVEN)/delta-storage/4.4.0/delta-storage-4.4.0.jar
-	PYTHONPATH=$(DELTA)/py42:. DELTA_JARS=$(CURDIR)/$(DELTA)/delta-spark_2.13-4.4.0.jar,$(CURDIR)/$(DELTA)/delta-storage-4.4.0.jar \
-	  $(BIN)/python bench/delta_spark.py $(DELTA_ARGS)
+	touch $@
+
+DELTA_RUN = PYTHONPATH=$(DELTA)/py42:. DELTA_JARS=$(CURDIR)/$(DELTA)/delta-spark_2.13-4.4.0.jar,$(CURDIR)/$(DELTA)/delta-storage-4.4.0.jar $(BIN)/python
+bench-delta: $(DELTA)/ready
+	$(DELTA_RUN) bench/delta_spark.py $(DELTA_ARGS)
+
+# Delta Lake's own MERGE benchmark (its 16 MergeTestCases), spark-merge beside Delta copy-on-write and
+# Delta with deletion vectors (bench/delta_matrix.py); --write-docs puts the table into docs/performance.md
+MATRIX_ARGS ?= --write-docs
+bench-matrix: $(DELTA)/ready
+	$(DELTA_RUN) bench/delta_matrix.py $(MATRIX_ARGS)
 
 clean:
 	rm -rf var .pytest_cache

@@ -1,0 +1,233 @@
+"""Delta Lake's own MERGE benchmark (delta-io/delta benchmarks: MergeTestCases, MergeDataLoad) with
+spark-merge beside Delta copy-on-write and Delta with deletion vectors, in one Spark session.
+
+    make bench-matrix                                   # 5M rows in 40 files, medians of 3
+    make bench-matrix MATRIX_ARGS="--rows 500000 --repeat 1 --cases upsert"   # a quick look
+
+The target is a generated table shaped like TPC-DS `web_returns` (keyed by order number and item),
+twice: unpartitioned, and partitioned by month (24 partitions). Each source is made as Delta's
+MergeDataLoad makes it: the target's files sampled by a hash of their path (fileMatchedFraction),
+from their rows a sample that matches (rowMatchedFraction) and a sample given keys that match
+nothing (rowNotMatchedFraction). The 16 cases are Delta's (6 insert-only, 1 delete-only, 9 upsert),
+with their statements. Every engine gets a fresh copy of the same target for every run (spark-merge:
+the parquet files hard-linked into a new table; Delta: a shallow clone of one Delta table made from
+the same files), runs the same statement, and the tables must hold the same rows afterwards. Per
+engine and case: the median seconds, the Spark jobs, and the bytes its stages read and wrote (the
+first run's). `--write-docs` puts the tables into docs/performance.md between their markers.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from merge_core import merge
+from merge_core.session import get_session
+
+JARS = os.environ.get("DELTA_JARS", "")
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
+KEYS = "t.wr_order_number = s.wr_order_number AND t.wr_item_sk = s.wr_item_sk"
+# (kind, fileMatchedFraction, rowMatchedFraction, rowNotMatchedFraction): MergeTestCases.testCases
+CASES = [("single_insert_only", 0.05, 0, 0.05), ("single_insert_only", 0.05, 0, 0.5), ("single_insert_only", 0.05, 0, 1.0),
+         ("multiple_insert_only", 0.05, 0, 0.05), ("multiple_insert_only", 0.05, 0, 0.5), ("multiple_insert_only", 0.05, 0, 1.0),
+         ("delete_only", 0.05, 0.05, 0),
+         ("upsert", 0.05, 0.1, 0.01), ("upsert", 0.05, 0.0, 0.1), ("upsert", 0.05, 0.01, 0.1), ("upsert", 0.05, 0.1, 0.0),
+         ("upsert", 0.5, 0.01, 0.001), ("upsert", 1.0, 0.01, 0.001), ("upsert", 0.05, 0.5, 0.001),
+         ("upsert", 0.05, 0.99, 0.001), ("upsert", 0.05, 1.0, 0.001)]
+STATEMENTS = {
+    "single_insert_only": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN NOT MATCHED THEN INSERT *",
+    "multiple_insert_only": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN NOT MATCHED AND s.wr_item_sk % 2 = 0 "
+                            f"THEN INSERT * WHEN NOT MATCHED THEN INSERT *",
+    "delete_only": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN MATCHED THEN DELETE",
+    "upsert": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+}
+COLUMNS = """CAST(id % 2500 + 2450815 AS INT) AS wr_returned_date_sk, CAST(id % 86400 AS INT) AS wr_returned_time_sk,
+  CAST(id % 18000 + 1 AS INT) AS wr_item_sk, CAST(id * 7 % 100000 AS INT) AS wr_refunded_customer_sk,
+  CAST(id * 11 % 1920800 AS INT) AS wr_refunded_cdemo_sk, CAST(id % 7200 AS INT) AS wr_refunded_hdemo_sk,
+  CAST(id % 50000 AS INT) AS wr_refunded_addr_sk, CAST(id * 13 % 100000 AS INT) AS wr_returning_customer_sk,
+  CAST(id % 60 AS INT) AS wr_web_page_sk, CAST(id % 35 AS INT) AS wr_reason_sk,
+  CAST(id DIV 3 AS BIGINT) AS wr_order_number, CAST(id % 100 AS INT) AS wr_return_quantity,
+  CAST(id % 10000 / 7.0 AS DECIMAL(7,2)) AS wr_return_amt, CAST(id % 777 / 9.0 AS DECIMAL(7,2)) AS wr_return_tax,
+  CAST(id % 12345 / 11.0 AS DECIMAL(7,2)) AS wr_fee, CAST(id % 3333 / 3.0 AS DECIMAL(7,2)) AS wr_net_loss,
+  CAST(id % 24 AS INT) AS wr_month"""
+
+
+def generate(spark, rows: int, files: int, where: Path) -> None:
+    """The target's files (unpartitioned, `files` of them; and by month), and every case's source."""
+    spark.sql(f"SELECT {COLUMNS} FROM range({rows})").repartition(files).write.parquet(str(where / "flat"))
+    spark.read.parquet(str(where / "flat")).repartition("wr_month").write.partitionBy("wr_month") \
+        .parquet(str(where / "monthly"))
+    for kind, files_f, matched_f, not_matched_f in {c[1:]: c for c in CASES}.values():
+        name = source_name(files_f, matched_f, not_matched_f)
+        for shape in ("flat", "monthly"):
+            target = spark.read.parquet(str(where / shape))
+            sampled = target.where(f"hash(_metadata.file_path) * 0.5 / 2147483647 + 0.5 < {files_f}")
+            matched = sampled.sample(fraction=matched_f, seed=1) if matched_f else sampled.limit(0)
+            fresh = (sampled.sample(fraction=not_matched_f, seed=2).withColumn("wr_order_number", -1 - sampled.wr_order_number)
+                     if not_matched_f else sampled.limit(0))
+            matched.unionByName(fresh).write.parquet(str(where / f"{name}_{shape}"))
+
+
+def source_name(files_f: float, matched_f: float, not_matched_f: float) -> str:
+    return re.sub(r"[.]", "_", f"src_{files_f}_{matched_f}_{not_matched_f}")
+
+
+def spark_merge_target(spark, where: Path, shape: str) -> str:
+    """A parquet table over hard links of the target's files: a fresh copy in milliseconds."""
+    copy = where / f"sm_{time.monotonic_ns()}"
+    for f in (where / shape).rglob("*.parquet"):
+        dest = copy / f.relative_to(where / shape)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.link(f, dest)
+    spark.sql("DROP TABLE IF EXISTS bench.sm")
+    part = "PARTITIONED BY (wr_month)" if shape == "monthly" else ""
+    schema = spark.read.parquet(str(where / shape)).schema.simpleString()[7:-1].replace(":", " ")
+    spark.sql(f"CREATE TABLE bench.sm ({schema}) USING parquet {part} LOCATION '{copy}'")
+    if part:
+        spark.sql("MSCK REPAIR TABLE bench.sm")
+    return "bench.sm"
+
+
+def delta_base(spark, where: Path, shape: str) -> None:
+    for dv in (False, True):
+        name = f"bench.base_{shape}_{'dv' if dv else 'cow'}"
+        part = "PARTITIONED BY (wr_month)" if shape == "monthly" else ""
+        props = f"TBLPROPERTIES ('delta.enableDeletionVectors' = '{str(dv).lower()}')"
+        spark.sql(f"CREATE TABLE {name} USING delta {part} {props} LOCATION '{where / ('d_' + shape + str(dv))}' "
+                  f"AS SELECT * FROM parquet.`{where / shape}`")
+
+
+def delta_target(spark, shape: str, dv: bool) -> str:
+    spark.sql("DROP TABLE IF EXISTS bench.d")
+    spark.sql(f"CREATE TABLE bench.d SHALLOW CLONE bench.base_{shape}_{'dv' if dv else 'cow'}")
+    return "bench.d"
+
+
+def measured(spark, fn) -> tuple[float, int, int, int]:
+    """fn()'s seconds, Spark jobs, and the bytes its stages read and wrote (from Spark's REST API)."""
+    import json
+    import urllib.request
+
+    sc = spark.sparkContext
+    group = f"matrix_{time.monotonic_ns()}"
+    sc.setJobGroup(group, "matrix")
+    t0 = time.perf_counter()
+    try:
+        fn()
+    finally:
+        seconds = time.perf_counter() - t0
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    jobs = sc.statusTracker().getJobIdsForGroup(group)
+    api = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}"
+
+    def get(path):
+        with urllib.request.urlopen(f"{api}/{path}") as r:
+            return json.loads(r.read())
+    read = written = 0
+    stages = {s for j in jobs for s in get(f"jobs/{j}")["stageIds"]}
+    for stage in stages:
+        for attempt in get(f"stages/{stage}"):
+            read += attempt.get("inputBytes", 0)
+            written += attempt.get("outputBytes", 0)
+    return seconds, len(jobs), read, written
+
+
+def checksum(spark, table: str) -> tuple:
+    return tuple(spark.sql(f"SELECT count(*), sum(hash(*)) FROM {table}").first())
+
+
+def run_case(spark, where: Path, shape: str, case: tuple, repeat: int) -> dict:
+    kind, files_f, matched_f, not_matched_f = case
+    source = f"parquet.`{where / (source_name(files_f, matched_f, not_matched_f) + '_' + shape)}`"
+    out, sums = {}, set()
+    for engine in ("spark-merge", "delta", "delta-dv"):
+        times, first = [], None
+        for _ in range(repeat):
+            if engine == "spark-merge":
+                table = spark_merge_target(spark, where, shape)
+                run = lambda: merge(spark, STATEMENTS[kind].format(t=table, s=source))  # noqa: E731
+            else:
+                table = delta_target(spark, shape, engine == "delta-dv")
+                run = lambda: spark.sql(STATEMENTS[kind].format(t=table, s=source)).collect()  # noqa: E731
+            result = measured(spark, run)
+            times.append(result[0])
+            first = first or result
+            sums.add(checksum(spark, table))
+        out[engine] = (statistics.median(times), *first[1:])
+    out["same"] = len(sums) == 1
+    return out
+
+
+def row(shape: str, case: tuple, r: dict) -> str:
+    kind, f, m, n = case
+    sm, cow, dv = r["spark-merge"][0], r["delta"][0], r["delta-dv"][0]
+
+    def cell(engine):
+        s, jobs, read, written = r[engine]
+        return f"{s:.2f} ({jobs} jobs, {read / 1e6:.0f}/{written / 1e6:.0f} MB)"
+    return (f"| {kind} | {f} / {m} / {n} | {shape} | {cell('spark-merge')} | {cell('delta')} | {cell('delta-dv')} | "
+            f"**{cow / sm:.2f}x** | **{dv / sm:.2f}x** | {'yes' if r['same'] else 'NO'} |")
+
+
+HEADER = ("| case | files / matched / not matched | target | spark-merge s (jobs, MB read/written) | Delta copy-on-write | "
+          "Delta deletion vectors | Delta CoW / spark-merge | Delta DV / spark-merge | same rows |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+
+
+def write_docs(text: str, marker: str) -> None:
+    doc = DOCS.read_text()
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    head, rest = doc.split(begin, 1)
+    DOCS.write_text(f"{head}{begin}\n{text}\n{end}{rest.split(end, 1)[1]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--files", type=int, default=40)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cases", default="", help="only the cases whose kind contains this text")
+    ap.add_argument("--shapes", default="flat,monthly")
+    ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
+    args = ap.parse_args()
+    if not JARS:
+        raise SystemExit("set DELTA_JARS to the delta-spark and delta-storage jars (make bench-matrix does)")
+    import pyspark
+
+    home = Path(tempfile.mkdtemp(prefix="sm_matrix_"))
+    spark = get_session(warehouse=str(home), conf={
+        "spark.sql.shuffle.partitions": "8", "spark.driver.memory": "8g", "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "true", "spark.ui.retainedJobs": "100000", "spark.ui.retainedStages": "100000",
+        "spark.jars": JARS, "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"})
+    spark.sql("CREATE DATABASE IF NOT EXISTS bench")
+    lines = [f"Spark {pyspark.__version__}, {args.rows:,} target rows in {args.files} files (unpartitioned) and "
+             f"by month (24 partitions); Delta Lake's 16 MergeTestCases; medians of {args.repeat}, seconds, side by "
+             f"side in one run; jobs and MB from the first run.", "", HEADER]
+    try:
+        data = home / "data"
+        generate(spark, args.rows, args.files, data)
+        shapes = args.shapes.split(",")
+        for shape in shapes:
+            delta_base(spark, data, shape)
+        cases = [c for c in CASES if args.cases in c[0]]
+        run_case(spark, data, shapes[0], cases[0], 1)  # warm up every engine (JIT) before anything is timed
+        print("\n".join(lines), flush=True)
+        for shape in shapes:
+            for case in cases:
+                lines.append(row(shape, case, run_case(spark, data, shape, case, args.repeat)))
+                print(lines[-1], flush=True)
+    finally:
+        spark.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    if args.write_docs:
+        write_docs("\n".join(lines), "delta-matrix")
+
+
+if __name__ == "__main__":
+    main()
