@@ -5,6 +5,7 @@
 
 How they are counted: tally.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,28 +22,34 @@ from tally import count  # noqa: E402
 from merge_core import merge  # noqa: E402
 from merge_core.session import get_session  # noqa: E402
 
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--changes", type=int, default=20_000)
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="sm_counts_"))
-    spark = get_session(warehouse=str(home), conf={"spark.sql.shuffle.partitions": "8",
-                                                   "spark.ui.showConsoleProgress": "false"})
+    spark = get_session(
+        warehouse=str(home), conf={"spark.sql.shuffle.partitions": "8", "spark.ui.showConsoleProgress": "false"}
+    )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
     try:
         data = home / "data"
         generate(spark, args.rows, args.changes, data)
         print(f"\nN={args.rows:,} target rows, M={args.changes:,} source rows\n")
-        print("| scenario | partitions rewritten | Spark jobs | SQL statements | data statements | metastore statements "
-              "| file statistics (catalog reads) |")
+        print(
+            "| scenario | partitions rewritten | Spark jobs | SQL statements | data statements | metastore statements "
+            "| file statistics (catalog reads) |"
+        )
         print("|---|---|---|---|---|---|---|")
         for kind, sql in scenarios("bench.t").items():
             fresh_target(spark, data)
             c = count(spark, lambda: merge(spark, sql))
-            print(f"| {kind} | {len(c['result'].partitions)} | {c['jobs']} | {c['statements']} | "
-                  f"{c['data statements']} | {c['metastore statements']} | {c['file statistics']} ({c['catalog reads']}) |",
-                  flush=True)
+            print(
+                f"| {kind} | {len(c['result'].partitions)} | {c['jobs']} | {c['statements']} | "
+                f"{c['data statements']} | {c['metastore statements']} | {c['file statistics']} ({c['catalog reads']}) |",
+                flush=True,
+            )
     finally:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)

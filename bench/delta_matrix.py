@@ -15,6 +15,7 @@ the same files), runs the same statement, and the tables must hold the same rows
 engine and case: the median seconds, the Spark jobs, and the bytes its stages read and wrote (the
 first run's). `--write-docs` puts the tables into docs/performance.md between their markers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,23 +27,36 @@ import tempfile
 import time
 from pathlib import Path
 
+from report import Report
+
 from merge_core import merge
 from merge_core.session import get_session
 
 JARS = os.environ.get("DELTA_JARS", "")
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
 KEYS = "t.wr_order_number = s.wr_order_number AND t.wr_item_sk = s.wr_item_sk"
 # (kind, fileMatchedFraction, rowMatchedFraction, rowNotMatchedFraction): MergeTestCases.testCases
-CASES = [("single_insert_only", 0.05, 0, 0.05), ("single_insert_only", 0.05, 0, 0.5), ("single_insert_only", 0.05, 0, 1.0),
-         ("multiple_insert_only", 0.05, 0, 0.05), ("multiple_insert_only", 0.05, 0, 0.5), ("multiple_insert_only", 0.05, 0, 1.0),
-         ("delete_only", 0.05, 0.05, 0),
-         ("upsert", 0.05, 0.1, 0.01), ("upsert", 0.05, 0.0, 0.1), ("upsert", 0.05, 0.01, 0.1), ("upsert", 0.05, 0.1, 0.0),
-         ("upsert", 0.5, 0.01, 0.001), ("upsert", 1.0, 0.01, 0.001), ("upsert", 0.05, 0.5, 0.001),
-         ("upsert", 0.05, 0.99, 0.001), ("upsert", 0.05, 1.0, 0.001)]
+CASES = [
+    ("single_insert_only", 0.05, 0, 0.05),
+    ("single_insert_only", 0.05, 0, 0.5),
+    ("single_insert_only", 0.05, 0, 1.0),
+    ("multiple_insert_only", 0.05, 0, 0.05),
+    ("multiple_insert_only", 0.05, 0, 0.5),
+    ("multiple_insert_only", 0.05, 0, 1.0),
+    ("delete_only", 0.05, 0.05, 0),
+    ("upsert", 0.05, 0.1, 0.01),
+    ("upsert", 0.05, 0.0, 0.1),
+    ("upsert", 0.05, 0.01, 0.1),
+    ("upsert", 0.05, 0.1, 0.0),
+    ("upsert", 0.5, 0.01, 0.001),
+    ("upsert", 1.0, 0.01, 0.001),
+    ("upsert", 0.05, 0.5, 0.001),
+    ("upsert", 0.05, 0.99, 0.001),
+    ("upsert", 0.05, 1.0, 0.001),
+]
 STATEMENTS = {
     "single_insert_only": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN NOT MATCHED THEN INSERT *",
     "multiple_insert_only": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN NOT MATCHED AND s.wr_item_sk % 2 = 0 "
-                            f"THEN INSERT * WHEN NOT MATCHED THEN INSERT *",
+    f"THEN INSERT * WHEN NOT MATCHED THEN INSERT *",
     "delete_only": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN MATCHED THEN DELETE",
     "upsert": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
 }
@@ -60,17 +74,24 @@ COLUMNS = """CAST(id % 2500 + 2450815 AS INT) AS wr_returned_date_sk, CAST(id % 
 def generate(spark, rows: int, files: int, where: Path) -> None:
     """The target's files (unpartitioned, `files` of them; and by month), and every case's source."""
     spark.sql(f"SELECT {COLUMNS} FROM range({rows})").repartition(files).write.parquet(str(where / "flat"))
-    spark.read.parquet(str(where / "flat")).repartition("wr_month").write.partitionBy("wr_month") \
-        .parquet(str(where / "monthly"))
-    for kind, files_f, matched_f, not_matched_f in {c[1:]: c for c in CASES}.values():
+    spark.read.parquet(str(where / "flat")).repartition("wr_month").write.partitionBy("wr_month").parquet(
+        str(where / "monthly")
+    )
+    for _, files_f, matched_f, not_matched_f in {c[1:]: c for c in CASES}.values():
         name = source_name(files_f, matched_f, not_matched_f)
         for shape in ("flat", "monthly"):
             target = spark.read.parquet(str(where / shape))
             sampled = target.where(f"hash(_metadata.file_path) * 0.5 / 2147483647 + 0.5 < {files_f}")
             matched = sampled.sample(fraction=matched_f, seed=1) if matched_f else sampled.limit(0)
-            fresh = (sampled.sample(fraction=not_matched_f, seed=2).withColumn("wr_order_number", -1 - sampled.wr_order_number)
-                     if not_matched_f else sampled.limit(0))
+            fresh = (
+                sampled.sample(fraction=not_matched_f, seed=2).withColumn(
+                    "wr_order_number", -1 - sampled.wr_order_number
+                )
+                if not_matched_f
+                else sampled.limit(0)
+            )
             matched.unionByName(fresh).write.parquet(str(where / f"{name}_{shape}"))
+            spark.sql(f"CREATE TABLE bench.{name}_{shape} USING parquet LOCATION '{where / f'{name}_{shape}'}'")
 
 
 def source_name(files_f: float, matched_f: float, not_matched_f: float) -> str:
@@ -98,8 +119,10 @@ def delta_base(spark, where: Path, shape: str) -> None:
         name = f"bench.base_{shape}_{'dv' if dv else 'cow'}"
         part = "PARTITIONED BY (wr_month)" if shape == "monthly" else ""
         props = f"TBLPROPERTIES ('delta.enableDeletionVectors' = '{str(dv).lower()}')"
-        spark.sql(f"CREATE TABLE {name} USING delta {part} {props} LOCATION '{where / ('d_' + shape + str(dv))}' "
-                  f"AS SELECT * FROM parquet.`{where / shape}`")
+        spark.sql(
+            f"CREATE TABLE {name} USING delta {part} {props} LOCATION '{where / ('d_' + shape + str(dv))}' "
+            f"AS SELECT * FROM parquet.`{where / shape}`"
+        )
 
 
 def delta_target(spark, shape: str, dv: bool) -> str:
@@ -128,6 +151,7 @@ def measured(spark, fn) -> tuple[float, int, int, int]:
     def get(path):
         with urllib.request.urlopen(f"{api}/{path}") as r:
             return json.loads(r.read())
+
     read = written = 0
     stages = {s for j in jobs for s in get(f"jobs/{j}")["stageIds"]}
     for stage in stages:
@@ -143,7 +167,7 @@ def checksum(spark, table: str) -> tuple:
 
 def run_case(spark, where: Path, shape: str, case: tuple, repeat: int) -> dict:
     kind, files_f, matched_f, not_matched_f = case
-    source = f"parquet.`{where / (source_name(files_f, matched_f, not_matched_f) + '_' + shape)}`"
+    source = f"bench.{source_name(files_f, matched_f, not_matched_f)}_{shape}"
     out, sums = {}, set()
     for engine in ("spark-merge", "delta", "delta-dv"):
         times, first = [], None
@@ -170,20 +194,18 @@ def row(shape: str, case: tuple, r: dict) -> str:
     def cell(engine):
         s, jobs, read, written = r[engine]
         return f"{s:.2f} ({jobs} jobs, {read / 1e6:.0f}/{written / 1e6:.0f} MB)"
-    return (f"| {kind} | {f} / {m} / {n} | {shape} | {cell('spark-merge')} | {cell('delta')} | {cell('delta-dv')} | "
-            f"**{cow / sm:.2f}x** | **{dv / sm:.2f}x** | {'yes' if r['same'] else 'NO'} |")
+
+    return (
+        f"| {kind} | {f} / {m} / {n} | {shape} | {cell('spark-merge')} | {cell('delta')} | {cell('delta-dv')} | "
+        f"**{cow / sm:.2f}x** | **{dv / sm:.2f}x** | {'yes' if r['same'] else 'NO'} |"
+    )
 
 
-HEADER = ("| case | files / matched / not matched | target | spark-merge s (jobs, MB read/written) | Delta copy-on-write | "
-          "Delta deletion vectors | Delta CoW / spark-merge | Delta DV / spark-merge | same rows |\n"
-          "|---|---|---|---|---|---|---|---|---|")
-
-
-def write_docs(text: str, marker: str) -> None:
-    doc = DOCS.read_text()
-    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-    head, rest = doc.split(begin, 1)
-    DOCS.write_text(f"{head}{begin}\n{text}\n{end}{rest.split(end, 1)[1]}")
+HEADER = (
+    "| case | files / matched / not matched | target | spark-merge s (jobs, MB read/written) | Delta copy-on-write | "
+    "Delta deletion vectors | Delta CoW / spark-merge | Delta DV / spark-merge | same rows |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def main() -> None:
@@ -200,15 +222,28 @@ def main() -> None:
     import pyspark
 
     home = Path(tempfile.mkdtemp(prefix="sm_matrix_"))
-    spark = get_session(warehouse=str(home), conf={
-        "spark.sql.shuffle.partitions": "8", "spark.driver.memory": "8g", "spark.ui.showConsoleProgress": "false",
-        "spark.ui.enabled": "true", "spark.ui.retainedJobs": "100000", "spark.ui.retainedStages": "100000",
-        "spark.jars": JARS, "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"})
+    spark = get_session(
+        warehouse=str(home),
+        conf={
+            "spark.sql.shuffle.partitions": "8",
+            "spark.driver.memory": "8g",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.ui.enabled": "true",
+            "spark.ui.retainedJobs": "100000",
+            "spark.ui.retainedStages": "100000",
+            "spark.jars": JARS,
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        },
+    )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
-    lines = [f"Spark {pyspark.__version__}, {args.rows:,} target rows in {args.files} files (unpartitioned) and "
-             f"by month (24 partitions); Delta Lake's 16 MergeTestCases; medians of {args.repeat}, seconds, side by "
-             f"side in one run; jobs and MB from the first run.", "", HEADER]
+    lines = [
+        f"Spark {pyspark.__version__}, {args.rows:,} target rows in {args.files} files (unpartitioned) and "
+        f"by month (24 partitions); Delta Lake's 16 MergeTestCases; medians of {args.repeat}, seconds, side by "
+        f"side in one run; jobs and MB from the first run.",
+        "",
+        HEADER,
+    ]
     try:
         data = home / "data"
         generate(spark, args.rows, args.files, data)
@@ -226,7 +261,9 @@ def main() -> None:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
     if args.write_docs:
-        write_docs("\n".join(lines), "delta-matrix")
+        report = Report("delta-matrix")
+        report.lines = lines
+        report.write()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ default for a new table). The same MERGE statement runs on both. Jobs: the Spark
 partitions and the source read, their union written, no join) is measured in the same session, so
 both engines' distance from it is side by side too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,19 +29,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from merge_core import merge
-from merge_core.session import get_session
-
 from fused_prototype import fused_cdc
 from merge_cost import checksum, data_floor, fresh_target, generate, scenarios, timed
+from report import Report
+
+from merge_core import merge
+from merge_core.session import get_session
 
 JARS = os.environ.get("DELTA_JARS", "")
 
 
 def delta_target(spark, where: Path) -> str:
     spark.sql("DROP TABLE IF EXISTS bench.d")
-    spark.sql(f"CREATE TABLE bench.d USING delta PARTITIONED BY (dt) LOCATION '{where / f'delta_{time.monotonic_ns()}'}' "
-              f"AS SELECT * FROM parquet.`{where / 'target'}`")
+    spark.sql(
+        f"CREATE TABLE bench.d USING delta PARTITIONED BY (dt) LOCATION '{where / f'delta_{time.monotonic_ns()}'}' "
+        f"AS SELECT * FROM parquet.`{where / 'target'}`"
+    )
     return "bench.d"
 
 
@@ -55,10 +59,10 @@ def jobs_of(spark, fn) -> tuple[float, int]:
     return seconds, len(sc.statusTracker().getJobIdsForGroup(group))
 
 
-def compare(spark, where: Path, repeat: int, kinds: list[str]) -> None:
+def compare(spark, where: Path, repeat: int, kinds: list[str], out=print) -> None:
     for kind in kinds:
         sm, dl, fu, floor, sums, jobs = [], [], [], [], set(), {}
-        for i in range(repeat):
+        for _ in range(repeat):
             table = fresh_target(spark, where)
             done = []
             s, j = jobs_of(spark, lambda: done.append(merge(spark, scenarios(table)[kind])))
@@ -80,9 +84,15 @@ def compare(spark, where: Path, repeat: int, kinds: list[str]) -> None:
                 jobs.setdefault("fused", j)
                 sums.add(checksum(spark, table))
         a, b, f = statistics.median(sm), statistics.median(dl), statistics.median(floor)
-        c = f"{statistics.median(fu):.2f} ({jobs['fused']} jobs) | **{b / statistics.median(fu):.2f}x**" if fu else "- | -"
-        print(f"| {kind} | {a:.2f} ({jobs['sm']} jobs) | {b:.2f} ({jobs['delta']} jobs) | **{b / a:.2f}x** | {c} | "
-              f"{f:.2f} | {a / f:.2f} | {b / f:.2f} | {'yes' if len(sums) == 1 else 'NO'} |", flush=True)
+        c = (
+            f"{statistics.median(fu):.2f} ({jobs['fused']} jobs) | **{b / statistics.median(fu):.2f}x**"
+            if fu
+            else "- | -"
+        )
+        out(
+            f"| {kind} | {a:.2f} ({jobs['sm']} jobs) | {b:.2f} ({jobs['delta']} jobs) | **{b / a:.2f}x** | {c} | "
+            f"{f:.2f} | {a / f:.2f} | {b / f:.2f} | {'yes' if len(sums) == 1 else 'NO'} |"
+        )
 
 
 def main() -> None:
@@ -91,16 +101,25 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=500_000, help="M, source rows")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scenarios", default="cdc, ON id;cdc, ON id AND dt", help="';'-separated, of merge_cost.py's")
+    ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
     args = ap.parse_args()
+    out = Report("delta-cdc")
     if not JARS:
         raise SystemExit("set DELTA_JARS to the delta-spark and delta-storage jars (make bench-delta does)")
     import pyspark
 
     home = Path(tempfile.mkdtemp(prefix="sm_bench_delta_"))
-    spark = get_session(warehouse=str(home), conf={
-        "spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g", "spark.ui.showConsoleProgress": "false",
-        "spark.jars": JARS, "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"})
+    spark = get_session(
+        warehouse=str(home),
+        conf={
+            "spark.sql.shuffle.partitions": "8",
+            "spark.driver.memory": "6g",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.jars": JARS,
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        },
+    )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
     try:
         for n in [int(x) for x in args.rows.split(",")]:
@@ -110,15 +129,21 @@ def main() -> None:
             merge(spark, scenarios("bench.t")["cdc, ON id"])
             spark.sql(scenarios(delta_target(spark, data))["cdc, ON id"]).collect()
             fused_cdc(spark, fresh_target(spark, data), False, data)
-            print(f"\nSpark {pyspark.__version__}, N={n:,} target rows, M={args.changes:,} source rows, medians of "
-                  f"{args.repeat} (seconds; side by side in this run)\n")
-            print("| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | fused-plan prototype | "
-                  "Delta / prototype | data floor | spark-merge / data floor | Delta / data floor | same rows |")
-            print("|---|---|---|---|---|---|---|---|---|---|")
-            compare(spark, data, args.repeat, args.scenarios.split(";"))
+            out(
+                f"\nSpark {pyspark.__version__}, N={n:,} target rows, M={args.changes:,} source rows, medians of "
+                f"{args.repeat} (seconds; side by side in this run)\n"
+            )
+            out(
+                "| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | fused-plan prototype | "
+                "Delta / prototype | data floor | spark-merge / data floor | Delta / data floor | same rows |"
+            )
+            out("|---|---|---|---|---|---|---|---|---|---|")
+            compare(spark, data, args.repeat, args.scenarios.split(";"), out)
     finally:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
+    if args.write_docs:
+        out.write()
 
 
 if __name__ == "__main__":

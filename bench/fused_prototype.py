@@ -17,6 +17,7 @@ comparable:
    files the write read, listed, no Spark job), journal property, one repoint per partition, done and
    version properties, unlock, refresh.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,9 @@ import os
 import time
 from pathlib import Path
 
+from merge_cost import COLUMNS
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
-
-from merge_cost import COLUMNS
 
 UPDATED = ["customer", "amount", "qty", "status", "updated_at"]
 
@@ -41,39 +41,73 @@ def fused_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
     src = spark.table("bench.cdc")
     lo, hi, source_rows = src.agg(F.min("id"), F.max("id"), F.count(F.lit(1))).first()  # 1: source statistics
 
-    keys = (spark.table(table).where(F.col("id").between(lo, hi))
-            .select(F.col("id").alias("t_id"), F.col("dt").alias("t_dt"),
-                    F.col("_metadata.file_path").alias("t_file"), F.col("_metadata.row_index").alias("t_row")))
+    keys = (
+        spark.table(table)
+        .where(F.col("id").between(lo, hi))
+        .select(
+            F.col("id").alias("t_id"),
+            F.col("dt").alias("t_dt"),
+            F.col("_metadata.file_path").alias("t_file"),
+            F.col("_metadata.row_index").alias("t_row"),
+        )
+    )
     on = (src.id == keys.t_id) & (src.dt == keys.t_dt) if on_dt else src.id == keys.t_id
     matched, deleted = F.col("t_id").isNotNull(), F.col("deleted")
-    summary = src.join(keys, on, "left").agg(                                          # 2: one match query
-        F.count(F.when(matched, 1)).alias("matches"),
-        F.count_distinct(F.when(matched, F.struct("t_file", "t_row"))).alias("targets"),
-        F.count(F.when(matched & deleted, 1)).alias("deleted"),
-        F.count(F.when(matched & ~deleted, 1)).alias("updated"),
-        F.count(F.when(~matched & ~deleted, 1)).alias("inserted"),
-        F.collect_set(F.when(matched, F.col("t_dt")).when(~deleted, F.col("dt"))).alias("partitions")).first()
+    summary = (
+        src.join(keys, on, "left")
+        .agg(  # 2: one match query
+            F.count(F.when(matched, 1)).alias("matches"),
+            F.count_distinct(F.when(matched, F.struct("t_file", "t_row"))).alias("targets"),
+            F.count(F.when(matched & deleted, 1)).alias("deleted"),
+            F.count(F.when(matched & ~deleted, 1)).alias("updated"),
+            F.count(F.when(~matched & ~deleted, 1)).alias("inserted"),
+            F.collect_set(F.when(matched, F.col("t_dt")).when(~deleted, F.col("dt"))).alias("partitions"),
+        )
+        .first()
+    )
     if summary.matches != summary.targets:
         raise RuntimeError(f"{summary.matches - summary.targets} target rows matched more than one source row")
     partitions = sorted(str(d) for d in summary.partitions)
 
     target = spark.table(table).where(F.col("dt").isin(partitions)).withColumn("t_file", F.col("_metadata.file_path"))
     t, s = target.alias("t"), src.alias("s")
-    on = (F.col("t.id") == F.col("s.id")) & (F.col("t.dt") == F.col("s.dt")) if on_dt else F.col("t.id") == F.col("s.id")
+    on = (
+        (F.col("t.id") == F.col("s.id")) & (F.col("t.dt") == F.col("s.dt")) if on_dt else F.col("t.id") == F.col("s.id")
+    )
     in_t, in_s = F.col("t.id").isNotNull(), F.col("s.id").isNotNull()
-    rows = t.join(s, on, "full_outer").where(~(in_s & F.col("s.deleted")) & (in_t | in_s)).select(
-        *[(F.when(in_t & in_s, F.col(f"s.{c}")) if c in UPDATED else F.when(in_t & in_s, F.col(f"t.{c}")))
-          .when(in_t, F.col(f"t.{c}")).otherwise(F.col(f"s.{c}")).alias(c) for c in COLUMNS],
-        F.when(in_t & ~in_s, 1).alias("_copied"), F.col("t.t_file").alias("_file"))
+    rows = (
+        t.join(s, on, "full_outer")
+        .where(~(in_s & F.col("s.deleted")) & (in_t | in_s))
+        .select(
+            *[
+                (F.when(in_t & in_s, F.col(f"s.{c}")) if c in UPDATED else F.when(in_t & in_s, F.col(f"t.{c}")))
+                .when(in_t, F.col(f"t.{c}"))
+                .otherwise(F.col(f"s.{c}"))
+                .alias(c)
+                for c in COLUMNS
+            ],
+            F.when(in_t & ~in_s, 1).alias("_copied"),
+            F.col("t.t_file").alias("_file"),
+        )
+    )
     seen = Observation("stage")
     stage = stage_root / f"stage_{time.monotonic_ns()}"
-    (rows.observe(seen, F.count(F.lit(1)).alias("output"), F.count("_copied").alias("copied"),
-                  F.collect_set("_file").alias("files"))
-     .drop("_copied", "_file").repartition("dt").write.partitionBy("dt").parquet(str(stage)))  # 3: staging write
+    (
+        rows.observe(
+            seen,
+            F.count(F.lit(1)).alias("output"),
+            F.count("_copied").alias("copied"),
+            F.collect_set("_file").alias("files"),
+        )
+        .drop("_copied", "_file")
+        .repartition("dt")
+        .write.partitionBy("dt")
+        .parquet(str(stage))
+    )  # 3: staging write
     observed = seen.get
     added = _files(str(stage))
 
-    name = table.split(".")[-1]                                                        # 4: the commit
+    name = table.split(".")[-1]  # 4: the commit
     spark.sql(f"CREATE TABLE bench.__lock_{name} (merge_id STRING) USING parquet")
     try:
         root = spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").first()[0]
@@ -89,8 +123,14 @@ def fused_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
     finally:
         spark.sql(f"DROP TABLE IF EXISTS bench.__lock_{name}")
     spark.sql(f"REFRESH TABLE {table}")
-    return {"numSourceRows": source_rows, "numTargetRowsInserted": summary.inserted,
-            "numTargetRowsUpdated": summary.updated, "numTargetRowsDeleted": summary.deleted,
-            "numTargetRowsCopied": observed["copied"], "numOutputRows": observed["output"],
-            "numTargetFilesAdded": len(added), "numTargetFilesRemoved": len(now),
-            "numTargetBytesAdded": sum(os.path.getsize(f) for f in added)}
+    return {
+        "numSourceRows": source_rows,
+        "numTargetRowsInserted": summary.inserted,
+        "numTargetRowsUpdated": summary.updated,
+        "numTargetRowsDeleted": summary.deleted,
+        "numTargetRowsCopied": observed["copied"],
+        "numOutputRows": observed["output"],
+        "numTargetFilesAdded": len(added),
+        "numTargetFilesRemoved": len(now),
+        "numTargetBytesAdded": sum(os.path.getsize(f) for f in added),
+    }

@@ -29,6 +29,7 @@ The scaling section keeps M and grows N: spark-merge should follow the touched p
 The small-merge section: a 1,000-row source (updates in the newest day: one partition) into a 1M-row
 table in a warm session, beside Spark's own INSERT INTO of the same 1,000 rows.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,11 +40,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from report import Report
+from tally import count
+
 from merge_core import macros, merge
 from merge_core.engine import MergeRun, broadcasts_changed
 from merge_core.parse import parse
 from merge_core.session import get_session
-from tally import count
 
 COLUMNS = ["id", "dt", "customer", "amount", "qty", "status", "updated_at"]
 SCHEMA = "id BIGINT, customer STRING, amount DOUBLE, qty INT, status STRING, updated_at TIMESTAMP, dt DATE"
@@ -53,8 +56,10 @@ INSERT = f"INSERT ({', '.join(COLUMNS)}) VALUES ({', '.join('s.' + c for c in CO
 
 
 def scenarios(table: str) -> dict[str, str]:
-    cdc = (f"WHEN MATCHED AND s.deleted THEN DELETE WHEN MATCHED THEN UPDATE SET {UPDATE_SET} "
-           f"WHEN NOT MATCHED AND NOT s.deleted THEN {INSERT}")
+    cdc = (
+        f"WHEN MATCHED AND s.deleted THEN DELETE WHEN MATCHED THEN UPDATE SET {UPDATE_SET} "
+        f"WHEN NOT MATCHED AND NOT s.deleted THEN {INSERT}"
+    )
     return {
         "cdc, ON id": f"MERGE INTO {table} t USING bench.cdc s ON t.id = s.id {cdc}",
         "cdc, ON id AND dt": f"MERGE INTO {table} t USING bench.cdc s ON t.id = s.id AND t.dt = s.dt {cdc}",
@@ -83,10 +88,15 @@ def generate(spark, rows: int, changes: int, where: Path) -> None:
         UNION ALL
         SELECT id, date_add({BASE_DAY}, 99), concat('cust', id % 101), round(rand(3) * 1000, 2), 1, 'new',
                TIMESTAMP'2026-04-11 00:00:00', false
-        FROM range({rows}, {rows + changes - changed})""").write.saveAsTable("bench.cdc", format="parquet", mode="overwrite")
-    spark.table("bench.cdc").where(f"id >= {rows}").write.saveAsTable("bench.inserts", format="parquet", mode="overwrite")
-    spark.table("bench.cdc").where(f"id < {rows}").select("id").write.saveAsTable("bench.deletes", format="parquet",
-                                                                                     mode="overwrite")
+        FROM range({rows}, {rows + changes - changed})""").write.saveAsTable(
+        "bench.cdc", format="parquet", mode="overwrite"
+    )
+    spark.table("bench.cdc").where(f"id >= {rows}").write.saveAsTable(
+        "bench.inserts", format="parquet", mode="overwrite"
+    )
+    spark.table("bench.cdc").where(f"id < {rows}").select("id").write.saveAsTable(
+        "bench.deletes", format="parquet", mode="overwrite"
+    )
 
 
 def fresh_target(spark, where: Path, name: str = "bench.t") -> str:
@@ -108,7 +118,8 @@ def timed(fn) -> float:
 def naive(spark, table: str, sql_kind: str) -> None:
     """The hand-written full rewrite: whole target FULL OUTER JOIN source, whole table written."""
     source = {"insert-only": "bench.inserts", "delete-only": "(SELECT id, true AS deleted FROM bench.deletes)"}.get(
-        sql_kind, "bench.cdc")
+        sql_kind, "bench.cdc"
+    )
     on = "t.id = s.id AND t.dt = s.dt" if sql_kind == "cdc, ON id AND dt" else "t.id = s.id"
     if sql_kind == "insert-only":
         pick = ", ".join(f"coalesce(t.{c}, s.{c}) AS {c}" for c in COLUMNS)
@@ -120,25 +131,34 @@ def naive(spark, table: str, sql_kind: str) -> None:
         pick = ", ".join(f"CASE WHEN s.id IS NOT NULL THEN s.{c} ELSE t.{c} END AS {c}" for c in COLUMNS)
         keep = "s.id IS NULL OR NOT s.deleted"
     spark.sql("DROP TABLE IF EXISTS bench.naive")
-    spark.sql(f"CREATE TABLE bench.naive USING parquet PARTITIONED BY (dt) AS SELECT {pick} "
-              f"FROM {table} t FULL OUTER JOIN {source} s ON {on} WHERE {keep}")
+    spark.sql(
+        f"CREATE TABLE bench.naive USING parquet PARTITIONED BY (dt) AS SELECT {pick} "
+        f"FROM {table} t FULL OUTER JOIN {source} s ON {on} WHERE {keep}"
+    )
 
 
 def floor(spark, table: str, days: list[str]) -> None:
     """Read the touched partitions and write them back unchanged."""
     spark.sql("DROP TABLE IF EXISTS bench.floor")
-    spark.sql(f"CREATE TABLE bench.floor USING parquet PARTITIONED BY (dt) AS SELECT * FROM {table} "
-              f"WHERE dt IN ({', '.join(repr(d) for d in days)})")
+    spark.sql(
+        f"CREATE TABLE bench.floor USING parquet PARTITIONED BY (dt) AS SELECT * FROM {table} "
+        f"WHERE dt IN ({', '.join(repr(d) for d in days)})"
+    )
 
 
 def data_floor(spark, table: str, days: list[str], kind: str) -> None:
     """One job: read the touched partitions and the source, write their union (no join)."""
     source = {"insert-only": "bench.inserts", "delete-only": "bench.deletes"}.get(kind, "bench.cdc")
-    rows = (f"SELECT {', '.join(COLUMNS)} FROM {source}" if kind != "delete-only" else
-            f"SELECT id, date_add({BASE_DAY}, 99) AS dt, {', '.join(f'NULL AS {c}' for c in COLUMNS[2:])} FROM {source}")
+    rows = (
+        f"SELECT {', '.join(COLUMNS)} FROM {source}"
+        if kind != "delete-only"
+        else f"SELECT id, date_add({BASE_DAY}, 99) AS dt, {', '.join(f'NULL AS {c}' for c in COLUMNS[2:])} FROM {source}"
+    )
     spark.sql("DROP TABLE IF EXISTS bench.dfloor")
-    spark.sql(f"CREATE TABLE bench.dfloor USING parquet PARTITIONED BY (dt) AS SELECT {', '.join(COLUMNS)} FROM {table} "
-              f"WHERE dt IN ({', '.join(repr(d) for d in days)}) UNION ALL {rows}")
+    spark.sql(
+        f"CREATE TABLE bench.dfloor USING parquet PARTITIONED BY (dt) AS SELECT {', '.join(COLUMNS)} FROM {table} "
+        f"WHERE dt IN ({', '.join(repr(d) for d in days)}) UNION ALL {rows}"
+    )
 
 
 def data_passes(spark, table: str, sql: str, done) -> float:
@@ -151,16 +171,21 @@ def data_passes(spark, table: str, sql: str, done) -> float:
     ctx["scan_filter"] = macros.render("scan_filter", spec, run.table, [{"partition": p} for p in partitions])
     ctx["broadcast_changed"] = broadcasts_changed(done.metrics)
     insert_only = run.resolved["insert_only"]
-    last = (macros.render("append_sql", run.table, ctx) if insert_only
-            else macros.render("fused_stage_sql", spec, run.table, run.resolved, ctx, partitions))
+    last = (
+        macros.render("append_sql", run.table, ctx)
+        if insert_only
+        else macros.render("fused_stage_sql", spec, run.table, run.resolved, ctx, partitions)
+    )
     t0 = time.monotonic()
     spark.sql(macros.render("cache_source_sql", spec, ctx))
     spark.sql(f"SELECT count(*) FROM {ctx['source']}").collect()
     if insert_only:  # the append reads the cached changes; a rewrite joins again in its write
         spark.sql(macros.render("cache_changes_sql", spec, run.table, run.resolved, ctx).replace("CACHE LAZY", "CACHE"))
     else:  # the join as the plan's summary reads it
-        spark.sql(f"CREATE TEMPORARY VIEW {ctx['changes_view']} AS "
-                  + macros.render("changes_sql", spec, run.table, run.resolved, ctx))
+        spark.sql(
+            f"CREATE TEMPORARY VIEW {ctx['changes_view']} AS "
+            + macros.render("changes_sql", spec, run.table, run.resolved, ctx)
+        )
         spark.sql(macros.render("change_summary_sql", spec, run.table, run.resolved, ctx)).collect()
     spark.sql(last)
     seconds = time.monotonic() - t0
@@ -181,8 +206,10 @@ def run_duckdb(where: Path, kind: str, sql: str, threads: int) -> float | None:
         return None
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
-    con.execute(f"CREATE TABLE t AS SELECT {', '.join(COLUMNS)} FROM read_parquet('{where}/target/*/*.parquet', "
-                "hive_partitioning = true)")
+    con.execute(
+        f"CREATE TABLE t AS SELECT {', '.join(COLUMNS)} FROM read_parquet('{where}/target/*/*.parquet', "
+        "hive_partitioning = true)"
+    )
     for name in ("cdc", "inserts", "deletes"):
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet('{where}/{name}/*.parquet')")
     statement = sql.replace("bench.t ", "t ").replace("bench.", "")
@@ -210,8 +237,11 @@ def run_delta(spark, where: Path, kind: str) -> float | None:
     elif kind == "delete-only":
         m = m.when_matched_delete()
     else:
-        m = (m.when_matched_delete("s.deleted").when_matched_update({c: f"s.{c}" for c in COLUMNS[2:]})
-             .when_not_matched_insert({c: f"s.{c}" for c in COLUMNS}, predicate="NOT s.deleted"))
+        m = (
+            m.when_matched_delete("s.deleted")
+            .when_matched_update({c: f"s.{c}" for c in COLUMNS[2:]})
+            .when_not_matched_insert({c: f"s.{c}" for c in COLUMNS}, predicate="NOT s.deleted")
+        )
     seconds = timed(m.execute)
     shutil.rmtree(path, ignore_errors=True)
     return seconds
@@ -222,7 +252,7 @@ def export_sources(spark, where: Path) -> None:
         spark.table(f"bench.{name}").write.mode("overwrite").parquet(str(where / name))
 
 
-def compare(spark, where: Path, repeat: int, with_references: bool) -> list[dict]:
+def compare(spark, where: Path, repeat: int, with_references: bool, out=print) -> list[dict]:
     results = []
     for kind, sql in scenarios("bench.t").items():
         merged, naive_s, floor_s, dfloor_s, passes_s, sums = [], [], [], [], [], set()
@@ -249,28 +279,41 @@ def compare(spark, where: Path, repeat: int, with_references: bool) -> list[dict
             dfloor_s.append(timed(lambda: data_floor(spark, table, days, kind)))
             table = fresh_target(spark, where)
             passes_s.append(data_passes(spark, table, sql, result))
-        row = {"scenario": kind, "spark-merge": statistics.median(merged), "naive": statistics.median(naive_s),
-               "floor": statistics.median(floor_s), "data floor": statistics.median(dfloor_s),
-               "passes": statistics.median(passes_s), "partitions": len(days),
-               "jobs": counted["jobs"], "metastore": counted["metastore statements"],
-               "agree": len(sums) == 1, "metrics": result.metrics}
+        row = {
+            "scenario": kind,
+            "spark-merge": statistics.median(merged),
+            "naive": statistics.median(naive_s),
+            "floor": statistics.median(floor_s),
+            "data floor": statistics.median(dfloor_s),
+            "passes": statistics.median(passes_s),
+            "partitions": len(days),
+            "jobs": counted["jobs"],
+            "metastore": counted["metastore statements"],
+            "agree": len(sums) == 1,
+            "metrics": result.metrics,
+        }
         if with_references:
-            row["duckdb"] = statistics.median(filter(None, [run_duckdb(where, kind, sql, os.cpu_count() or 2)
-                                                            for _ in range(repeat)]) or [float("nan")])
-            row["delta-rs"] = statistics.median(filter(None, [run_delta(spark, where, kind) for _ in range(repeat)])
-                                                or [float("nan")])
+            row["duckdb"] = statistics.median(
+                filter(None, [run_duckdb(where, kind, sql, os.cpu_count() or 2) for _ in range(repeat)])
+                or [float("nan")]
+            )
+            row["delta-rs"] = statistics.median(
+                filter(None, [run_delta(spark, where, kind) for _ in range(repeat)]) or [float("nan")]
+            )
         results.append(row)
-        print(format_row(row), flush=True)
+        out(format_row(row))
     return results
 
 
 def format_row(r: dict) -> str:
     sm = r["spark-merge"]
     refs = "".join(f" | {r[k]:.2f} ({r[k] / sm:.2f}x)" for k in ("duckdb", "delta-rs") if k in r)
-    return (f"| {r['scenario']} | {r['partitions']} | {sm:.2f} | {r['jobs']} | {r['metastore']} | {r['naive']:.2f} | "
-            f"**{r['naive'] / sm:.1f}x** | {r['floor']:.2f} | {sm / r['floor']:.2f} | {r['data floor']:.2f} | "
-            f"**{sm / r['data floor']:.2f}** | {r['passes']:.2f} | {r['naive'] / r['passes']:.1f}x"
-            f"{refs} | {'yes' if r['agree'] else 'NO'} |")
+    return (
+        f"| {r['scenario']} | {r['partitions']} | {sm:.2f} | {r['jobs']} | {r['metastore']} | {r['naive']:.2f} | "
+        f"**{r['naive'] / sm:.1f}x** | {r['floor']:.2f} | {sm / r['floor']:.2f} | {r['data floor']:.2f} | "
+        f"**{sm / r['data floor']:.2f}** | {r['passes']:.2f} | {r['naive'] / r['passes']:.1f}x"
+        f"{refs} | {'yes' if r['agree'] else 'NO'} |"
+    )
 
 
 def main() -> None:
@@ -282,12 +325,20 @@ def main() -> None:
     ap.add_argument("--no-references", action="store_true", help="skip DuckDB and delta-rs")
     ap.add_argument("--big", action="store_true", help="add N=100,000,000 to the scaling table (hours; not in CI)")
     ap.add_argument("--no-small", action="store_true", help="skip the small-merge section")
+    ap.add_argument("--write-docs", action="store_true", help="put the tables into docs/performance.md")
     args = ap.parse_args()
+    out = Report("merge-cost")
     if args.big:
         args.scaling = ",".join([x for x in args.scaling.split(",") if x != "none"] + ["100000000"])
     home = Path(tempfile.mkdtemp(prefix="sm_bench_"))
-    spark = get_session(warehouse=str(home), conf={"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g",
-                                                   "spark.ui.showConsoleProgress": "false"})
+    spark = get_session(
+        warehouse=str(home),
+        conf={
+            "spark.sql.shuffle.partitions": "8",
+            "spark.driver.memory": "6g",
+            "spark.ui.showConsoleProgress": "false",
+        },
+    )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
     try:
         data = home / f"n{args.rows}"
@@ -295,31 +346,41 @@ def main() -> None:
         export_sources(spark, data)
         fresh_target(spark, data)  # warm up the JVM (the first merge of a session pays for JIT compilation)
         merge(spark, scenarios("bench.t")["cdc, ON id"])
-        print(f"\nN={args.rows:,} target rows, M={args.changes:,} source rows, medians of {args.repeat} "
-              f"(seconds; ratios measured side by side in this run)\n")
+        out(
+            f"\nN={args.rows:,} target rows, M={args.changes:,} source rows, medians of {args.repeat} "
+            f"(seconds; ratios measured side by side in this run)\n"
+        )
         refs = "" if args.no_references else " duckdb | delta-rs |"
-        print(f"| scenario | partitions rewritten | spark-merge | jobs | metastore statements | naive | naive / spark-merge "
-              f"| floor | spark-merge / floor | data floor | spark-merge / data floor | passes | naive / passes |{refs} same rows |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if refs else "") + "---|")
-        compare(spark, data, args.repeat, not args.no_references)
+        out(
+            f"| scenario | partitions rewritten | spark-merge | jobs | metastore statements | naive | naive / spark-merge "
+            f"| floor | spark-merge / floor | data floor | spark-merge / data floor | passes | naive / passes |{refs} same rows |"
+        )
+        out("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if refs else "") + "---|")
+        compare(spark, data, args.repeat, not args.no_references, out)
         if args.scaling != "none":
-            print(f"\nScaling: M={args.changes:,}, scenario 'cdc, ON id AND dt' and 'cdc, ON id' (medians of {args.repeat})\n")
-            print("| N | touched bytes (MB) | spark-merge ON id AND dt | spark-merge ON id | passes ON id | naive | "
-                  "naive / spark-merge | naive / passes | data floor | spark-merge / data floor |")
-            print("|---|---|---|---|---|---|---|---|---|---|")
+            out(
+                f"\nScaling: M={args.changes:,}, scenario 'cdc, ON id AND dt' and 'cdc, ON id' (medians of {args.repeat})\n"
+            )
+            out(
+                "| N | touched bytes (MB) | spark-merge ON id AND dt | spark-merge ON id | passes ON id | naive | "
+                "naive / spark-merge | naive / passes | data floor | spark-merge / data floor |"
+            )
+            out("|---|---|---|---|---|---|---|---|---|---|")
             for n in [int(x) for x in args.scaling.split(",")]:
                 data = home / f"n{n}"
                 if not data.exists():
                     generate(spark, n, args.changes, data)
-                scaled(spark, data, n, args.repeat)
+                scaled(spark, data, n, args.repeat, out)
         if not args.no_small:
-            small(spark, home, args.repeat)
+            small(spark, home, args.repeat, out)
     finally:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
+    if args.write_docs:
+        out.write()
 
 
-def small(spark, home: Path, repeat: int) -> None:
+def small(spark, home: Path, repeat: int, out=print) -> None:
     """A small merge in a warm session: 1,000 source rows (updates of existing ids in the newest
     day) into a 1M-row table, beside Spark's INSERT INTO of the same rows (into a copy of it)."""
     data = home / "n1000000"
@@ -327,8 +388,10 @@ def small(spark, home: Path, repeat: int) -> None:
         generate(spark, 1_000_000, 500_000, data)
     fresh_target(spark, data)
     spark.sql("DROP TABLE IF EXISTS bench.small_src")
-    spark.sql("CREATE TABLE bench.small_src USING parquet AS SELECT id, dt, customer, amount + 1 AS amount, qty, status, "
-              f"updated_at FROM bench.t WHERE dt = date_add({BASE_DAY}, 99) ORDER BY id LIMIT 1000")
+    spark.sql(
+        "CREATE TABLE bench.small_src USING parquet AS SELECT id, dt, customer, amount + 1 AS amount, qty, status, "
+        f"updated_at FROM bench.t WHERE dt = date_add({BASE_DAY}, 99) ORDER BY id LIMIT 1000"
+    )
     statement = f"MERGE INTO bench.t t USING bench.small_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET {UPDATE_SET}"
     insert = f"INSERT INTO bench.t SELECT {', '.join(c for c in COLUMNS if c != 'dt')}, dt FROM bench.small_src"
     merged, inserted = [], []
@@ -341,14 +404,16 @@ def small(spark, home: Path, repeat: int) -> None:
             merged.append(seconds)
             inserted.append(appended)
     m, i = statistics.median(merged), statistics.median(inserted)
-    print(f"\nSmall merge: 1,000 source rows (updates, one partition) into 1,000,000 rows, warm session, "
-          f"medians of {repeat}\n")
-    print("| spark-merge | Spark INSERT INTO (same rows) | spark-merge / INSERT INTO |")
-    print("|---|---|---|")
-    print(f"| {m:.2f} | {i:.2f} | **{m / i:.1f}x** |", flush=True)
+    out(
+        f"\nSmall merge: 1,000 source rows (updates, one partition) into 1,000,000 rows, warm session, "
+        f"medians of {repeat}\n"
+    )
+    out("| spark-merge | Spark INSERT INTO (same rows) | spark-merge / INSERT INTO |")
+    out("|---|---|---|")
+    out(f"| {m:.2f} | {i:.2f} | **{m / i:.1f}x** |")
 
 
-def scaled(spark, where: Path, n: int, repeat: int) -> None:
+def scaled(spark, where: Path, n: int, repeat: int, out=print) -> None:
     by_dt, by_id, passes_s, naive_s, dfloor_s, touched = [], [], [], [], [], 0
     sql = scenarios("bench.t")
     for _ in range(repeat):
@@ -366,8 +431,10 @@ def scaled(spark, where: Path, n: int, repeat: int) -> None:
         days = sorted({p["dt"] for p in result[0].partitions})
         dfloor_s.append(timed(lambda: data_floor(spark, table, days, "cdc, ON id")))
     a, b, p, c, f = (statistics.median(x) for x in (by_dt, by_id, passes_s, naive_s, dfloor_s))
-    print(f"| {n:,} | {touched / 1e6:.1f} | {a:.2f} | {b:.2f} | {p:.2f} | {c:.2f} | **{c / b:.1f}x** | {c / p:.1f}x | "
-          f"{f:.2f} | **{b / f:.2f}** |", flush=True)
+    out(
+        f"| {n:,} | {touched / 1e6:.1f} | {a:.2f} | {b:.2f} | {p:.2f} | {c:.2f} | **{c / b:.1f}x** | {c / p:.1f}x | "
+        f"{f:.2f} | **{b / f:.2f}** |"
+    )
 
 
 if __name__ == "__main__":

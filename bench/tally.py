@@ -14,6 +14,7 @@ Counts are deterministic (they do not depend on the machine's speed), so tests m
   and the catalog reads that listing made (a partition's location each, and the staging table's
   partition count).
 """
+
 from __future__ import annotations
 
 from merge_core import host, metastore
@@ -43,7 +44,12 @@ def count(spark, fn) -> dict:
     session = [text for text in sql if text.upper().startswith(SESSION_WORDS)]
     data = [text for text in sql if text not in catalog and text not in session]
     repoints = [kind for kind, _ in trace if kind == "repoint"]
-    return {"jobs": jobs, "statements": len(sql), "data statements": len(data),
-            "metastore statements": len(catalog) + len(repoints),
-            "file statistics": sum(1 for kind, _ in trace if kind == "file_stats"),
-            "catalog reads": metastore.reads - reads, "result": result}
+    return {
+        "jobs": jobs,
+        "statements": len(sql),
+        "data statements": len(data),
+        "metastore statements": len(catalog) + len(repoints),
+        "file statistics": sum(1 for kind, _ in trace if kind == "file_stats"),
+        "catalog reads": metastore.reads - reads,
+        "result": result,
+    }
