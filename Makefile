@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all bench bench-delta bench-matrix clean
+.PHONY: demo test test-all lint bench bench-delta bench-matrix clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# ruff (lint and format) over the code, mypy over the public API (pyproject.toml configures both)
+lint: $(STAMP)
+	$(BIN)/ruff check merge_core airflow_provider dags bench tests
+	$(BIN)/ruff format --check merge_core airflow_provider dags bench tests
+	$(BIN)/mypy
 
 # everything, the extended tier too (README: Tests); longer than CI's hour
 test-all: $(STAMP)

@@ -1,5 +1,6 @@
 """Airflow provider for spark-merge: a connection type, a hook that gives a SparkSession, and
 SparkMergeOperator (registered through the `apache_airflow_provider` entry point)."""
+
 from __future__ import annotations
 
 

@@ -3,6 +3,7 @@
 Only these names are ever created: a DAG pointed at other tables (its params) expects them to exist,
 so a typo in a table name fails the merge instead of quietly making a new demo table.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,7 +26,7 @@ CHANGES = """
 STATEMENTS = {
     "demo.orders": f"CREATE TABLE IF NOT EXISTS demo.orders ({COLUMNS}) USING parquet PARTITIONED BY (region)",
     "demo.orders_cdc": f"CREATE TABLE IF NOT EXISTS demo.orders_cdc USING parquet AS "
-                       f"SELECT * FROM VALUES {CHANGES} AS s({', '.join(c.split()[0] for c in COLUMNS.split(', '))})",
+    f"SELECT * FROM VALUES {CHANGES} AS s({', '.join(c.split()[0] for c in COLUMNS.split(', '))})",
 }
 
 

@@ -8,13 +8,15 @@ or a Spark Connect URL (`sc://h:15002`; a port in the port field is appended). E
 `"metastore": "thrift://hms:9083"` for a Hive metastore that several applications share (every
 Airflow task is its own Spark application; the embedded Derby metastore admits one at a time).
 """
+
 from __future__ import annotations
 
 import contextvars
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from airflow.sdk import BaseHook
 
@@ -41,7 +43,9 @@ class SparkMergeHook(BaseHook):
     def session_args(self) -> dict[str, Any]:
         """Arguments for merge_core.session.get_session from the connection (or the embedded default)."""
         if not self.spark_merge_conn_id:
-            home = os.environ.get("SPARK_MERGE_HOME") or str(Path(os.environ.get("AIRFLOW_HOME", "~/airflow")).expanduser() / "spark-merge")
+            home = os.environ.get("SPARK_MERGE_HOME") or str(
+                Path(os.environ.get("AIRFLOW_HOME", "~/airflow")).expanduser() / "spark-merge"
+            )
             return {"warehouse": home}
         conn = self.get_connection(self.spark_merge_conn_id)
         extra = conn.extra_dejson or {}
@@ -69,11 +73,19 @@ class SparkMergeHook(BaseHook):
         if not self.postgres_conn_id:
             return {}
         conn = self.get_connection(self.postgres_conn_id)
-        return {"jdbc_url": f"jdbc:postgresql://{conn.host}:{conn.port or 5432}/{conn.schema or 'postgres'}",
-                "jdbc_user": conn.login or None, "jdbc_password": conn.password or None}
+        return {
+            "jdbc_url": f"jdbc:postgresql://{conn.host}:{conn.port or 5432}/{conn.schema or 'postgres'}",
+            "jdbc_user": conn.login or None,
+            "jdbc_password": conn.password or None,
+        }
 
-    def run_merge(self, sql_or_spec: str | dict, options: dict | None = None, max_retries: int = 3,
-                  on_planned: Callable[[dict], None] | None = None):
+    def run_merge(
+        self,
+        sql_or_spec: str | dict,
+        options: dict | None = None,
+        max_retries: int = 3,
+        on_planned: Callable[[dict], None] | None = None,
+    ):
         """Run the merge to completion (merge_core.merge) and return its MergeResult.
 
         It runs in a thread of its own while this one waits. An execution timeout (SIGALRM) or a
@@ -92,13 +104,21 @@ class SparkMergeHook(BaseHook):
 
         def work() -> None:
             try:
-                outcome["result"] = merge(spark, sql_or_spec, max_retries=max_retries, on_start=started,
-                                          on_planned=on_planned, **self.postgres_args(), **(options or {}))
+                outcome["result"] = merge(
+                    spark,
+                    sql_or_spec,
+                    max_retries=max_retries,
+                    on_start=started,
+                    on_planned=on_planned,
+                    **self.postgres_args(),
+                    **(options or {}),
+                )
             except BaseException as e:  # handed to the waiting thread
                 outcome["error"] = e
 
-        worker = threading.Thread(target=contextvars.copy_context().run, args=(work,), daemon=True,
-                                  name="spark-merge-worker")
+        worker = threading.Thread(
+            target=contextvars.copy_context().run, args=(work,), daemon=True, name="spark-merge-worker"
+        )
         worker.start()
         try:
             while worker.is_alive():

@@ -6,6 +6,7 @@ path) and carry a symlink to the catalog name (`db.table`), as Spark's own OpenL
 What Spark must be asked (locations) is collected while the task runs (`describe`), so building the
 facets afterwards needs no Spark session.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,25 +44,39 @@ def postgres_table(jdbc_url: str, parts: list[str]) -> dict:
     where = urlparse(jdbc_url.removeprefix("jdbc:"))
     schema, table = (["public"] + list(parts))[-2:]
     database = where.path.strip("/") or "postgres"
-    return {"table": f"{schema}.{table}", "location": None,
-            "namespace": f"postgres://{where.hostname}:{where.port or 5432}", "name": f"{database}.{schema}.{table}"}
+    return {
+        "table": f"{schema}.{table}",
+        "location": None,
+        "namespace": f"postgres://{where.hostname}:{where.port or 5432}",
+        "name": f"{database}.{schema}.{table}",
+    }
 
 
 def operator_lineage(inputs: list[dict], output: dict, metrics: dict | None):
     """OperatorLineage for the OpenLineage provider (imported here: it is optional)."""
     from airflow.providers.common.compat.openlineage.facet import (
-        Identifier, InputDataset, OutputDataset, OutputStatisticsOutputDatasetFacet, SymlinksDatasetFacet,
+        Identifier,
+        InputDataset,
+        OutputDataset,
+        OutputStatisticsOutputDatasetFacet,
+        SymlinksDatasetFacet,
     )
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     def dataset(kind, info: dict, **extra):
-        namespace, name = (info["namespace"], info["name"]) if "namespace" in info else dataset_name(info["location"], info["table"])
-        symlink = SymlinksDatasetFacet(identifiers=[Identifier(namespace=CATALOG_NAMESPACE, name=info["table"], type="TABLE")])
+        namespace, name = (
+            (info["namespace"], info["name"]) if "namespace" in info else dataset_name(info["location"], info["table"])
+        )
+        symlink = SymlinksDatasetFacet(
+            identifiers=[Identifier(namespace=CATALOG_NAMESPACE, name=info["table"], type="TABLE")]
+        )
         return kind(namespace=namespace, name=name, facets={"symlinks": symlink}, **extra)
 
     stats = {}
     if metrics:  # rows and bytes the merge wrote (the rewritten partitions' rows, copied ones included)
         stats["outputStatistics"] = OutputStatisticsOutputDatasetFacet(
-            rowCount=metrics.get("numOutputRows", 0), size=metrics.get("numTargetBytesAdded", 0))
-    return OperatorLineage(inputs=[dataset(InputDataset, i) for i in inputs],
-                           outputs=[dataset(OutputDataset, output, outputFacets=stats)])
+            rowCount=metrics.get("numOutputRows", 0), size=metrics.get("numTargetBytesAdded", 0)
+        )
+    return OperatorLineage(
+        inputs=[dataset(InputDataset, i) for i in inputs], outputs=[dataset(OutputDataset, output, outputFacets=stats)]
+    )

@@ -5,10 +5,12 @@ the plan is checked and before anything is written; `merge_finish` (the metrics)
 The return value is the metrics too. With the OpenLineage provider installed, the task reports the
 source tables as inputs and the target, with its row counts, as output.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from airflow.sdk import BaseOperator
 
@@ -23,8 +25,8 @@ class SparkMergeOperator(BaseOperator):
 
     ``postgres_conn_id``: the target is a table of that PostgreSQL database (an Airflow Postgres
     connection: host, port, schema = database, login, password), changed in place by primary key.
-    ``options``: every option of ``merge_core.merge``: duplicate_rule, lossy_assignments, schema_evolution, partition_filter,
-    key_columns;
+    ``options``: every option of ``merge_core.merge``: duplicate_rule, lossy_assignments, schema_evolution,
+    partition_filter, key_columns;
     for watermark upserts primary_key, watermark_key, tombstone_key, tombstone_string_key_value,
     upsert_mode; for merge engines primary_key, merge_engine, sequence_field, row_kind_field,
     ignore_delete, aggregate_function, default_aggregate_function, sequence_group, ignore_retract,
@@ -36,9 +38,17 @@ class SparkMergeOperator(BaseOperator):
     template_fields_renderers = {"sql": "sql", "spec": "json", "options": "json"}
     ui_color = "#f4a261"
 
-    def __init__(self, *, sql: str | None = None, spec: dict | None = None, options: dict | None = None,
-                 spark_merge_conn_id: str | None = None, postgres_conn_id: str | None = None, max_retries: int = 3,
-                 **kwargs: Any):
+    def __init__(
+        self,
+        *,
+        sql: str | None = None,
+        spec: dict | None = None,
+        options: dict | None = None,
+        spark_merge_conn_id: str | None = None,
+        postgres_conn_id: str | None = None,
+        max_retries: int = 3,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         if (sql is None) == (spec is None):
             raise ValueError("give SparkMergeOperator either sql or spec")
@@ -55,15 +65,22 @@ class SparkMergeOperator(BaseOperator):
         ti = context["ti"]
         self._hook = SparkMergeHook(self.spark_merge_conn_id, postgres_conn_id=self.postgres_conn_id)
         spec = to_spec(self.sql if self.sql is not None else self.spec, **self.options)
-        result = self._hook.run_merge(spec, max_retries=self.max_retries,
-                                      on_planned=lambda info: ti.xcom_push(key="merge_begin", value=info))
+        result = self._hook.run_merge(
+            spec, max_retries=self.max_retries, on_planned=lambda info: ti.xcom_push(key="merge_begin", value=info)
+        )
         ti.xcom_push(key="merge_finish", value={"merge_id": result.merge_id, **result.metrics})
         log.info(result.summary())
         spark = self._hook.get_conn()
-        output = (lineage.postgres_table(self._hook.postgres_args()["jdbc_url"], spec.target) if self.postgres_conn_id
-                  else lineage.describe(spark, spec.target_name))
-        self._lineage = {"inputs": [lineage.describe(spark, t) for t in source_tables(spec)],
-                         "output": output, "metrics": result.metrics}
+        output = (
+            lineage.postgres_table(self._hook.postgres_args()["jdbc_url"], spec.target)
+            if self.postgres_conn_id
+            else lineage.describe(spark, spec.target_name)
+        )
+        self._lineage = {
+            "inputs": [lineage.describe(spark, t) for t in source_tables(spec)],
+            "output": output,
+            "metrics": result.metrics,
+        }
         return dict(result.metrics)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any):

@@ -6,6 +6,7 @@ day after a newer one, changes nothing. Params name the tables (defaults: demo.o
 Runs out of the box: the first task creates the two demo tables, with three days of sample changes
 (2026-11-01 to 03), when they are the tables named and missing; other tables must exist.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -39,9 +40,13 @@ with DAG(
         spec={
             "target": "{{ params.target }}",
             "source": "SELECT * FROM {{ params.source }} "
-                      "WHERE changed_at >= TIMESTAMP'{{ data_interval_start | ts }}' "
-                      "AND changed_at < TIMESTAMP'{{ data_interval_end | ts }}'",
+            "WHERE changed_at >= TIMESTAMP'{{ data_interval_start | ts }}' "
+            "AND changed_at < TIMESTAMP'{{ data_interval_end | ts }}'",
         },
-        options={"primary_key": "order_id", "watermark_key": "changed_at", "tombstone_key": "op",
-                 "tombstone_string_key_value": "D"},
+        options={
+            "primary_key": "order_id",
+            "watermark_key": "changed_at",
+            "tombstone_key": "op",
+            "tombstone_string_key_value": "D",
+        },
     )

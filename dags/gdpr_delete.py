@@ -14,6 +14,7 @@ for readers in flight and for `rollback` until the retention period ends (7 days
 retention: the deleted rows are gone from disk at once, and no rollback can bring them back.
 The first task creates demo.orders with sample rows when that is the table named and it is missing.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -54,8 +55,8 @@ with DAG(
 
     @task
     def vacuum(params=None) -> dict:
-        from merge_core import vacuum as vacuum_table
         from airflow_provider.hooks import SparkMergeHook
+        from merge_core import vacuum as vacuum_table
 
         result = vacuum_table(SparkMergeHook().get_conn(), params["table"], retain_hours=0)
         return {"removed": result.removed, "files": result.files, "bytes": result.bytes}
@@ -63,6 +64,6 @@ with DAG(
     delete = SparkMergeOperator(
         task_id="delete_customers",
         sql="DELETE FROM {{ params.table | sql_name }} WHERE {{ params.key | sql_name }} IN "
-            "({{ params.ids | map('sql_literal') | join(', ') or 'NULL' }})",
+        "({{ params.ids | map('sql_literal') | join(', ') or 'NULL' }})",
     )
     example_tables() >> any_ids() >> delete >> wants_vacuum() >> vacuum()

@@ -1,14 +1,16 @@
 """spark-merge: standard SQL MERGE, UPDATE and DELETE on plain parquet/ORC Spark tables.
 
-    from merge_core import merge
-    result = merge(spark, "MERGE INTO sales.accounts t USING updates s ON t.id = s.id "
-                          "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-    print(result.summary())
+from merge_core import merge
+result = merge(spark, "MERGE INTO sales.accounts t USING updates s ON t.id = s.id "
+                      "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+print(result.summary())
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -19,12 +21,12 @@ from .errors import (
     CorruptJournal,
     DuplicateMatchError,
     EngineRejected,
-    MergeError,
-    NotNullViolation,
     LengthViolation,
+    MergeError,
     MetadataError,
-    PlanViolation,
+    NotNullViolation,
     ParseError,
+    PlanViolation,
     SpecError,
     TargetError,
     TargetRefused,
@@ -36,9 +38,39 @@ from .spec import LIST_OPTIONS, UPSERT_OPTIONS, MergeSpec, WhenClause
 from .writer import MergeIntoWriter, merge_into
 
 __all__ = [
-    "merge", "merge_into", "MergeIntoWriter", "explain", "history", "parse", "to_spec", "MergeSpec", "WhenClause", "MergeResult", "MergeRun",
-    "MergeError", "SpecError", "ParseError", "UnsupportedError", "ValidationError", "TargetError",
-    "DuplicateMatchError", "NotNullViolation", "LengthViolation", "PlanViolation", "EngineRejected", "ConflictError", "CorruptJournal", "MetadataError", "TargetRefused", "recover", "repair_journal", "repair_history", "adopt", "vacuum", "rollback", "compact",
+    "merge",
+    "merge_into",
+    "MergeIntoWriter",
+    "explain",
+    "history",
+    "parse",
+    "to_spec",
+    "MergeSpec",
+    "WhenClause",
+    "MergeResult",
+    "MergeRun",
+    "MergeError",
+    "SpecError",
+    "ParseError",
+    "UnsupportedError",
+    "ValidationError",
+    "TargetError",
+    "DuplicateMatchError",
+    "NotNullViolation",
+    "LengthViolation",
+    "PlanViolation",
+    "EngineRejected",
+    "ConflictError",
+    "CorruptJournal",
+    "MetadataError",
+    "TargetRefused",
+    "recover",
+    "repair_journal",
+    "repair_history",
+    "adopt",
+    "vacuum",
+    "rollback",
+    "compact",
 ]
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())
@@ -73,10 +105,18 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
 
 
 @reports_spark_errors
-def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, max_retries: int = 3,
-          jdbc_url: str | None = None, jdbc_user: str | None = None, jdbc_password: str | None = None,
-          on_start: Callable | None = None, on_planned: Callable | None = None, dry_run: bool = False,
-          **options: Any) -> MergeResult:
+def merge(
+    spark: SparkSession,
+    sql_or_spec: str | dict | MergeSpec,
+    max_retries: int = 3,
+    jdbc_url: str | None = None,
+    jdbc_user: str | None = None,
+    jdbc_password: str | None = None,
+    on_start: Callable | None = None,
+    on_planned: Callable | None = None,
+    dry_run: bool = False,
+    **options: Any,
+) -> MergeResult:
     """Run a MERGE, UPDATE or DELETE to completion and return its metrics.
 
     ``max_retries``: how often to plan again when another merge committed elsewhere
@@ -88,8 +128,15 @@ def merge(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, max_retries:
     paradigm, plan hash, partitions to rewrite and changed rows. ``dry_run``: plan only (the planning
     jobs run) and return what a run would insert, update, delete and rewrite; nothing is written.
     """
-    return run(spark, to_spec(sql_or_spec, **options), max_retries=max_retries, on_start=on_start,
-               on_planned=on_planned, target=jdbc_target(jdbc_url, jdbc_user, jdbc_password), dry_run=dry_run)
+    return run(
+        spark,
+        to_spec(sql_or_spec, **options),
+        max_retries=max_retries,
+        on_start=on_start,
+        on_planned=on_planned,
+        target=jdbc_target(jdbc_url, jdbc_user, jdbc_password),
+        dry_run=dry_run,
+    )
 
 
 def jdbc_target(url: str | None, user: str | None = None, password: str | None = None):
@@ -131,14 +178,18 @@ def repair_journal(spark: SparkSession, table: str, dry_run: bool = False) -> di
     journal = macros.fill("pending_journal", info)
     if not journal.get("corrupt"):
         if journal:
-            raise SpecError(f"the commit journal of {info['name']} (merge {journal['merge_id']}) can be used: "
-                            f"`spark-merge recover {info['name']}` completes its commit")
+            raise SpecError(
+                f"the commit journal of {info['name']} (merge {journal['merge_id']}) can be used: "
+                f"`spark-merge recover {info['name']}` completes its commit"
+            )
         return None
     found = {"why": journal["corrupt"], "text": journal["text"]}
     if dry_run:
         return found
     spark.sql(macros.render("journal_reset_sql", info))
-    clear = macros.render("journal_clear_sql", describe_table(spark, [info["database"], info["table_name"]], trusted=False))
+    clear = macros.render(
+        "journal_clear_sql", describe_table(spark, [info["database"], info["table_name"]], trusted=False)
+    )
     if clear:
         spark.sql(clear)
     return found
@@ -164,8 +215,14 @@ def repair_history(spark: SparkSession, table: str, dry_run: bool = False) -> li
 
 
 @reports_spark_errors
-def explain(spark: SparkSession, sql_or_spec: str | dict | MergeSpec, jdbc_url: str | None = None,
-            jdbc_user: str | None = None, jdbc_password: str | None = None, **options: Any) -> str:
+def explain(
+    spark: SparkSession,
+    sql_or_spec: str | dict | MergeSpec,
+    jdbc_url: str | None = None,
+    jdbc_user: str | None = None,
+    jdbc_password: str | None = None,
+    **options: Any,
+) -> str:
     """Validate and return the plan's SQL without running it."""
     merge_run = MergeRun(spark, to_spec(sql_or_spec, **options), jdbc_target(jdbc_url, jdbc_user, jdbc_password))
     merge_run.schema_changes = "preview"  # show the columns schema evolution would add; add none
@@ -185,8 +242,9 @@ def history(spark: SparkSession, table: str, limit: int = 20) -> list[dict]:
 
 
 @reports_spark_errors
-def vacuum(spark: SparkSession, table: str, retain_hours: float | None = None, dry_run: bool = False,
-           canonicalize: bool = True):
+def vacuum(
+    spark: SparkSession, table: str, retain_hours: float | None = None, dry_run: bool = False, canonicalize: bool = True
+):
     """Remove the directories no version inside the retention period uses (default 7 days).
 
     First (unless ``canonicalize=False``) it puts each partition whose canonical directory

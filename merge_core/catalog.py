@@ -1,4 +1,5 @@
 """What the catalog says about a table, read with SQL only (works over Spark Connect too)."""
+
 from __future__ import annotations
 
 import functools
@@ -6,7 +7,8 @@ import json
 import logging
 import re
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
@@ -39,6 +41,7 @@ for _logger in _pyspark_error_loggers():
 def reports_spark_errors(fn: Callable) -> Callable:
     """A public operation: the Spark errors raised inside it reach the user as spark-merge's own
     one-line errors, without PySpark's log line of each (the thread's other Spark calls keep theirs)."""
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _OWN.depth = getattr(_OWN, "depth", 0) + 1
@@ -46,7 +49,10 @@ def reports_spark_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         finally:
             _OWN.depth -= 1
+
     return wrapper
+
+
 _POSITION = re.compile(r";?\s*line \d+,? pos \d+\s*;?")
 
 

@@ -11,6 +11,7 @@
 Also usable as a cluster job: spark-submit --master yarn -m merge_core run --file merge.sql
 (inside spark-submit the job's own SparkSession is used).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,14 +21,29 @@ import os
 import sys
 from pathlib import Path
 
-from . import server
+from . import (
+    MergeError,
+    SpecError,
+    adopt,
+    compact,
+    explain,
+    history,
+    merge,
+    options,
+    recover,
+    repair_history,
+    repair_journal,
+    rollback,
+    server,
+    vacuum,
+)
 from .session import home_dir
-from . import (MergeError, SpecError, adopt, compact, explain, history, merge, options, recover, repair_history,
-               repair_journal, rollback, vacuum)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="spark-merge", description="SQL MERGE, UPDATE and DELETE for Spark parquet/ORC tables")
+    p = argparse.ArgumentParser(
+        prog="spark-merge", description="SQL MERGE, UPDATE and DELETE for Spark parquet/ORC tables"
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     def spark_options(sp):
@@ -35,16 +51,27 @@ def _parser() -> argparse.ArgumentParser:
         where.add_argument("--master", help="Spark master URL (default: local[*] or the spark-submit job's)")
         where.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002")
         sp.add_argument("--warehouse", help="folder for the embedded warehouse and metastore (default ./var)")
-        sp.add_argument("--metastore", metavar="THRIFT_URI", help="a shared Hive metastore (thrift://host:9083) "
-                        "instead of the embedded Derby one (default: $SPARK_MERGE_METASTORE)")
+        sp.add_argument(
+            "--metastore",
+            metavar="THRIFT_URI",
+            help="a shared Hive metastore (thrift://host:9083) "
+            "instead of the embedded Derby one (default: $SPARK_MERGE_METASTORE)",
+        )
         sp.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress log")
-        sp.add_argument("-v", "--verbose", action="store_true", help="debug log, Spark's warnings, its progress bars "
-                                                                     "and the Python side of Spark's errors")
+        sp.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            help="debug log, Spark's warnings, its progress bars and the Python side of Spark's errors",
+        )
 
     def jdbc_options(sp):
-        sp.add_argument("--jdbc-url", help="the target is a PostgreSQL table: jdbc:postgresql://host:5432/database "
-                                           "(changed in place by primary key)")
+        sp.add_argument(
+            "--jdbc-url",
+            help="the target is a PostgreSQL table: jdbc:postgresql://host:5432/database "
+            "(changed in place by primary key)",
+        )
         sp.add_argument("--jdbc-user")
         sp.add_argument("--jdbc-password", help="better: $SPARK_MERGE_JDBC_PASSWORD")
 
@@ -54,75 +81,121 @@ def _parser() -> argparse.ArgumentParser:
         src.add_argument("--sql", help="the MERGE, UPDATE or DELETE statement")
         src.add_argument("--file", type=Path, help="a .sql file holding one statement")
         declared(sp, options.option("duplicate_rule"))
-        sp.add_argument("--dialect", choices=["spark", "trino"], help="how to read the SQL (default: Spark, then Trino)")
+        sp.add_argument(
+            "--dialect", choices=["spark", "trino"], help="how to read the SQL (default: Spark, then Trino)"
+        )
         declared(sp, options.option("partition_filter"))
         declared(sp, options.option("lossy_assignments"))
         declared(sp, options.option("schema_evolution"))
         sp.add_argument("--json", action="store_true", help="print the result as JSON")
         if name == "run":
-            sp.add_argument("--dry-run", action="store_true", help="run the planning jobs only and report what would "
-                                                                   "be inserted, updated, deleted and rewritten; write nothing")
-            sp.add_argument("--max-retries", type=int, default=3, help="how often to plan again when another merge "
-                            "committed elsewhere in the table meanwhile (default 3; raise it for many concurrent writers)")
+            sp.add_argument(
+                "--dry-run",
+                action="store_true",
+                help="run the planning jobs only and report what would "
+                "be inserted, updated, deleted and rewritten; write nothing",
+            )
+            sp.add_argument(
+                "--max-retries",
+                type=int,
+                default=3,
+                help="how often to plan again when another merge "
+                "committed elsewhere in the table meanwhile (default 3; raise it for many concurrent writers)",
+            )
         else:
-            sp.add_argument("--counts", action="store_true", help="after the plan, run its planning jobs (as run "
-                                                                  "--dry-run), print the statements they ran (with "
-                                                                  "the real key ranges and partitions) and report "
-                                                                  "the counts; write nothing")
+            sp.add_argument(
+                "--counts",
+                action="store_true",
+                help="after the plan, run its planning jobs (as run "
+                "--dry-run), print the statements they ran (with "
+                "the real key ranges and partitions) and report "
+                "the counts; write nothing",
+            )
         jdbc_options(sp)
         spark_options(sp)
-    sp = sub.add_parser("upsert", help="primary-key upsert: guarded by a watermark key (idempotent, out-of-order "
-                                       "safe), or combined by a merge engine (deduplicate, partial-update, ...)")
+    sp = sub.add_parser(
+        "upsert",
+        help="primary-key upsert: guarded by a watermark key (idempotent, out-of-order "
+        "safe), or combined by a merge engine (deduplicate, partial-update, ...)",
+    )
     sp.add_argument("--target", required=True)
     sp.add_argument("--source", required=True, help="a table name or a SELECT")
     for name in UPSERT_FLAGS:
         declared(sp, options.option(name), required=name == "primary_key")
-    sp.add_argument("--field", action="append", default=[], metavar="NAME.OPTION=VALUE",
-                    help="a per-field engine option, as Paimon's fields.<name>.<option>: " + ", ".join(FIELD_OPTIONS)
-                         + " (e.g. --field price.aggregate-function=max --field g_1.sequence-group=a,b)")
+    sp.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="NAME.OPTION=VALUE",
+        help="a per-field engine option, as Paimon's fields.<name>.<option>: "
+        + ", ".join(FIELD_OPTIONS)
+        + " (e.g. --field price.aggregate-function=max --field g_1.sequence-group=a,b)",
+    )
     sp.add_argument("--json", action="store_true")
     jdbc_options(sp)
     spark_options(sp)
     sp = sub.add_parser("compact", help="rewrite a merge-on-read table's log to one row per key")
     sp.add_argument("table")
-    sp.add_argument("--tombstone-retention-hours", type=float,
-                    help="drop tombstones whose (date/timestamp) watermark is older than this")
+    sp.add_argument(
+        "--tombstone-retention-hours",
+        type=float,
+        help="drop tombstones whose (date/timestamp) watermark is older than this",
+    )
     spark_options(sp)
     sp = sub.add_parser("recover", help="finish a commit that was interrupted (the next merge would do it too)")
     sp.add_argument("table")
     sp.add_argument("--break-lock", action="store_true", help="remove the commit lock of a process known to be dead")
     spark_options(sp)
-    sp = sub.add_parser("repair-journal", help="clear a commit journal that cannot be used (not JSON, another "
-                                               "shape, another table's) from the table's properties; prints it "
-                                               "first, changes nothing else")
+    sp = sub.add_parser(
+        "repair-journal",
+        help="clear a commit journal that cannot be used (not JSON, another "
+        "shape, another table's) from the table's properties; prints it "
+        "first, changes nothing else",
+    )
     sp.add_argument("table")
     sp.add_argument("--dry-run", action="store_true", help="print it, clear nothing")
     spark_options(sp)
-    sp = sub.add_parser("adopt", help="give a table spark-merge properties of its own (after a copy of another "
-                                      "table's DDL, a move, a rename or an edited version)")
+    sp = sub.add_parser(
+        "adopt",
+        help="give a table spark-merge properties of its own (after a copy of another "
+        "table's DDL, a move, a rename or an edited version)",
+    )
     sp.add_argument("table")
     sp.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
     spark_options(sp)
-    sp = sub.add_parser("repair-history", help="move history entries that cannot be used (not JSON, another "
-                                               "shape, another table's) aside, so vacuum and rollback can run")
+    sp = sub.add_parser(
+        "repair-history",
+        help="move history entries that cannot be used (not JSON, another "
+        "shape, another table's) aside, so vacuum and rollback can run",
+    )
     sp.add_argument("table")
     sp.add_argument("--dry-run", action="store_true", help="list them, move nothing")
     spark_options(sp)
     sp = sub.add_parser("vacuum", help="remove directories no version inside the retention period uses")
     sp.add_argument("table")
-    sp.add_argument("--retain", type=float, metavar="HOURS",
-                    help="retention in hours (default: table property spark_merge.retention_hours, else 168)")
+    sp.add_argument(
+        "--retain",
+        type=float,
+        metavar="HOURS",
+        help="retention in hours (default: table property spark_merge.retention_hours, else 168)",
+    )
     sp.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
-    sp.add_argument("--keep-layout", action="store_true",
-                    help="skip the first step, which puts partitions no retained version needs elsewhere back at "
-                         "their canonical directory (so path readers see the current rows)")
+    sp.add_argument(
+        "--keep-layout",
+        action="store_true",
+        help="skip the first step, which puts partitions no retained version needs elsewhere back at "
+        "their canonical directory (so path readers see the current rows)",
+    )
     spark_options(sp)
     sp = sub.add_parser("rollback", help="point the table back at the version before a merge")
     sp.add_argument("table")
     sp.add_argument("--to", required=True, metavar="MERGE_ID", help="the merge to undo, with every later one")
     spark_options(sp)
-    sp = sub.add_parser("server", help="start, stop or show a warm local Spark (Spark Connect) over the warehouse; "
-                                       "while it is up, commands on that warehouse use it")
+    sp = sub.add_parser(
+        "server",
+        help="start, stop or show a warm local Spark (Spark Connect) over the warehouse; "
+        "while it is up, commands on that warehouse use it",
+    )
     sp.add_argument("action", choices=["start", "stop", "status"])
     sp.add_argument("--warehouse", help="folder of the embedded warehouse and metastore (default ./var)")
     sp.add_argument("--port", type=int, default=15002)
@@ -137,8 +210,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # the upsert command's flags and its --field options, from the one option table (options.py)
-UPSERT_FLAGS = [n for n in options.names("upsert", "engine") if options.option(n)["kind"] != "fields"
-                and options.option(n)["cli"]]
+UPSERT_FLAGS = [
+    n for n in options.names("upsert", "engine") if options.option(n)["kind"] != "fields" and options.option(n)["cli"]
+]
 FIELD_OPTIONS = {o["cli"]: o["name"] for o in options.table() if o["kind"] == "fields"}
 
 
@@ -161,7 +235,9 @@ def field_options(items: list[str]) -> dict:
         key, sep, value = item.partition("=")
         name, dot, option = key.removeprefix("fields.").rpartition(".")
         if not (sep and dot and name) or option not in FIELD_OPTIONS:
-            raise SpecError(f"--field {item!r}: expected NAME.OPTION=VALUE with OPTION one of {', '.join(FIELD_OPTIONS)}")
+            raise SpecError(
+                f"--field {item!r}: expected NAME.OPTION=VALUE with OPTION one of {', '.join(FIELD_OPTIONS)}"
+            )
         out.setdefault(FIELD_OPTIONS[option], {})[name] = value
     return out
 
@@ -180,8 +256,9 @@ def _session(args):
         active = SparkSession.getActiveSession()
         if active is not None:
             return active  # inside spark-submit
-    return get_session(master=args.master, remote=args.remote, warehouse=args.warehouse, conf=conf,
-                       metastore=args.metastore)
+    return get_session(
+        master=args.master, remote=args.remote, warehouse=args.warehouse, conf=conf, metastore=args.metastore
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,8 +300,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.table}: the commit journal cannot be used ({found['why']}); it reads:\n{found['text']}")
             if not args.dry_run:
                 repair_journal(spark, args.table)
-                print(f"{args.table}: cleared it (nothing else changed); `spark-merge history {args.table}` and "
-                      f"SHOW PARTITIONS tell which commit each partition shows")
+                print(
+                    f"{args.table}: cleared it (nothing else changed); `spark-merge history {args.table}` and "
+                    f"SHOW PARTITIONS tell which commit each partition shows"
+                )
             return 0
         if args.command == "adopt":
             done = adopt(spark, args.table, dry_run=args.dry_run)
@@ -241,12 +320,15 @@ def main(argv: list[str] | None = None) -> int:
             moved = repair_history(spark, args.table, dry_run=args.dry_run)
             for path, why in moved:
                 print(f"{'would move' if args.dry_run else 'moved'} {path} aside: {why}")
-            print(f"{args.table}: {len(moved)} history entr{'y' if len(moved) == 1 else 'ies'} "
-                  f"{'to move' if args.dry_run else 'moved'} aside")
+            print(
+                f"{args.table}: {len(moved)} history entr{'y' if len(moved) == 1 else 'ies'} "
+                f"{'to move' if args.dry_run else 'moved'} aside"
+            )
             return 0
         if args.command == "vacuum":
-            result = vacuum(spark, args.table, retain_hours=args.retain, dry_run=args.dry_run,
-                            canonicalize=not args.keep_layout)
+            result = vacuum(
+                spark, args.table, retain_hours=args.retain, dry_run=args.dry_run, canonicalize=not args.keep_layout
+            )
             for path in result.layout.moved if result.layout else []:
                 print(("would refill " if args.dry_run else "refilled ") + path)
             for path in result.removed:
@@ -255,8 +337,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "rollback":
             entry = rollback(spark, args.table, args.to)
-            print(f"{args.table}: rolled back to before {args.to} ({len(entry['repoints'])} partition(s) repointed; "
-                  f"undo with: spark-merge rollback {args.table} --to {entry['merge_id']})")
+            print(
+                f"{args.table}: rolled back to before {args.to} ({len(entry['repoints'])} partition(s) repointed; "
+                f"undo with: spark-merge rollback {args.table} --to {entry['merge_id']})"
+            )
             return 0
         if args.command == "history":
             entries = history(spark, args.table, args.limit)
@@ -265,43 +349,72 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 for e in entries:
                     m = e["metrics"]
-                    print(f"{e['finished_at']}  {e['merge_id']}  {e['kind']:<8}  +{m.get('numTargetRowsInserted', 0)} "
-                          f"~{m.get('numTargetRowsUpdated', 0)} -{m.get('numTargetRowsDeleted', 0)}  "
-                          f"partitions {m['numTargetPartitionsRewritten']}  {m['executionTimeMs']} ms"
-                          + ("  (no-op: changed nothing)" if e.get("status") == "no-op" else ""))
+                    print(
+                        f"{e['finished_at']}  {e['merge_id']}  {e['kind']:<8}  +{m.get('numTargetRowsInserted', 0)} "
+                        f"~{m.get('numTargetRowsUpdated', 0)} -{m.get('numTargetRowsDeleted', 0)}  "
+                        f"partitions {m['numTargetPartitionsRewritten']}  {m['executionTimeMs']} ms"
+                        + ("  (no-op: changed nothing)" if e.get("status") == "no-op" else "")
+                    )
             return 0
         if args.command == "compact":
             done = compact(spark, args.table, args.tombstone_retention_hours)
             print(f"{args.table}: {done['rows_before']} log rows -> {done['rows_after']}")
             return 0
         if args.command == "upsert":
-            result = merge(spark, {"target": args.target, "source": args.source},
-                           **{name: getattr(args, name) or None for name in UPSERT_FLAGS},
-                           jdbc_url=args.jdbc_url, jdbc_user=args.jdbc_user, jdbc_password=args.jdbc_password,
-                           **field_options(args.field))
+            result = merge(
+                spark,
+                {"target": args.target, "source": args.source},
+                **{name: getattr(args, name) or None for name in UPSERT_FLAGS},
+                jdbc_url=args.jdbc_url,
+                jdbc_user=args.jdbc_user,
+                jdbc_password=args.jdbc_password,
+                **field_options(args.field),
+            )
             print(json.dumps(result.metrics, indent=2) if args.json else result.summary())
             return 0
         sql = args.sql if args.sql is not None else args.file.read_text()
-        chosen = {k: v for k, v in (("duplicate_rule", args.duplicate_rule), ("dialect", args.dialect),
-                                    ("partition_filter", args.partition_filter), ("jdbc_url", args.jdbc_url),
-                                    ("lossy_assignments", args.lossy_assignments),
-                                    ("schema_evolution", args.schema_evolution),
-                                    ("jdbc_user", args.jdbc_user), ("jdbc_password", args.jdbc_password)) if v}
+        chosen = {
+            k: v
+            for k, v in (
+                ("duplicate_rule", args.duplicate_rule),
+                ("dialect", args.dialect),
+                ("partition_filter", args.partition_filter),
+                ("jdbc_url", args.jdbc_url),
+                ("lossy_assignments", args.lossy_assignments),
+                ("schema_evolution", args.schema_evolution),
+                ("jdbc_user", args.jdbc_user),
+                ("jdbc_password", args.jdbc_password),
+            )
+            if v
+        }
         if args.command == "explain":
             print(explain(spark, sql, **chosen))
             if not args.counts:
                 return 0
             # --counts: the dry run, and the planning statements it ran
             result, ran = _recorded(lambda: merge(spark, sql, dry_run=True, **chosen))
-            print("-- the statements the dry run ran: the plan as the run will issue them, with this source's "
-                  "key ranges and partitions")
+            print(
+                "-- the statements the dry run ran: the plan as the run will issue them, with this source's "
+                "key ranges and partitions"
+            )
             print("".join(f"{text};\n\n" for text in ran), end="")
         else:
             result = merge(spark, sql, dry_run=args.dry_run, max_retries=args.max_retries, **chosen)
         if args.json:
-            print(json.dumps({"merge_id": result.merge_id, "target": result.target, "paradigm": result.paradigm,
-                              "plan_hash": result.plan_hash, "metrics": result.metrics,
-                              "partitions": result.partitions, "dry_run": result.dry_run}, indent=2))
+            print(
+                json.dumps(
+                    {
+                        "merge_id": result.merge_id,
+                        "target": result.target,
+                        "paradigm": result.paradigm,
+                        "plan_hash": result.plan_hash,
+                        "metrics": result.metrics,
+                        "partitions": result.partitions,
+                        "dry_run": result.dry_run,
+                    },
+                    indent=2,
+                )
+            )
         else:
             print(result.summary())
         return 0

@@ -6,27 +6,27 @@ with merge-on-read upserts, compaction and rollback. Nothing is written before
 ``plan()`` has validated the spec, built the changes and passed the duplicate check.
 Also here: the clean-up of what dead merges left in the session and the database.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
 
 from . import files, macros, paradigms
 from .catalog import SPARK_ERRORS, describe_table
 from .errors import TargetError, ValidationError
-from .lifecycle import Lifecycle, drive, live_ids
-from .result import MergeResult
 from .evolution import extra_field_errors, missing_field_values
+from .lifecycle import Lifecycle, drive, live_ids
 from .parse import direct_assignments, direct_source_columns, on_equalities, qualify_one_sided
+from .result import MergeResult
 from .spec import MergeSpec
 from .validate import source_columns, source_types, validate
 
 log = logging.getLogger("spark_merge")
-
 
 
 def broadcasts_changed(metrics: dict) -> bool:
@@ -62,7 +62,9 @@ def drop_dead_leftovers(spark: SparkSession) -> list[str]:
             spark.sql(stmt)
         dropped.append(v["viewName"])
     if dropped:
-        log.warning("dropped %d cached view(s) of merges that are no longer running: %s", len(dropped), ", ".join(dropped))
+        log.warning(
+            "dropped %d cached view(s) of merges that are no longer running: %s", len(dropped), ", ".join(dropped)
+        )
     return dropped
 
 
@@ -75,10 +77,12 @@ def refuse_foreign_format(table: dict) -> None:
     for location in dict.fromkeys([table["root"], table["location"]]):
         found = files.foreign_format(location)
         if found:
-            raise TargetError(f"{table['name']} is registered as a {table['provider']} table, but its location "
-                              f"{location} holds {found} metadata: rewriting it as plain {table['provider']} would leave "
-                              f"that metadata describing files that are gone. Merge through that format's own MERGE, "
-                              f"or register the table with its real format")
+            raise TargetError(
+                f"{table['name']} is registered as a {table['provider']} table, but its location "
+                f"{location} holds {found} metadata: rewriting it as plain {table['provider']} would leave "
+                f"that metadata describing files that are gone. Merge through that format's own MERGE, "
+                f"or register the table with its real format"
+            )
 
 
 def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: float = ORPHAN_MIN_AGE_HOURS) -> list[str]:
@@ -91,7 +95,7 @@ def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: floa
     except SPARK_ERRORS as e:
         log.debug("listing tables: %s", e)
         return []
-    cutoff = datetime.now(timezone.utc) - timedelta(hours=min_age_hours)
+    cutoff = datetime.now(UTC) - timedelta(hours=min_age_hours)
     live = live_ids()
     dropped = []
     for r in found:
@@ -99,7 +103,7 @@ def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: floa
         matched = _MERGE_TABLE.match(name)
         if not matched or r["isTemporary"] or matched.group(1) in live:
             continue
-        started = datetime.strptime(matched.group(2), "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+        started = datetime.strptime(matched.group(2), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
         if started > cutoff:
             continue
         spark.sql(f"DROP TABLE IF EXISTS {macros.render('quote', table['database'])}.{macros.render('quote', name)}")
@@ -153,33 +157,51 @@ class MergeRun(Lifecycle):
             if macros.fill("lifecycle_settle", self.host, self.table)["recovered"]:
                 self.table = describe_table(self.spark, self.spec.target)
         if not self.spec.upsert and self.spec_data["source_kind"] != "none":
-            qualify_one_sided(self.spec_data, lambda: source_columns(self.spark, self.spec_data),
-                              [c["name"] for c in self.table["columns"]])
+            qualify_one_sided(
+                self.spec_data,
+                lambda: source_columns(self.spark, self.spec_data),
+                [c["name"] for c in self.table["columns"]],
+            )
         if self.spec_data["schema_evolution"]:
             self._evolve_schema()
         if self.spec.upsert:  # generate the guarded MERGE now that the column types are known
             if self.spec.upsert.get("merge_engine"):  # the input order its fold may rely on
                 plan = self.host.rows(macros.render("input_order_probe_sql", self.spec_data))[0]["plan"]
                 self.spec_data["input_order"] = macros.fill("input_order", self.spec_data, plan)["order"]
-            compiled = macros.fill("upsert_spec", self.spec_data, self.table, source_columns(self.spark, self.spec_data))
+            compiled = macros.fill(
+                "upsert_spec", self.spec_data, self.table, source_columns(self.spark, self.spec_data)
+            )
             if compiled["errors"]:
                 raise ValidationError(compiled["errors"])
             self.spec_data = {k: v for k, v in compiled.items() if k != "errors"}
         self.resolved = validate(self.spark, self.spec_data, self.table)
         self.ctx = macros.fill("context", self.spec_data, self.table, self.merge_id)
         if self.spec_data["source_kind"] != "none":
-            self.ctx["on_keys"] = on_equalities(self.spec_data["on"], self.spec_data["target_alias"],
-                                                self.spec_data["source_alias"])
+            self.ctx["on_keys"] = on_equalities(
+                self.spec_data["on"], self.spec_data["target_alias"], self.spec_data["source_alias"]
+            )
         self.paradigm = choose_paradigm(self.table, self.target)
         self.paradigm.begin(self.table, self.merge_id)
-        self._planned(spec=self.spec_data, table=self.table, resolved=self.resolved, ctx=self.ctx,
-                      kind=self.spec.kind, paradigm=self.paradigm.name, statement=self.spec.sql,
-                      insert_only=self.resolved["insert_only"])
+        self._planned(
+            spec=self.spec_data,
+            table=self.table,
+            resolved=self.resolved,
+            ctx=self.ctx,
+            kind=self.spec.kind,
+            paradigm=self.paradigm.name,
+            statement=self.spec.sql,
+            insert_only=self.resolved["insert_only"],
+        )
         macros.render("lifecycle_plan_hash", self.host, self.s)
         self.plan_hash = self.s["plan_hash"]
         self.state = "begun"
-        info = {"merge_id": self.merge_id, "target": self.table["name"], "paradigm": self.paradigm.name,
-                "plan_hash": self.plan_hash, "kind": self.spec.kind}
+        info = {
+            "merge_id": self.merge_id,
+            "target": self.table["name"],
+            "paradigm": self.paradigm.name,
+            "plan_hash": self.plan_hash,
+            "kind": self.spec.kind,
+        }
         log.info("BEGIN %s", json.dumps(info))
         return info
 
@@ -192,8 +214,12 @@ class MergeRun(Lifecycle):
         metastore, so here the columns come first and stay (NULL in every existing row) if the
         merge then fails."""
         if self.target is not None or self.spec.upsert:
-            raise ValidationError(["schema_evolution applies to a MERGE into a Spark catalog table; for an upsert "
-                                   "or a PostgreSQL target, add the columns (ALTER TABLE ... ADD COLUMNS) first"])
+            raise ValidationError(
+                [
+                    "schema_evolution applies to a MERGE into a Spark catalog table; for an upsert "
+                    "or a PostgreSQL target, add the columns (ALTER TABLE ... ADD COLUMNS) first"
+                ]
+            )
         types = source_types(self.spark, self.spec_data)
         self.spec_data["star_columns"] = [name.lower() for name, _ in types]
         direct = direct_source_columns(self.spec_data)
@@ -205,7 +231,9 @@ class MergeRun(Lifecycle):
             raise ValidationError(errors)
         # a struct the source gives with fewer fields than the column (evolution.py): the value an
         # INSERT and an UPDATE store, for the star clauses (resolve) and the direct assignments
-        filled = missing_field_values(self.table, assigned, self.spec_data["source_alias"], self.spec_data["target_alias"])
+        filled = missing_field_values(
+            self.table, assigned, self.spec_data["source_alias"], self.spec_data["target_alias"]
+        )
         self.spec_data["evolved_values"] = filled
         for clause, kind, i, column in list(direct_assignments(self.spec_data)):
             if kind == "assignments" and column.lower() in filled["update"]:
@@ -217,11 +245,18 @@ class MergeRun(Lifecycle):
             return
         names = ", ".join(name for name, _ in self.added_columns)
         preview = _with_columns(self.table, self.added_columns)
-        validate(self.spark, self.spec_data,
-                 {**preview, "relation": macros.render("evolved_relation", self.table, self.added_columns)})
+        validate(
+            self.spark,
+            self.spec_data,
+            {**preview, "relation": macros.render("evolved_relation", self.table, self.added_columns)},
+        )
         if self.schema_changes == "refuse":
-            raise ValidationError([f"schema evolution would add column(s) {names} to {self.table['name']}, and a dry "
-                                   f"run's plan reads them from the table; explain shows the plan, a run adds them"])
+            raise ValidationError(
+                [
+                    f"schema evolution would add column(s) {names} to {self.table['name']}, and a dry "
+                    f"run's plan reads them from the table; explain shows the plan, a run adds them"
+                ]
+            )
         if self.schema_changes == "preview":
             self.table = preview
             return
@@ -240,25 +275,33 @@ class MergeRun(Lifecycle):
         ]
         if spec["source_kind"] != "none":
             keys = ", ".join(f"{k['target']} = {k['source']}" for k in ctx["on_keys"]) or "none"
-            parts += [f"-- 0. the source, read once (cached with this merge's id in its plan; written once to "
-                      f"{ctx['source_table']} instead when Spark will not serve the cache, as for rand()); its count is "
-                      f"numSourceRows; for the ON equalities "
-                      f"({keys}) its values' range (a partition column's list), which every target scan below "
-                      f"is narrowed to",
-                      macros.render("cache_source_sql", spec, ctx), macros.render("source_stats_sql", table, ctx)]
+            parts += [
+                f"-- 0. the source, read once (cached with this merge's id in its plan; written once to "
+                f"{ctx['source_table']} instead when Spark will not serve the cache, as for rand()); its count is "
+                f"numSourceRows; for the ON equalities "
+                f"({keys}) its values' range (a partition column's list), which every target scan below "
+                f"is narrowed to",
+                macros.render("cache_source_sql", spec, ctx),
+                macros.render("source_stats_sql", table, ctx),
+            ]
         if self.added_columns:
-            parts += ["-- schema evolution: first add the source's columns the target lacks (UPDATE SET * and "
-                      "INSERT * carry them)", macros.render("add_columns_sql", table, self.added_columns)]
+            parts += [
+                "-- schema evolution: first add the source's columns the target lacks (UPDATE SET * and "
+                "INSERT * carry them)",
+                macros.render("add_columns_sql", table, self.added_columns),
+            ]
         by_source = macros.fill("by_source_reads", spec, self.resolved)
         if by_source["note"]:
             parts.append(f"-- {by_source['note']}")
         if self._prunes_by_matches() and not by_source["all"]:
-            parts += ["-- 1. partitions holding matched target rows (a join reading only the ON and partition "
-                      "columns; the source is broadcast when small); step 2 scans only these. Skipped when step 0 "
-                      "listed every partition column; no join, only the range, for a dense integer key. Skipped "
-                      "too for a fused write (every assigned value deterministic, not insert-only): step 3's join "
-                      "reads only the columns it needs and names these partitions, and step 5 reads them",
-                      macros.render("matched_partitions_sql", spec, table, ctx)]
+            parts += [
+                "-- 1. partitions holding matched target rows (a join reading only the ON and partition "
+                "columns; the source is broadcast when small); step 2 scans only these. Skipped when step 0 "
+                "listed every partition column; no join, only the range, for a dense integer key. Skipped "
+                "too for a fused write (every assigned value deterministic, not insert-only): step 3's join "
+                "reads only the columns it needs and names these partitions, and step 5 reads them",
+                macros.render("matched_partitions_sql", spec, table, ctx),
+            ]
         parts += [
             "-- 2. changes: join, first matching WHEN clause, new values with their checks (declared as a lazy cache; "
             "dropped again, before anything reads it, when Spark would serve it and every assigned value is "
@@ -266,10 +309,12 @@ class MergeRun(Lifecycle):
             f"to {ctx['changes_table']} when Spark will not serve the cache, and every later step reads it)",
             macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
         ]
-        parts += ["-- 3. one aggregation over the changes: the duplicate check (no target row may receive two "
-                  f"modifying actions under any rule; here duplicate_rule={spec['duplicate_rule']}), the counts per "
-                  "operation and the partitions touched",
-                  macros.render("change_summary_sql", spec, table, self.resolved, ctx)]
+        parts += [
+            "-- 3. one aggregation over the changes: the duplicate check (no target row may receive two "
+            f"modifying actions under any rule; here duplicate_rule={spec['duplicate_rule']}), the counts per "
+            "operation and the partitions touched",
+            macros.render("change_summary_sql", spec, table, self.resolved, ctx),
+        ]
         dup = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
         if dup:
             parts += ["-- 4. only when step 3 finds duplicates: which target rows, for the error", dup]
@@ -285,11 +330,21 @@ class MergeRun(Lifecycle):
         (spark_merge__lifecycle_plan, the same statements dbt runs.)"""
         macros.render("lifecycle_plan", self.host, self.s)
         self.state = "planned"
-        changed = sum(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
-        log.info("PLAN %s", json.dumps({"merge_id": self.merge_id, "partitions": len(self.partitions),
-                                        "changed_rows": changed}))
-        return {"merge_id": self.merge_id, "target": self.table["name"], "paradigm": self.paradigm.name,
-                "plan_hash": self.plan_hash, "partitions_to_rewrite": self.partitions, "changed_rows": changed}
+        changed = sum(
+            self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+        )
+        log.info(
+            "PLAN %s",
+            json.dumps({"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}),
+        )
+        return {
+            "merge_id": self.merge_id,
+            "target": self.table["name"],
+            "paradigm": self.paradigm.name,
+            "plan_hash": self.plan_hash,
+            "partitions_to_rewrite": self.partitions,
+            "changed_rows": changed,
+        }
 
     def execute(self) -> None:
         """Write the changes the paradigm's way and commit them atomically."""
@@ -315,21 +370,36 @@ class MergeRun(Lifecycle):
 def _with_columns(table: dict, columns: list[list[str]]) -> dict:
     """``table`` as it will be once ``columns`` ([name, type]) are added: nullable, no default."""
     added = [macros.fill("column_record", n, t, {}) for n, t in columns]
-    return {**table, "columns": table["columns"] + added,
-            "columns_by_name": {**table["columns_by_name"], **{c["name"].lower(): c for c in added}}}
+    return {
+        **table,
+        "columns": table["columns"] + added,
+        "columns_by_name": {**table["columns_by_name"], **{c["name"].lower(): c for c in added}},
+    }
 
 
 def new_run(spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False) -> Lifecycle:
     """The lifecycle of ``spec``: a merge-on-read upsert appends to a log, anything else merges."""
-    if target is None and spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read" and not spec.upsert.get("merge_engine"):
+    if (
+        target is None
+        and spec.upsert
+        and spec.upsert.get("upsert_mode") == "merge-on-read"
+        and not spec.upsert.get("merge_engine")
+    ):
         from .merge_on_read import UpsertRun
 
         return UpsertRun(spark, spec)
     return MergeRun(spark, spec, target, dry_run)
 
 
-def run(spark: SparkSession, spec: MergeSpec, max_retries: int = 3, on_planned=None, on_start=None,
-        target=None, dry_run: bool = False) -> MergeResult:
+def run(
+    spark: SparkSession,
+    spec: MergeSpec,
+    max_retries: int = 3,
+    on_planned=None,
+    on_start=None,
+    target=None,
+    dry_run: bool = False,
+) -> MergeResult:
     """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again.
 
     ``target``: a ``postgres.PostgresTarget`` when the target is a PostgreSQL table, else the

@@ -3,9 +3,11 @@
 The codes are declared once, with the operation codes, in dbt_macros/macros/spark_merge_codes.sql:
 the lifecycle and the plan's SQL raise them there, these classes carry them here.
 """
+
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import macros
 
@@ -132,10 +134,10 @@ def error_for(code: str, message: str, rows: list[dict] | None = None) -> MergeE
     MERGE_VERSION_MOVED is the one code no user sees: another merge committed since this one
     began, so the Python host plans again (RetryableConflict); dbt reports it as a conflict.
     """
-    cls = next((c for c in _all(MergeError) if c.code == code), None)
+    cls: type[MergeError] | None = next((c for c in _all(MergeError) if c.code == code), None)
     if code == CODES["version_moved"]:
         cls = RetryableConflict
-    error = Exception.__new__(cls or MergeError)
+    error: Any = Exception.__new__(cls or MergeError)
     MergeError.__init__(error, message if cls else f"{code}: {message}")
     if cls is DuplicateMatchError:
         found = re.search(r"duplicate_rule=(\w+)", message)
@@ -145,5 +147,5 @@ def error_for(code: str, message: str, rows: list[dict] | None = None) -> MergeE
     return error
 
 
-def _all(cls: type) -> list[type]:
+def _all(cls: type[MergeError]) -> list[type[MergeError]]:
     return [cls] + [d for c in cls.__subclasses__() for d in _all(c)]

@@ -16,6 +16,7 @@ only: Spark itself refuses ``ALTER TABLE ... ADD COLUMNS (s.f ...)`` (UNSUPPORTE
 - any other type difference is stored under store assignment, as Spark does once the type
   change is left out (a value that does not fit fails, nothing written).
 """
+
 from __future__ import annotations
 
 import sqlglot
@@ -33,8 +34,11 @@ def _type(text: str) -> exp.DataType | None:
 
 def _fields(struct: exp.DataType) -> dict[str, tuple[str, exp.DataType]]:
     """{lower name: (name, type)} of a struct type's fields."""
-    return {f.name.lower(): (f.name, f.args["kind"]) for f in struct.expressions
-            if isinstance(f, exp.ColumnDef) and isinstance(f.args.get("kind"), exp.DataType)}
+    return {
+        f.name.lower(): (f.name, f.args["kind"])
+        for f in struct.expressions
+        if isinstance(f, exp.ColumnDef) and isinstance(f.args.get("kind"), exp.DataType)
+    }
 
 
 def extra_field_errors(table: dict, assigned: list[list[str]]) -> list[str]:
@@ -48,11 +52,13 @@ def extra_field_errors(table: dict, assigned: list[list[str]]) -> list[str]:
         extra = sorted(nested_field_paths(source_type) - nested_field_paths(column["type"]))
         if extra:
             fields = ", ".join(f"{column['name']}.{path}" for path in extra)
-            errors.append(f"schema evolution: source column {name} has field(s) {fields} that column {column['name']} "
-                          f"({column['type']}) of {table['name']} lacks; a parquet table in Spark's catalog takes new "
-                          f"top-level columns only (Spark refuses ALTER TABLE ... ADD COLUMNS ({fields.split(', ')[0]} ...) "
-                          f"on it), so a new field inside a struct cannot be added: assign the fields the column has "
-                          f"(SET {column['name']}.<field> = ...), or recreate the table with the wider struct")
+            errors.append(
+                f"schema evolution: source column {name} has field(s) {fields} that column {column['name']} "
+                f"({column['type']}) of {table['name']} lacks; a parquet table in Spark's catalog takes new "
+                f"top-level columns only (Spark refuses ALTER TABLE ... ADD COLUMNS ({fields.split(', ')[0]} ...) "
+                f"on it), so a new field inside a struct cannot be added: assign the fields the column has "
+                f"(SET {column['name']}.<field> = ...), or recreate the table with the wider struct"
+            )
     return errors
 
 
@@ -75,8 +81,9 @@ def _inserted(ref: exp.Expression, target: exp.DataType, source: exp.DataType, d
     T = exp.DataType.Type
     if _is(target, T.STRUCT) and _is(source, T.STRUCT):
         have, fields = _fields(source), _fields(target)
-        if set(fields) <= set(have) and all(_inserted(_field(ref, have[k][0]), t, have[k][1], depth) is None
-                                             for k, (_, t) in fields.items()):
+        if set(fields) <= set(have) and all(
+            _inserted(_field(ref, have[k][0]), t, have[k][1], depth) is None for k, (_, t) in fields.items()
+        ):
             return None
         values: list[exp.Expression] = []
         for key, (name, field_type) in fields.items():
@@ -105,7 +112,9 @@ def _inserted(ref: exp.Expression, target: exp.DataType, source: exp.DataType, d
     return None
 
 
-def _updated(ref: exp.Expression, old: exp.Expression, target: exp.DataType, source: exp.DataType) -> exp.Expression | None:
+def _updated(
+    ref: exp.Expression, old: exp.Expression, target: exp.DataType, source: exp.DataType
+) -> exp.Expression | None:
     """`ref` (of type `source`) assigned over the target's value `old` by UPDATE: as Spark assigns a
     struct with fewer fields, field by field (applyFieldAssignments): each field the source has
     takes its value (a NULL source struct giving NULL fields), each field it lacks keeps the
@@ -127,7 +136,9 @@ def _updated(ref: exp.Expression, old: exp.Expression, target: exp.DataType, sou
     return exp.Anonymous(this="named_struct", expressions=values)
 
 
-def missing_field_values(table: dict, assigned: list[list[str]], source_alias: str, target_alias: str) -> dict[str, dict[str, str]]:
+def missing_field_values(
+    table: dict, assigned: list[list[str]], source_alias: str, target_alias: str
+) -> dict[str, dict[str, str]]:
     """{"insert": {lower column: value}, "update": {...}} for each directly assigned source column
     whose type lacks some struct fields of the column's (at any depth, through arrays and maps):
     INSERT stores the missing fields NULL; UPDATE keeps the target's value of a missing field of a
@@ -139,7 +150,9 @@ def missing_field_values(table: dict, assigned: list[list[str]], source_alias: s
         if source is None or target is None or not nested_field_paths(column["type"]) - nested_field_paths(source_type):
             continue
         ref = exp.Column(this=exp.to_identifier(name, quoted=True), table=exp.to_identifier(source_alias, quoted=True))
-        old = exp.Column(this=exp.to_identifier(column["name"], quoted=True), table=exp.to_identifier(target_alias, quoted=True))
+        old = exp.Column(
+            this=exp.to_identifier(column["name"], quoted=True), table=exp.to_identifier(target_alias, quoted=True)
+        )
         inserted, updated = _inserted(ref, target, source), _updated(ref, old, target, source)
         if inserted is not None:
             values["insert"][name.lower()] = inserted.sql(dialect="spark")

@@ -5,6 +5,7 @@ exactly that step boundary. With SPARK_MERGE_FAULT_MARK=<name> it only writes th
 on, so a test can kill it at a random moment after that boundary (the kill soak,
 tests/test_soak.py). Unset (always, outside tests) it costs one dict lookup.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,14 @@ from pathlib import Path
 
 # the copy-on-write commit's step boundaries (tests/test_crash.py); PostgreSQL targets also stop at
 # after_staging and inside_transaction (tests/test_postgres.py)
-POINTS = ("after_validation", "after_staging", "after_journal", "between_repoints",
-          "after_last_repoint", "before_refresh")
+POINTS = (
+    "after_validation",
+    "after_staging",
+    "after_journal",
+    "between_repoints",
+    "after_last_repoint",
+    "before_refresh",
+)
 
 
 # where the kill soak starts its random delay: the commit's boundaries, and the start of an

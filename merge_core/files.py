@@ -1,8 +1,10 @@
 """File-system work SQL cannot do, through pyarrow's file systems (local, HDFS, S3, GCS)."""
+
 from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from urllib.parse import unquote, urlparse
 
 from pyarrow import fs
@@ -42,7 +44,9 @@ def listing(location: str) -> list[tuple[str, bool]]:
     filesystem, path = resolve(location)
     selector = fs.FileSelector(path, allow_not_found=True)
     base = location.rstrip("/")
-    return [(f"{base}/{info.base_name}", info.type == fs.FileType.Directory) for info in filesystem.get_file_info(selector)]
+    return [
+        (f"{base}/{info.base_name}", info.type == fs.FileType.Directory) for info in filesystem.get_file_info(selector)
+    ]
 
 
 def size(location: str) -> tuple[int, int]:
@@ -146,8 +150,11 @@ def _spark_reads(relative: str) -> bool:
     """Whether Spark's file index reads the file at ``relative`` (below a table or partition
     location): no directory on the way is hidden (`_x` without `=`, `.x`), nor the file (`_x`, `.x`)."""
     *dirs, name = relative.split("/")
-    return visible(name) and not name.endswith("._COPYING_") and all(
-        not d.startswith(".") and not (d.startswith("_") and "=" not in d) for d in dirs)
+    return (
+        visible(name)
+        and not name.endswith("._COPYING_")
+        and all(not d.startswith(".") and not (d.startswith("_") and "=" not in d) for d in dirs)
+    )
 
 
 def _row_count(filesystem: fs.FileSystem, path: str, provider: str) -> int:
@@ -155,12 +162,16 @@ def _row_count(filesystem: fs.FileSystem, path: str, provider: str) -> int:
     with filesystem.open_input_file(path) as f:
         if provider == "parquet":
             import pyarrow.parquet as pq
+
             return pq.ParquetFile(f).metadata.num_rows
         import pyarrow.orc as orc
+
         return orc.ORCFile(f).nrows
 
 
-def data_files(location: str, provider: str, names: dict[str, dict[str, tuple[int, int]]] | None = None) -> dict[str, list[int]]:
+def data_files(
+    location: str, provider: str, names: dict[str, dict[str, tuple[int, int]]] | None = None
+) -> dict[str, list[int]]:
     """{directory: [files, bytes, rows]} of the data files Spark reads below ``location``, counted
     from the listing and the files' footers (no Spark job). Files without rows are left out, as a
     query of the files' metadata columns does not see them; so is everything Spark's file index
@@ -168,9 +179,11 @@ def data_files(location: str, provider: str, names: dict[str, dict[str, tuple[in
     ``names``: filled with {key(directory): {name: (bytes, rows)} of every data file listed in it}."""
     filesystem, path = resolve(location)
     base, root = location.rstrip("/"), path.rstrip("/")
-    found = [(info, info.path[len(root):].lstrip("/"))
-             for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
-             if info.type == fs.FileType.File]
+    found = [
+        (info, info.path[len(root) :].lstrip("/"))
+        for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
+        if info.type == fs.FileType.File
+    ]
     for _, relative in found:
         marker = _foreign_marker(relative)
         if marker:
@@ -182,7 +195,7 @@ def data_files(location: str, provider: str, names: dict[str, dict[str, tuple[in
     out: dict[str, list[int]] = {}
     if names is not None:
         names.setdefault(key(location), {})
-    for (info, relative), rows in zip(found, counts):
+    for (info, relative), rows in zip(found, counts, strict=True):
         directory = base + ("/" + relative.rsplit("/", 1)[0] if "/" in relative else "")
         if names is not None:
             names.setdefault(key(directory), {})[info.base_name] = (info.size or 0, rows)
@@ -192,17 +205,16 @@ def data_files(location: str, provider: str, names: dict[str, dict[str, tuple[in
     return out
 
 
-def data_file_times(location: str) -> list[tuple[str, "datetime"]]:
+def data_file_times(location: str) -> list[tuple[str, datetime]]:
     """(path relative to ``location``, modification time in UTC) of each data file Spark reads below it."""
-    from datetime import timezone
 
     filesystem, path = resolve(location)
     root = path.rstrip("/")
     out = []
     for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True)):
-        relative = info.path[len(root):].lstrip("/")
+        relative = info.path[len(root) :].lstrip("/")
         if info.type == fs.FileType.File and _spark_reads(relative) and info.mtime is not None:
-            mtime = info.mtime if info.mtime.tzinfo else info.mtime.replace(tzinfo=timezone.utc)
+            mtime = info.mtime if info.mtime.tzinfo else info.mtime.replace(tzinfo=UTC)
             out.append((relative, mtime))
     return out
 

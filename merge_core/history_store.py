@@ -13,12 +13,13 @@ skipped silently: `history` lists the others and warns, while vacuum and rollbac
 to keep and where to point from the whole history, refuse until `spark-merge repair-history` has
 moved the rejected entries aside.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pyarrow import fs
 
@@ -40,14 +41,16 @@ class History:
     entries: list[dict] = field(default_factory=list)
     rejected: list[tuple[str, str]] = field(default_factory=list)
 
-    def require_readable(self, what: str) -> "History":
+    def require_readable(self, what: str) -> History:
         """Refuse ``what`` (vacuum, rollback) while an entry is rejected: it decides from all of them."""
         if self.rejected:
             path, why = self.rejected[0]
             more = f" (and {len(self.rejected) - 1} more)" if len(self.rejected) > 1 else ""
-            raise MetadataError(f"{what} of {self.table} needs every history entry, and {path} cannot be used: "
-                                f"{why}{more}; nothing was changed. Restore it, or `spark-merge repair-history "
-                                f"{self.table}` moves it aside (under {REJECTED_DIR})")
+            raise MetadataError(
+                f"{what} of {self.table} needs every history entry, and {path} cannot be used: "
+                f"{why}{more}; nothing was changed. Restore it, or `spark-merge repair-history "
+                f"{self.table}` moves it aside (under {REJECTED_DIR})"
+            )
         return self
 
 
@@ -57,18 +60,21 @@ def history_dir(table: dict) -> str:
 
 def _started(merge_id: str) -> datetime | None:
     try:
-        return datetime.strptime(merge_id[:14], "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+        return datetime.strptime(merge_id[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     except ValueError:
         return None
 
 
 def _read_entry(filesystem: fs.FileSystem, path: str, name: str) -> tuple[dict | None, str | None]:
     """(entry, None), (None, why it is rejected), or (None, None) for an entry still being written."""
-    parts = [i for i in filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True))
-             if i.type == fs.FileType.File and files.visible(i.base_name)]
+    parts = [
+        i
+        for i in filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True))
+        if i.type == fs.FileType.File and files.visible(i.base_name)
+    ]
     if not parts:
         started = _started(name)
-        if started is not None and datetime.now(timezone.utc) - started < WRITING_GRACE:
+        if started is not None and datetime.now(UTC) - started < WRITING_GRACE:
             return None, None
         return None, "it holds no entry file"
     lines = []
@@ -127,8 +133,13 @@ def read_history(spark, table_name: str, limit: int = 20) -> list[dict]:
 
     history = load(describe_table(spark, [p.strip("`") for p in table_name.split(".")]))
     for path, why in history.rejected:
-        log.warning("history entry %s of %s is not shown: %s (`spark-merge repair-history %s` moves it aside)",
-                    path, history.table, why, history.table)
+        log.warning(
+            "history entry %s of %s is not shown: %s (`spark-merge repair-history %s` moves it aside)",
+            path,
+            history.table,
+            why,
+            history.table,
+        )
     return history.entries[: int(limit)]
 
 
@@ -144,6 +155,6 @@ def repair(table: dict, dry_run: bool = False) -> list[tuple[str, str]]:
         _, dst_dir = files.resolve(target)
         filesystem.create_dir(dst_dir, recursive=True)
         name = where.rsplit("/", 1)[1]
-        filesystem.move(src, f"{dst_dir}/{name}_{datetime.now(timezone.utc):%Y%m%d%H%M%S}")
+        filesystem.move(src, f"{dst_dir}/{name}_{datetime.now(UTC):%Y%m%d%H%M%S}")
         log.warning("moved history entry %s of %s aside: %s", where, table["name"], why)
     return history.rejected

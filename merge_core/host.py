@@ -10,6 +10,7 @@ keeps an abort from another thread away from a journal being written.
 appended to it (tests/test_conformance.py compares it with dbt's; `explain --counts` prints a
 dry run's statements from it).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,8 +18,9 @@ import json
 import logging
 import threading
 import time
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
@@ -40,6 +42,7 @@ def raised_by_check(e: Exception) -> MergeError | None:
         return None
     code, _, text = str((e.getMessageParameters() or {}).get("errorMessage", "")).partition(": ")
     return _RAISED_BY[code](text) if code in _RAISED_BY else None
+
 
 # above this many partitions the file statistics are a query: its one catalog call (partitions by
 # filter) and its listing job cost less than a catalog call per partition
@@ -162,10 +165,12 @@ class SparkHost:
         try:
             listed = self._listed_stats(table, name, partitions)
         except files.ForeignFormat as e:
-            raise TargetError(f"{table['name']} is registered as a {table['provider']} table, but {e.location} (a "
-                              f"directory this {'merge rewrites' if name == table['table_name'] else 'merge staged'}) "
-                              f"holds {e.found} metadata: rewriting it as plain {table['provider']} would leave that "
-                              f"metadata describing files that are gone. Nothing was written") from None
+            raise TargetError(
+                f"{table['name']} is registered as a {table['provider']} table, but {e.location} (a "
+                f"directory this {'merge rewrites' if name == table['table_name'] else 'merge staged'}) "
+                f"holds {e.found} metadata: rewriting it as plain {table['provider']} would leave that "
+                f"metadata describing files that are gone. Nothing was written"
+            ) from None
         except Exception as e:  # py4j, a file system pyarrow cannot reach, a footer it cannot read
             log.debug("[%s] file statistics by query (listing failed: %s)", self.merge_id, e)
             listed = None
@@ -177,13 +182,23 @@ class SparkHost:
         if len(partitions) > LISTED_PARTITIONS_MAX:
             return None
         stage = name.lower() != table["table_name"].lower()
-        found = metastore.locations(self.spark, table["database"], name, table["partition_columns"], partitions, count=stage)
+        found = metastore.locations(
+            self.spark, table["database"], name, table["partition_columns"], partitions, count=stage
+        )
         if found is None or (stage and found[1] > len(found[0])):
             return None
         pcols = table["partition_columns"]
-        return [{"__sm_part": json.dumps([part[c] for c in pcols], separators=(",", ":"), ensure_ascii=False), "dir": d, "files": n, "bytes": size, "rows": rows}
-                for part, location in found[0]
-                for d, (n, size, rows) in files.data_files(location, table["provider"], self.seen).items()]
+        return [
+            {
+                "__sm_part": json.dumps([part[c] for c in pcols], separators=(",", ":"), ensure_ascii=False),
+                "dir": d,
+                "files": n,
+                "bytes": size,
+                "rows": rows,
+            }
+            for part, location in found[0]
+            for d, (n, size, rows) in files.data_files(location, table["provider"], self.seen).items()
+        ]
 
     def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
         _trace("repoint", str(len(repoints)))
@@ -208,13 +223,23 @@ class SparkHost:
             if not r.get("old_location"):
                 continue
             old = r["old_location"].rstrip("/")
-            kept = [(name, size, rows) for name, (size, rows) in sorted(self.seen.get(files.key(old), {}).items())
-                    if files.key(f"{old}/{name}") not in gone]
+            kept = [
+                (name, size, rows)
+                for name, (size, rows) in sorted(self.seen.get(files.key(old), {}).items())
+                if files.key(f"{old}/{name}") not in gone
+            ]
             for name, _, _ in kept:
                 files.link(f"{old}/{name}", f"{r['location'].rstrip('/')}/{name}")
             if kept:
-                out.append({"partition": r["partition"] or {}, "dir": r["location"], "files": len(kept),
-                            "bytes": sum(k[1] for k in kept), "rows": sum(k[2] for k in kept)})
+                out.append(
+                    {
+                        "partition": r["partition"] or {},
+                        "dir": r["location"],
+                        "files": len(kept),
+                        "bytes": sum(k[1] for k in kept),
+                        "rows": sum(k[2] for k in kept),
+                    }
+                )
         return out
 
     def carry_late(self, table: dict, repoints: list[dict]) -> None:
@@ -230,14 +255,22 @@ class SparkHost:
             if seen is None:
                 continue
             for relative, _ in files.data_file_times(old):
-                if relative.rsplit("/", 1)[-1] in self.seen.get(files.key(f"{old}/{relative}".rsplit("/", 1)[0]), set()):
+                if relative.rsplit("/", 1)[-1] in self.seen.get(
+                    files.key(f"{old}/{relative}".rsplit("/", 1)[0]), set()
+                ):
                     continue
                 files.link(f"{old.rstrip('/')}/{relative}", f"{r['location'].rstrip('/')}/{relative}")
                 carried.append(f"{old.rstrip('/')}/{relative}")
         if carried:
-            log.warning("[%s] %s: %d data file(s) were written into %s after this merge checked it under the commit "
-                        "lock (a write that bypassed spark-merge); carried into the new version: %s", self.merge_id,
-                        CODES["late_append"], len(carried), table["name"], ", ".join(carried[:5]))
+            log.warning(
+                "[%s] %s: %d data file(s) were written into %s after this merge checked it under the commit "
+                "lock (a write that bypassed spark-merge); carried into the new version: %s",
+                self.merge_id,
+                CODES["late_append"],
+                len(carried),
+                table["name"],
+                ", ".join(carried[:5]),
+            )
 
     def journal(self, sql: str) -> None:
         """The commit point: from here the commit is rolled forward, never back."""
@@ -247,7 +280,7 @@ class SparkHost:
             self.journaled = True
 
     def now(self) -> str:
-        return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        return datetime.now(UTC).isoformat(timespec="milliseconds")
 
     def elapsed_ms(self, s: dict | None = None) -> int:
         return int((time.monotonic() - self._t0) * 1000)
@@ -261,7 +294,13 @@ def recover(spark: SparkSession, table: dict) -> bool:
     return bool(macros.fill("lifecycle_recover", SparkHost(spark), table)["recovered"])
 
 
-def apply_journal(spark: SparkSession, table: dict, merge_id: str, repoints: list[dict], entry: dict | None = None,
-                  recovered: bool = False) -> None:
+def apply_journal(
+    spark: SparkSession,
+    table: dict,
+    merge_id: str,
+    repoints: list[dict],
+    entry: dict | None = None,
+    recovered: bool = False,
+) -> None:
     """Complete a journaled commit (repoint, history, done, refresh): spark__lifecycle_apply_journal."""
     macros.render("lifecycle_apply_journal", SparkHost(spark, merge_id), table, merge_id, repoints, entry, recovered)

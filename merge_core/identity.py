@@ -16,6 +16,7 @@ It refuses a table that reads files under another table's root (created with a L
 or that shares its root with the table whose identity it carries: no property makes two tables that
 share files safe; such a table must be created with a LOCATION of its own.
 """
+
 from __future__ import annotations
 
 import logging
@@ -45,12 +46,16 @@ def adopt(spark: SparkSession, table_name: str, dry_run: bool = False) -> dict:
     unset: list[str] = []
     for other in others:
         if other["root"] and files.is_inside(files.key(location), files.key(other["root"])):
-            raise MetadataError(f"{name} reads files under the root of {other['name']} ({other['root']}): no property "
-                                f"makes two tables that share files safe. Create it with a LOCATION of its own; "
-                                f"nothing was changed")
+            raise MetadataError(
+                f"{name} reads files under the root of {other['name']} ({other['root']}): no property "
+                f"makes two tables that share files safe. Create it with a LOCATION of its own; "
+                f"nothing was changed"
+            )
     if not own_root:
-        reasons.append(f"spark_merge.root {table['root']} does not hold its location {location}: a new identity "
-                       f"rooted at its own location")
+        reasons.append(
+            f"spark_merge.root {table['root']} does not hold its location {location}: a new identity "
+            f"rooted at its own location"
+        )
         new.update({"spark_merge.root": location, "spark_merge.table_id": f"adopted_{new_merge_id()}"})
         unset += [k for k in props if k.startswith("spark_merge.journal.") or k == "spark_merge.last_merge_id"]
     else:
@@ -61,9 +66,11 @@ def adopt(spark: SparkSession, table_name: str, dry_run: bool = False) -> dict:
         elif table_id is not None:
             twins = [o for o in others if o["table_id"] == table_id]
             if twins:
-                raise MetadataError(f"{name} shares its root {table['root']} with {twins[0]['name']}, which carries "
-                                    f"the same identity: one is a copy of the other. Create the copy with a LOCATION "
-                                    f"of its own; nothing was changed")
+                raise MetadataError(
+                    f"{name} shares its root {table['root']} with {twins[0]['name']}, which carries "
+                    f"the same identity: one is a copy of the other. Create the copy with a LOCATION "
+                    f"of its own; nothing was changed"
+                )
     if (props.get("spark_merge.table") or name).lower() != name.lower():
         reasons.append(f"spark_merge.table names {props['spark_merge.table']}: now {name}")
         new["spark_merge.table"] = name

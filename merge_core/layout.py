@@ -19,17 +19,17 @@ same by path as by name. The commit's history entry (kind ``canonicalize``) is
 the barrier rollback checks: a version older than it named the refilled
 directory with other content (retention._refuse_reused).
 """
+
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
 
-from . import files, macros
+from . import files, history_store, macros
 from .errors import ConflictError
-from . import history_store
 from .lifecycle import Lifecycle, drive
 from .retention import _table, _where, current_locations, in_use, retention_hours
 
@@ -41,7 +41,7 @@ class LayoutResult:
     table: str
     dry_run: bool
     planned: list[dict] = field(default_factory=list)  # the moves (plan_moves) made, or that would be
-    waiting: list[str] = field(default_factory=list)   # canonical directories a version inside retention uses
+    waiting: list[str] = field(default_factory=list)  # canonical directories a version inside retention uses
     files: int = 0
     bytes: int = 0
     merge_id: str | None = None
@@ -53,11 +53,15 @@ class LayoutResult:
 
     def summary(self) -> str:
         verb = "would put" if self.dry_run else "put"
-        text = (f"canonical layout of {self.table}: {verb} {len(self.moved)} partition(s) back at their "
-                f"canonical directory ({self.files} file(s), {self.bytes} bytes copied)")
+        text = (
+            f"canonical layout of {self.table}: {verb} {len(self.moved)} partition(s) back at their "
+            f"canonical directory ({self.files} file(s), {self.bytes} bytes copied)"
+        )
         if self.waiting:
-            text += (f"; {len(self.waiting)} wait until no version inside retention reads their canonical "
-                     f"directory (a path reader sees an older version of them until then)")
+            text += (
+                f"; {len(self.waiting)} wait until no version inside retention reads their canonical "
+                f"directory (a path reader sees an older version of them until then)"
+            )
         return text
 
 
@@ -65,11 +69,14 @@ def plan_moves(spark: SparkSession, table: dict, retain_hours: float) -> tuple[l
     """(partitions to put back, canonical directories still in use). A partition moves when the
     catalog points it into a ``_merge_`` directory and no version inside retention uses its
     canonical one; a LOCATION the user chose is left where it is."""
-    cutoff = datetime.now(timezone.utc) - timedelta(hours=retain_hours)
+    cutoff = datetime.now(UTC) - timedelta(hours=retain_hours)
     root = table["root"].rstrip("/")
     locations = current_locations(spark, table)
-    keep, _, _ = in_use(history_store.load(table).require_readable("vacuum").entries,
-                        {files.key(location) for _, location in locations.values()}, cutoff)
+    keep, _, _ = in_use(
+        history_store.load(table).require_readable("vacuum").entries,
+        {files.key(location) for _, location in locations.values()},
+        cutoff,
+    )
     moves, waiting = [], []
     for spec, (values, location) in sorted(locations.items()):
         here, canonical = files.key(location), f"{root}/{spec}" if spec else root
@@ -103,17 +110,34 @@ class CanonicalizeRun(Lifecycle):
         table = _table(self.spark, self.table_name)
         hours = retention_hours(table) if self.retain_hours is None else self.retain_hours
         self.moves, self.waiting = plan_moves(self.spark, table, hours)
-        self._planned(table=table, ctx=macros.fill("context", {}, table, self.merge_id), kind="canonicalize",
-                      paradigm="CANONICALIZE", statement=f"CANONICALIZE {table['name']}", commit_repoints=True,
-                      partitions=[m["partition"] or {} for m in self.moves])
+        self._planned(
+            table=table,
+            ctx=macros.fill("context", {}, table, self.merge_id),
+            kind="canonicalize",
+            paradigm="CANONICALIZE",
+            statement=f"CANONICALIZE {table['name']}",
+            commit_repoints=True,
+            partitions=[m["partition"] or {} for m in self.moves],
+        )
         self.state = "begun"
-        return {"merge_id": self.merge_id, "target": table["name"], "paradigm": "CANONICALIZE", "plan_hash": "",
-                "kind": "canonicalize"}
+        return {
+            "merge_id": self.merge_id,
+            "target": table["name"],
+            "paradigm": "CANONICALIZE",
+            "plan_hash": "",
+            "kind": "canonicalize",
+        }
 
     def plan(self) -> dict:
         self.state = "planned"
-        return {"merge_id": self.merge_id, "target": self.s["table"]["name"], "paradigm": "CANONICALIZE",
-                "plan_hash": "", "partitions_to_rewrite": self.partitions, "changed_rows": 0}
+        return {
+            "merge_id": self.merge_id,
+            "target": self.s["table"]["name"],
+            "paradigm": "CANONICALIZE",
+            "plan_hash": "",
+            "partitions_to_rewrite": self.partitions,
+            "changed_rows": 0,
+        }
 
     def discard_staged(self) -> None:
         """Nothing to discard: a refilled canonical directory is one no version uses (the next
@@ -132,16 +156,20 @@ class CanonicalizeRun(Lifecycle):
         for m in self.moves:
             at = now.get(m["spec"])
             if at is None or files.key(at[1]) != files.key(m["location"]):
-                raise ConflictError(f"{_where(m['partition'], s['table'])} moved from {m['location']} while "
-                                       f"vacuum planned; nothing was changed, run it again")
+                raise ConflictError(
+                    f"{_where(m['partition'], s['table'])} moved from {m['location']} while "
+                    f"vacuum planned; nothing was changed, run it again"
+                )
             self.check_not_stopped()
             n, size = files.refill(m["location"], m["canonical"])
-            log.info("[%s] canonical layout: copied %d file(s) of %s to %s", self.merge_id, n, m["location"],
-                     m["canonical"])
+            log.info(
+                "[%s] canonical layout: copied %d file(s) of %s to %s", self.merge_id, n, m["location"], m["canonical"]
+            )
             self.metrics["numTargetFilesAdded"] += n
             self.metrics["numTargetBytesAdded"] += size
-            repoints.append({"partition": m["partition"], "location": m["canonical"], "old_location": m["location"],
-                             "exists": True})
+            repoints.append(
+                {"partition": m["partition"], "location": m["canonical"], "old_location": m["location"], "exists": True}
+            )
         s.update(repoints=repoints)
         self.metrics["numTargetPartitionsRewritten"] = len(repoints)
         super().execute()
@@ -152,8 +180,9 @@ class CanonicalizeRun(Lifecycle):
         return super().finish()
 
 
-def canonicalize(spark: SparkSession, table_name: str, retain_hours: float | None = None,
-                 dry_run: bool = False) -> LayoutResult:
+def canonicalize(
+    spark: SparkSession, table_name: str, retain_hours: float | None = None, dry_run: bool = False
+) -> LayoutResult:
     """Put every partition whose canonical directory no version inside retention uses back there
     (one journaled commit); ``dry_run`` lists them and changes nothing."""
     runs: list[CanonicalizeRun] = []
@@ -164,8 +193,9 @@ def canonicalize(spark: SparkSession, table_name: str, retain_hours: float | Non
 
     result = drive(make, dry_run=dry_run)
     run = runs[-1]
-    out = LayoutResult(result.target, dry_run, run.moves, run.waiting,
-                       merge_id=None if dry_run or not run.moves else result.merge_id)
+    out = LayoutResult(
+        result.target, dry_run, run.moves, run.waiting, merge_id=None if dry_run or not run.moves else result.merge_id
+    )
     if dry_run:
         for m in run.moves:
             n, size = files.size(m["location"])

@@ -10,12 +10,14 @@ with the one history-entry builder, and abort the same way from any thread.
 ``drive()`` runs a lifecycle with the callbacks and the re-plan on a moved
 version, as Delta's MergeIntoCommand runs its strategies in one ``runMerge``.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -83,8 +85,14 @@ class Lifecycle:
 
     def _planned(self, **s: Any) -> dict:
         """The planned-changes value, with this lifecycle's id, metrics and plan hash slot."""
-        self.s = {"merge_id": self.merge_id, "metrics": self.metrics, "plan_hash": "", "partitions": [],
-                  "deltas": None, **s}
+        self.s = {
+            "merge_id": self.merge_id,
+            "metrics": self.metrics,
+            "plan_hash": "",
+            "partitions": [],
+            "deltas": None,
+            **s,
+        }
         return self.s
 
     def execute(self) -> None:
@@ -103,8 +111,15 @@ class Lifecycle:
 
     def _finished(self) -> MergeResult:
         self.metrics["executionTimeMs"] = self.host.elapsed_ms()
-        result = MergeResult(self.merge_id, self.s["table"]["name"], self.s["paradigm"], self.s.get("plan_hash", ""),
-                             dict(self.metrics), list(self.partitions), noop="version_after" not in self.s)
+        result = MergeResult(
+            self.merge_id,
+            self.s["table"]["name"],
+            self.s["paradigm"],
+            self.s.get("plan_hash", ""),
+            dict(self.metrics),
+            list(self.partitions),
+            noop="version_after" not in self.s,
+        )
         self._cleanup()
         self._tag(False)
         self.state = "finished"
@@ -118,8 +133,16 @@ class Lifecycle:
         if not self.s.get("insert_only"):
             self.metrics["numTargetPartitionsRewritten"] = len(self.partitions)
         self.metrics["executionTimeMs"] = self.host.elapsed_ms()
-        result = MergeResult(self.merge_id, self.s["table"]["name"], self.s["paradigm"], self.s.get("plan_hash", ""),
-                             dict(self.metrics), list(self.partitions), noop=True, dry_run=True)
+        result = MergeResult(
+            self.merge_id,
+            self.s["table"]["name"],
+            self.s["paradigm"],
+            self.s.get("plan_hash", ""),
+            dict(self.metrics),
+            list(self.partitions),
+            noop=True,
+            dry_run=True,
+        )
         self.close()
         self.state = "finished"
         log.info(result.summary())
@@ -150,8 +173,11 @@ class Lifecycle:
                 # Past the commit point: a file table's journal may point at the staged data, so it
                 # stays and the next begin (or `recover`) rolls the commit forward; a database
                 # transaction commits or rolls back on its own.
-                log.error("[%s] abort after the commit began: the commit is left to complete (an interrupted "
-                          "file-table commit is finished by the next merge on that table)", self.merge_id)
+                log.error(
+                    "[%s] abort after the commit began: the commit is left to complete (an interrupted "
+                    "file-table commit is finished by the next merge on that table)",
+                    self.merge_id,
+                )
             elif self.s.get("staged"):
                 log.warning("[%s] ABORT in state %s: removing staged data", self.merge_id, self.state)
                 self.discard_staged()
@@ -177,8 +203,9 @@ class Lifecycle:
             _LIVE.discard(self.merge_id)
 
 
-def drive(make: Callable[[], Lifecycle], max_retries: int = 3, on_planned=None, on_start=None,
-          dry_run: bool = False) -> MergeResult:
+def drive(
+    make: Callable[[], Lifecycle], max_retries: int = 3, on_planned=None, on_start=None, dry_run: bool = False
+) -> MergeResult:
     """Run a lifecycle; when another commit moved the table meanwhile, plan it again.
 
     ``dry_run``: stop after the plan (its jobs run: source, duplicate check, counts, partitions) and

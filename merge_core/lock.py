@@ -6,6 +6,7 @@ LEASE_S + GRACE_S seconds, and its lock is broken by whoever needs it next: a me
 commit, vacuum, recover. A live holder makes a waiter wait up to LOCK_WAIT_S, then fail with a
 message that names it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -14,9 +15,9 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
-from typing import Iterator
+from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
 
@@ -26,14 +27,14 @@ from .errors import ConflictError, MetadataError
 
 log = logging.getLogger("spark_merge")
 
-LOCK_WAIT_S = 120     # how long a committer waits for a live holder's commit to finish
-LEASE_S = 30          # a holder's lease; renewed every LEASE_S / 3 while it lives
-GRACE_S = 5           # clock skew allowed between hosts before a lapsed lease counts as dead
-LOCK_STALE_S = 900    # a lock without a lease (written by spark-merge before leases) this old is dead
+LOCK_WAIT_S = 120  # how long a committer waits for a live holder's commit to finish
+LEASE_S = 30  # a holder's lease; renewed every LEASE_S / 3 while it lives
+GRACE_S = 5  # clock skew allowed between hosts before a lapsed lease counts as dead
+LOCK_STALE_S = 900  # a lock without a lease (written by spark-merge before leases) this old is dead
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def exists(spark: SparkSession, table: dict) -> bool:
@@ -97,8 +98,9 @@ def break_if_dead(spark: SparkSession, table: dict, owner: dict | None = None, f
     if finished is not None and owner["merge_id"] == finished:
         log.warning("releasing the commit lock of merge %s on %s: its commit is complete", finished, table["name"])
     elif is_dead(owner):
-        log.warning("breaking the commit lock on %s of %s: its lease lapsed, the holder is gone",
-                    table["name"], describe(owner))
+        log.warning(
+            "breaking the commit lock on %s of %s: its lease lapsed, the holder is gone", table["name"], describe(owner)
+        )
     else:
         return False
     break_lock(spark, table)
@@ -164,7 +166,9 @@ class _Renewer(threading.Thread):
             try:
                 owner = holder(self.spark, self.table)
                 if owner is None or owner["merge_id"] != self.merge_id:  # broken meanwhile: not ours to renew
-                    log.warning("the commit lock on %s is no longer held by merge %s", self.table["name"], self.merge_id)
+                    log.warning(
+                        "the commit lock on %s is no longer held by merge %s", self.table["name"], self.merge_id
+                    )
                     return
                 self.spark.sql(macros.render("renew_lock_sql", self.table, expires))
             except Exception as e:  # the next renewal may work; a lapsed lease only lets others break in
@@ -178,8 +182,16 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
     def take():  # create it if none holds it, then read whose it is (spark_merge_lock.sql)
         now = _now()
         try:
-            spark.sql(macros.render("lock_sql", table, merge_id, now.isoformat(),
-                                    (now + timedelta(seconds=LEASE_S)).isoformat(), owner_text))
+            spark.sql(
+                macros.render(
+                    "lock_sql",
+                    table,
+                    merge_id,
+                    now.isoformat(),
+                    (now + timedelta(seconds=LEASE_S)).isoformat(),
+                    owner_text,
+                )
+            )
         except SPARK_ERRORS as e:
             raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
         owner = holder(spark, table)

@@ -7,6 +7,7 @@ data in, SQL text out, or an `out` container filled with `do`), so the other dbt
 features needed are the `do` extension and dbt's `fromjson`. (macros/materializations/ holds the dbt-only
 orchestration and is not loaded here.)
 """
+
 from __future__ import annotations
 
 import functools

@@ -7,12 +7,14 @@ the same rows for the same input. The first merge-on-read upsert into a plain
 table converts it (renames the table to the log and creates the view); the
 upsert options are kept in the log's properties for the view and compaction.
 """
+
 from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -52,8 +54,12 @@ def log_table(spark: SparkSession, parts: list[str], check: Callable[[dict], Any
             raise TargetError(f"{'.'.join(parts)} is a table but {'.'.join(log_parts)} exists too; drop one")
         if check is not None:
             check(describe_table(spark, parts))
-        log.warning("converting %s to merge-on-read: the table becomes %s, read through the view %s",
-                    ".".join(parts), ".".join(log_parts), ".".join(parts))
+        log.warning(
+            "converting %s to merge-on-read: the table becomes %s, read through the view %s",
+            ".".join(parts),
+            ".".join(log_parts),
+            ".".join(parts),
+        )
         spark.sql(f"ALTER TABLE {relation(parts)} RENAME TO {relation(log_parts)}")
     return describe_table(spark, log_parts)
 
@@ -89,24 +95,49 @@ class UpsertRun(Lifecycle):
         if macros.fill("lifecycle_settle", self.host, table)["recovered"]:
             table = describe_table(self.spark, [table["database"], table["table_name"]])
         plan = check(table)
-        self._planned(spec=data, table=table, kind="upsert", paradigm="MERGE_ON_READ",
-                      statement=f"MERGE-ON-READ UPSERT INTO {'.'.join(self.spec.target)}",
-                      view=relation(self.spec.target), log_plan=plan, upsert=data["upsert"])
+        self._planned(
+            spec=data,
+            table=table,
+            kind="upsert",
+            paradigm="MERGE_ON_READ",
+            statement=f"MERGE-ON-READ UPSERT INTO {'.'.join(self.spec.target)}",
+            view=relation(self.spec.target),
+            log_plan=plan,
+            upsert=data["upsert"],
+        )
         self.state = "begun"
-        return {"merge_id": self.merge_id, "target": table["name"], "paradigm": "MERGE_ON_READ", "plan_hash": "",
-                "kind": "upsert"}
+        return {
+            "merge_id": self.merge_id,
+            "target": table["name"],
+            "paradigm": "MERGE_ON_READ",
+            "plan_hash": "",
+            "kind": "upsert",
+        }
 
     def plan(self) -> dict:
         macros.render("lifecycle_plan_log", self.host, self.s)
         self.state = "planned"
-        return {"merge_id": self.merge_id, "target": self.s["table"]["name"], "paradigm": "MERGE_ON_READ",
-                "plan_hash": "", "partitions_to_rewrite": [], "changed_rows": self.metrics["numTargetRowsInserted"]}
+        return {
+            "merge_id": self.merge_id,
+            "target": self.s["table"]["name"],
+            "paradigm": "MERGE_ON_READ",
+            "plan_hash": "",
+            "partitions_to_rewrite": [],
+            "changed_rows": self.metrics["numTargetRowsInserted"],
+        }
 
     def explain(self, placeholder_id: bool = False) -> str:
         macros.render("lifecycle_plan_log", _Explaining(), self.s)
-        return ";\n\n".join([f"-- spark-merge plan for a merge-on-read UPSERT into {self.s['view']} (log "
-                               f"{self.s['table']['name']}): append the source's rows, re-create the view",
-                               *self.s["append_statements"]]) + ";\n"
+        return (
+            ";\n\n".join(
+                [
+                    f"-- spark-merge plan for a merge-on-read UPSERT into {self.s['view']} (log "
+                    f"{self.s['table']['name']}): append the source's rows, re-create the view",
+                    *self.s["append_statements"],
+                ]
+            )
+            + ";\n"
+        )
 
 
 class _Explaining:
@@ -148,30 +179,58 @@ class CompactionRun(Lifecycle):
         if self.retention is not None:
             first = table["columns_by_name"][plan["watermark_key"][0].lower()]
             if first["type"] not in ("date", "timestamp", "timestamp_ntz"):
-                raise ValidationError([f"tombstone retention needs a date or timestamp watermark; "
-                                       f"{first['name']} is {first['type']}"])
-            moment = datetime.now(timezone.utc) - timedelta(hours=self.retention)
+                raise ValidationError(
+                    [f"tombstone retention needs a date or timestamp watermark; {first['name']} is {first['type']}"]
+                )
+            moment = datetime.now(UTC) - timedelta(hours=self.retention)
             cutoff = f"CAST(TIMESTAMP'{moment:%Y-%m-%d %H:%M:%S}+00:00' AS {first['type']})"
         ctx = macros.fill("context", {}, table, self.merge_id)
-        self._planned(table=table, ctx=ctx, kind="compact", paradigm="MERGE_ON_READ", statement=f"COMPACT {self.name}",
-                      stage_statement=macros.render("stage_select_sql", table, ctx,
-                                                    macros.render("mor_compact_select", table, plan, cutoff)))
+        self._planned(
+            table=table,
+            ctx=ctx,
+            kind="compact",
+            paradigm="MERGE_ON_READ",
+            statement=f"COMPACT {self.name}",
+            stage_statement=macros.render(
+                "stage_select_sql", table, ctx, macros.render("mor_compact_select", table, plan, cutoff)
+            ),
+        )
         self.state = "begun"
-        return {"merge_id": self.merge_id, "target": table["name"], "paradigm": "MERGE_ON_READ", "plan_hash": "",
-                "kind": "compact"}
+        return {
+            "merge_id": self.merge_id,
+            "target": table["name"],
+            "paradigm": "MERGE_ON_READ",
+            "plan_hash": "",
+            "kind": "compact",
+        }
 
     def plan(self) -> dict:
         table = self.s["table"]
         self.s["rows_before"] = self.host.rows(f"SELECT count(*) AS n FROM {table['relation']}")[0]["n"]
-        partitions = ([r["partition"] for r in macros.fill_list("decode_partitions", table, self.host.rows(
-            macros.render("file_stats_sql", table, table["relation"], None)))]
-            if table["partition_columns"] else [{}])
+        partitions = (
+            [
+                r["partition"]
+                for r in macros.fill_list(
+                    "decode_partitions",
+                    table,
+                    self.host.rows(macros.render("file_stats_sql", table, table["relation"], None)),
+                )
+            ]
+            if table["partition_columns"]
+            else [{}]
+        )
         self.s["partitions"] = partitions
         if not partitions:  # an empty log: nothing to rewrite
             self.s.pop("stage_statement")
         self.state = "planned"
-        return {"merge_id": self.merge_id, "target": table["name"], "paradigm": "MERGE_ON_READ", "plan_hash": "",
-                "partitions_to_rewrite": partitions, "changed_rows": 0}
+        return {
+            "merge_id": self.merge_id,
+            "target": table["name"],
+            "paradigm": "MERGE_ON_READ",
+            "plan_hash": "",
+            "partitions_to_rewrite": partitions,
+            "changed_rows": 0,
+        }
 
 
 def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | None = None) -> dict:
@@ -190,5 +249,9 @@ def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | N
     result = drive(make)
     before = runs[-1].s["rows_before"]
     log.info("compacted %s: %d log rows -> %d", name, before, result.metrics["numOutputRows"])
-    return {"merge_id": result.merge_id, "rows_before": before, "rows_after": result.metrics["numOutputRows"],
-            "metrics": result.metrics}
+    return {
+        "merge_id": result.merge_id,
+        "rows_before": before,
+        "rows_after": result.metrics["numOutputRows"],
+        "metrics": result.metrics,
+    }

@@ -11,6 +11,7 @@ A Spark Connect session has no such path (the client sends SQL and plans, not ca
 into the server's catalog), and the dbt materialization can only send SQL: both
 repoint with one ``ALTER TABLE ... PARTITION (...) SET LOCATION`` per partition.
 """
+
 from __future__ import annotations
 
 import logging
@@ -97,8 +98,14 @@ def _repoint_by_statements(spark: SparkSession, table: dict, repoints: list[dict
 reads = 0  # catalog calls made by locations() in this process (bench/counts.py reports them)
 
 
-def locations(spark: SparkSession, database: str, name: str, partition_columns: list[str],
-              partitions: list[dict], count: bool = False) -> tuple[list[tuple[dict, str]], int | None] | None:
+def locations(
+    spark: SparkSession,
+    database: str,
+    name: str,
+    partition_columns: list[str],
+    partitions: list[dict],
+    count: bool = False,
+) -> tuple[list[tuple[dict, str]], int | None] | None:
     """Where the catalog says each of ``partitions`` ({column: string or None}) lives, now: the
     (partition, location) pairs of those that exist, and (``count``) how many partitions the
     table has in all; an unpartitioned table is one pair ({}, its location). None on Spark
@@ -140,9 +147,14 @@ def other_tables(spark: SparkSession, table: dict) -> list[dict]:
                     continue
                 props = dict(java.asJava(t.properties()))
                 location = to_string(t.location()) if t.storage().locationUri().isDefined() else ""
-                out.append({"name": f"{db}.{name}", "location": location,
-                            "root": props.get("spark_merge.root") or location,
-                            "table_id": props.get("spark_merge.table_id")})
+                out.append(
+                    {
+                        "name": f"{db}.{name}",
+                        "location": location,
+                        "root": props.get("spark_merge.root") or location,
+                        "table_id": props.get("spark_merge.table_id"),
+                    }
+                )
         return out
     import json
 
@@ -154,8 +166,14 @@ def other_tables(spark: SparkSession, table: dict) -> list[dict]:
             desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {rel} AS JSON").collect()[0][0])
             props = desc.get("table_properties") or {}
             location = desc.get("location") or ""
-            out.append({"name": f"{db}.{r['tableName']}", "location": location,
-                        "root": props.get("spark_merge.root") or location, "table_id": props.get("spark_merge.table_id")})
+            out.append(
+                {
+                    "name": f"{db}.{r['tableName']}",
+                    "location": location,
+                    "root": props.get("spark_merge.root") or location,
+                    "table_id": props.get("spark_merge.table_id"),
+                }
+            )
     return out
 
 

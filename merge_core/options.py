@@ -3,6 +3,7 @@
 The spec's keys, merge()'s keywords, the CLI's flags and the dbt config check all come from that
 one table; this module hands it to Python.
 """
+
 from __future__ import annotations
 
 import functools

@@ -8,6 +8,7 @@ every target; the paradigm decides how rows change there, as in Trino:
 - CHANGE_ONLY_UPDATED_COLUMNS (tables that update columns in place by a row id,
   such as a database table keyed by its primary key): postgres.py.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,7 +27,7 @@ class RowChangeParadigm:
 
     name = ""
 
-    def write(self, host: "Any", s: dict) -> None:
+    def write(self, host: Any, s: dict) -> None:
         """Apply the planned changes (``s['metrics']`` holds the counts) and commit them."""
         raise NotImplementedError
 
@@ -57,8 +58,12 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             return ["-- 5. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
         pcols = table["partition_columns"]
         sample = {c: f"<{c}>" for c in pcols} if pcols else None
-        repoint = {"partition": sample, "location": ctx["stage_location"] + "/...", "old_location": "...",
-                   "exists": True}
+        repoint = {
+            "partition": sample,
+            "location": ctx["stage_location"] + "/...",
+            "old_location": "...",
+            "exists": True,
+        }
         return [
             "-- 5. stage the new version of the touched partitions (the file stats of the partitions it replaces "
             "are taken first) in one join: each row of those partitions written as its clause makes it or copied, "
@@ -71,9 +76,12 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             "(only planned partitions, each with its rows before plus the plan's change; more rows than planned means "
             "the changes were read from files the table no longer holds: MERGE_CONFLICT; else MERGE_PLAN_VIOLATION), "
             "then the journal (with the history entry), then repoint: "
-            + ("all moved partitions in one metastore call (ExternalCatalog.alterPartitions) and created ones in one "
-               "ADD, as below" if metastore.batch_available(spark) and pcols
-               else "one statement per partition, as below")
+            + (
+                "all moved partitions in one metastore call (ExternalCatalog.alterPartitions) and created ones in one "
+                "ADD, as below"
+                if metastore.batch_available(spark) and pcols
+                else "one statement per partition, as below"
+            )
             + "; then the history entry, mark done, refresh",
             macros.render("journal_sql", table, ctx["merge_id"], [repoint]),
             *macros.fill_list("repoint_statements", table, [repoint]),

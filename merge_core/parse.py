@@ -4,6 +4,7 @@ Spark's dialect first; Trino-style text is accepted too (its expressions are
 transpiled to Spark SQL). UPDATE and DELETE become source-less merge specs: their
 WHERE becomes ON and their single clause is an unconditional WHEN MATCHED.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,7 +29,7 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
     original = sql
     sql, evolve = _SCHEMA_EVOLUTION.subn("MERGE INTO", sql, count=1)
     tree, used, first_error = None, None, None
-    for d in ([dialect] if dialect else DIALECTS):
+    for d in [dialect] if dialect else DIALECTS:
         try:
             statements = [s for s in sqlglot.parse(sql, read=d) if s is not None]
         except sqlglot.errors.SqlglotError as e:
@@ -51,9 +52,7 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
     elif isinstance(tree, exp.Delete):
         spec = _delete(tree, used)
     else:
-        raise UnsupportedError(
-            f"expected MERGE INTO, UPDATE or DELETE FROM, got {tree.key.upper()} statement"
-        )
+        raise UnsupportedError(f"expected MERGE INTO, UPDATE or DELETE FROM, got {tree.key.upper()} statement")
     spec.sql = original.strip()
     spec.schema_evolution = bool(evolve)
     return spec
@@ -100,7 +99,8 @@ def _require_then(sql: str, dialect: str) -> None:
             if t in _ACTIONS and follows in _ACTIONS[t]:
                 raise ParseError(
                     f"WHEN clause {clause}: THEN is missing before {tokens[j].text.upper()}; "
-                    f"write WHEN {' '.join(words[: 2 if words[0] == 'NOT' else 1])} ... THEN {tokens[j].text.upper()} ..."
+                    f"write WHEN {' '.join(words[: 2 if words[0] == 'NOT' else 1])} ... "
+                    f"THEN {tokens[j].text.upper()} ..."
                 )
 
 
@@ -113,8 +113,9 @@ def _inline_ctes(tree: exp.Expression) -> exp.Expression:
     if with_ is None:
         return tree
     if with_.args.get("recursive"):
-        raise UnsupportedError("WITH RECURSIVE before MERGE, UPDATE or DELETE is not supported; "
-                               "materialize the recursive query first")
+        raise UnsupportedError(
+            "WITH RECURSIVE before MERGE, UPDATE or DELETE is not supported; materialize the recursive query first"
+        )
     ctes: dict[str, exp.Expression] = {}
 
     def inline(node: exp.Expression) -> exp.Expression:
@@ -124,6 +125,7 @@ def _inline_ctes(tree: exp.Expression) -> exp.Expression:
                 alias = exp.TableAlias(this=exp.to_identifier(n.alias or n.name), columns=[c.copy() for c in columns])
                 return exp.Subquery(this=body.copy(), alias=alias)
             return n
+
         return node.transform(swap)
 
     for cte in with_.expressions:
@@ -176,8 +178,10 @@ def _assignment_column(target: exp.Expression, target_alias: str, where: str, ne
     if len(parts) > 1 and parts[0].lower() == target_alias.lower():
         parts = parts[1:]
     if len(parts) > 1 and not nested:
-        raise UnsupportedError(f"{where}: an INSERT column cannot be a nested field ({_sql(target)}); "
-                               f"insert the whole struct, e.g. named_struct(...)")
+        raise UnsupportedError(
+            f"{where}: an INSERT column cannot be a nested field ({_sql(target)}); "
+            f"insert the whole struct, e.g. named_struct(...)"
+        )
     return ".".join(parts)
 
 
@@ -316,8 +320,14 @@ def source_tables(spec: MergeSpec) -> list[str]:
     of subqueries in ON, conditions and values. For lineage (OpenLineage inputs); names as written."""
     found = [spec.source] if spec.source_kind == "table" and spec.source else []
     texts = [spec.source] if spec.source_kind == "query" and spec.source else []
-    texts += [f"SELECT {e}" for e in [spec.on] + [c.condition for c in spec.clauses]
-              + [v for c in spec.clauses for _, v in c.assignments] + [v for c in spec.clauses for v in c.insert_values] if e]
+    texts += [
+        f"SELECT {e}"
+        for e in [spec.on]
+        + [c.condition for c in spec.clauses]
+        + [v for c in spec.clauses for _, v in c.assignments]
+        + [v for c in spec.clauses for v in c.insert_values]
+        if e
+    ]
     for text in texts:
         try:
             tree = sqlglot.parse_one(text, read="spark")
@@ -357,7 +367,9 @@ def on_equalities(on: str, target_alias: str, source_alias: str) -> list[dict]:
     for node in conjuncts:
         if not isinstance(node, (exp.EQ, exp.NullSafeEQ)):
             continue
-        sides = {(side.table or "").lower(): side.name for side in (node.left, node.right) if isinstance(side, exp.Column)}
+        sides = {
+            (side.table or "").lower(): side.name for side in (node.left, node.right) if isinstance(side, exp.Column)
+        }
         if len(sides) == 2 and t in sides and s in sides:
             pair = {"target": sides[t], "source": sides[s], "null_safe": isinstance(node, exp.NullSafeEQ)}
             if pair not in found:
@@ -392,7 +404,9 @@ def direct_assignments(spec: dict):
         for i, (column, value) in enumerate(clause.get("assignments") or []):
             if is_direct_assignment(column, value, spec["source_alias"]):
                 yield clause, "assignments", i, column
-        for i, (column, value) in enumerate(zip(clause.get("insert_columns") or [], clause.get("insert_values") or [])):
+        for i, (column, value) in enumerate(
+            zip(clause.get("insert_columns") or [], clause.get("insert_values") or [], strict=False)
+        ):
             if is_direct_assignment(column, value, spec["source_alias"]):
                 yield clause, "insert", i, column
 
@@ -437,8 +451,11 @@ def nested_field_paths(type_text: str) -> set[str]:
 def _unqualified_columns(tree: exp.Expression, alias: str) -> list[exp.Column]:
     """The column references of ``tree`` not qualified by ``alias``, outside subqueries (inside one
     a name is first its own FROM's: Spark's rule, left to Spark)."""
-    return [c for c in tree.find_all(exp.Column)
-            if c.parts and c.parts[0].name.lower() != alias.lower() and not c.find_ancestor(exp.Select)]
+    return [
+        c
+        for c in tree.find_all(exp.Column)
+        if c.parts and c.parts[0].name.lower() != alias.lower() and not c.find_ancestor(exp.Select)
+    ]
 
 
 def _qualified(text: str, alias: str, columns: set[str]) -> str:
@@ -490,7 +507,11 @@ def qualify_one_sided(spec: dict, source_columns, target_columns: list[str]) -> 
             continue
         side = "target" if clause.get("by_source") else "source"
         alias = spec["target_alias"] if side == "target" else spec["source_alias"]
-        texts = [clause.get("condition")] + [v for _, v in clause.get("assignments") or []] + list(clause.get("insert_values") or [])
+        texts = (
+            [clause.get("condition")]
+            + [v for _, v in clause.get("assignments") or []]
+            + list(clause.get("insert_values") or [])
+        )
         if not any(unqualified(t, alias) for t in texts):
             continue
         columns = names(side)

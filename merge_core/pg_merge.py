@@ -16,6 +16,7 @@ before the MERGE. The rows each clause changes are counted in the transaction, a
 merge can touch are locked, so the metrics are PostgreSQL's. Nothing here builds SQL from user input
 except through sqlglot's quoting.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,9 +37,18 @@ def ident(*parts: str) -> str:
 # Date-times travel as text: a JDBC timestamp is an instant in the JVM's zone, a DATE a midnight in it.
 def transport(spark_type: str) -> tuple[str, str, str]:
     t = spark_type.lower().strip()
-    simple = {"boolean": "boolean", "tinyint": "smallint", "smallint": "smallint", "int": "integer",
-              "bigint": "bigint", "float": "real", "double": "double precision", "string": "text",
-              "binary": "bytea", "void": "text"}
+    simple = {
+        "boolean": "boolean",
+        "tinyint": "smallint",
+        "smallint": "smallint",
+        "int": "integer",
+        "bigint": "bigint",
+        "float": "real",
+        "double": "double precision",
+        "string": "text",
+        "binary": "bytea",
+        "void": "text",
+    }
     if t in simple:
         return simple[t], "{}", "{}"
     if t.startswith(("varchar", "char")):
@@ -75,8 +85,10 @@ class Transpiler:
 
     def __init__(self, target_alias: str, source_alias: str, target_columns: list[str], source_columns: list[str]):
         self.t, self.s = target_alias, source_alias
-        self.names = {target_alias.lower(): {c.lower(): c for c in target_columns},
-                      source_alias.lower(): {c.lower(): c for c in source_columns}}
+        self.names = {
+            target_alias.lower(): {c.lower(): c for c in target_columns},
+            source_alias.lower(): {c.lower(): c for c in source_columns},
+        }
 
     def __call__(self, expression: str, what: str) -> str:
         try:
@@ -94,8 +106,12 @@ class Transpiler:
                 column.set("this", exp.to_identifier(self.names[side][name], quoted=True))
                 column.set("table", exp.to_identifier(alias, quoted=True))
         for node in tree.find_all(exp.Struct, exp.JSONFormat):  # Spark's structs and to_json have no PostgreSQL twin
-            raise ValidationError([f"{what}: {expression!r} uses {node.key} values, which PostgreSQL compares "
-                                   f"otherwise; write the condition column by column"])
+            raise ValidationError(
+                [
+                    f"{what}: {expression!r} uses {node.key} values, which PostgreSQL compares "
+                    f"otherwise; write the condition column by column"
+                ]
+            )
         return tree.sql(dialect="postgres")
 
 
@@ -130,9 +146,9 @@ def build(spec: dict, table: dict, resolved: dict, staged: Staged, schema: str, 
         cols = [c for c in actual if c in cl["outputs"]]
         values = [tr(cl["outputs"][c], f"{cl['label']} value for column {actual[c]}") for c in cols]
         casts = table.get("pg_casts") or {}
-        values = [f"CAST(({v}) AS {casts[c]})" if casts.get(c) else v for c, v in zip(cols, values)]
+        values = [f"CAST(({v}) AS {casts[c]})" if casts.get(c) else v for c, v in zip(cols, values, strict=True)]
         if cl["action"] == "update":
-            return "UPDATE SET " + ", ".join(f"{ident(actual[c])} = {v}" for c, v in zip(cols, values))
+            return "UPDATE SET " + ", ".join(f"{ident(actual[c])} = {v}" for c, v in zip(cols, values, strict=True))
         return f"INSERT ({', '.join(ident(actual[c]) for c in cols)}) VALUES ({', '.join(values)})"
 
     def chosen(group: list[dict]) -> str:
@@ -148,12 +164,15 @@ def build(spec: dict, table: dict, resolved: dict, staged: Staged, schema: str, 
         lock.append(f"SELECT 1 FROM {target} AS {t} WHERE {unmatched_target} FOR UPDATE OF {t}")
     parts = [f"SELECT {chosen(matched)} AS k FROM {target} AS {t} JOIN {using} ON {on}"]
     if inserting:
-        parts.append(f"SELECT {chosen(inserting)} AS k FROM {using} "
-                     f"WHERE NOT EXISTS (SELECT 1 FROM {target} AS {t} WHERE {on})")
+        parts.append(
+            f"SELECT {chosen(inserting)} AS k FROM {using} WHERE NOT EXISTS (SELECT 1 FROM {target} AS {t} WHERE {on})"
+        )
     capture = None
     if by_source:
-        capture = (f"CREATE TEMPORARY TABLE __sm_by_source ON COMMIT DROP AS SELECT {t}.ctid AS __sm_row, "
-                   f"{chosen(by_source)} AS __sm_k FROM {target} AS {t} WHERE {unmatched_target}")
+        capture = (
+            f"CREATE TEMPORARY TABLE __sm_by_source ON COMMIT DROP AS SELECT {t}.ctid AS __sm_row, "
+            f"{chosen(by_source)} AS __sm_k FROM {target} AS {t} WHERE {unmatched_target}"
+        )
         parts.append("SELECT __sm_k AS k FROM __sm_by_source")
     count = f"SELECT k, count(*) AS n FROM ({' UNION ALL '.join(parts)}) AS __sm_c WHERE k >= 0 GROUP BY k"
     whens = [f"WHEN MATCHED AND ({cond(cl)}) THEN {action(cl)}" for cl in matched]
@@ -163,10 +182,16 @@ def build(spec: dict, table: dict, resolved: dict, staged: Staged, schema: str, 
     for cl in by_source:
         where = f"{t}.ctid = __sm_b.__sm_row AND __sm_b.__sm_k = {cl['index']}"
         if cl["action"] == "delete":
-            statements.append((f"DELETE FROM {target} AS {t} USING __sm_by_source AS __sm_b WHERE {where}",
-                               cl["index"], cl["label"]))
+            statements.append(
+                (f"DELETE FROM {target} AS {t} USING __sm_by_source AS __sm_b WHERE {where}", cl["index"], cl["label"])
+            )
         else:
             sets = action(cl).removeprefix("UPDATE SET ")
-            statements.append((f"UPDATE {target} AS {t} SET {sets} FROM __sm_by_source AS __sm_b WHERE {where}",
-                               cl["index"], cl["label"]))
+            statements.append(
+                (
+                    f"UPDATE {target} AS {t} SET {sets} FROM __sm_by_source AS __sm_b WHERE {where}",
+                    cl["index"],
+                    cl["label"],
+                )
+            )
     return Plan(lock, count, capture, merge, statements, [cl["index"] for cl in matched + inserting])

@@ -24,6 +24,7 @@ PostgreSQL 15 or newer (MERGE) is required.
 Python talks to PostgreSQL with psycopg; Spark needs the PostgreSQL JDBC driver on its class path
 (`spark.jars`, e.g. Debian's /usr/share/java/postgresql.jar, see session.get_session).
 """
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,14 @@ class PostgresTarget:
     def connect(self, autocommit: bool = True):
         import psycopg
 
-        return psycopg.connect(host=self.host, port=self.port, dbname=self.database, user=self.user,
-                               password=self.password, autocommit=autocommit)
+        return psycopg.connect(
+            host=self.host,
+            port=self.port,
+            dbname=self.database,
+            user=self.user,
+            password=self.password,
+            autocommit=autocommit,
+        )
 
     def jdbc_properties(self) -> dict[str, str]:
         props = {"driver": DRIVER}
@@ -107,13 +114,23 @@ def describe(spark, target: PostgresTarget, parts: list[str], merge_id: str) -> 
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.atthasdef OR a.attidentity <> '', "
             "format('%%I.%%I', n.nspname, t.typname), t.typcategory "
             "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid JOIN pg_namespace n ON n.oid = t.typnamespace "
-            "WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", (oid,)).fetchall()
-        pk = [r[0] for r in conn.execute(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
-            "WHERE i.indrelid = %s AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)", (oid,))]
+            "WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (oid,),
+        ).fetchall()
+        pk = [
+            r[0]
+            for r in conn.execute(
+                "SELECT a.attname FROM pg_index i "
+                "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+                "WHERE i.indrelid = %s AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)",
+                (oid,),
+            )
+        ]
     if not pk:
-        raise TargetError(f"PostgreSQL table {schema}.{name} has no primary key: CHANGE_ONLY_UPDATED_COLUMNS "
-                          f"identifies the rows it changes by it (add one with ALTER TABLE ... ADD PRIMARY KEY)")
+        raise TargetError(
+            f"PostgreSQL table {schema}.{name} has no primary key: CHANGE_ONLY_UPDATED_COLUMNS "
+            f"identifies the rows it changes by it (add one with ALTER TABLE ... ADD PRIMARY KEY)"
+        )
     # a numeric without precision holds values no Spark decimal can (more than 38 digits): Spark, which
     # only plans (PostgreSQL computes every value the merge stores), reads it as a double; a timestamp
     # without time zone is a local date-time, not an instant
@@ -121,20 +138,39 @@ def describe(spark, target: PostgresTarget, parts: list[str], merge_id: str) -> 
     reader = spark.read.option("preferTimestampNTZ", "true")
     if unbounded:
         reader = reader.option("customSchema", ", ".join(f"`{c.replace('`', '``')}` DOUBLE" for c in unbounded))
-    reader.jdbc(target.jdbc_url(), sql_identifier(schema, name), properties=target.jdbc_properties()) \
-        .createOrReplaceTempView(view)
+    reader.jdbc(
+        target.jdbc_url(), sql_identifier(schema, name), properties=target.jdbc_properties()
+    ).createOrReplaceTempView(view)
     spark_types = [(r[0], r[1]) for r in spark.sql(f"DESCRIBE QUERY SELECT * FROM `{view}`").collect()]
     not_null = {r[0].lower() for r in columns if r[2]}
     # an INSERT that does not name a column with a default (or identity) lets PostgreSQL fill it in
     defaults = {r[0].lower() for r in columns if r[3]}
-    cols = [{**macros.fill("column_record", n, t, {"nullable": n.lower() not in not_null, "has_default": n.lower() in defaults}),
-             "computed_by_target": True}  # PostgreSQL computes, casts and checks what it stores (pg_merge.py)
-            for n, t in spark_types]
+    cols = [
+        {
+            **macros.fill(
+                "column_record", n, t, {"nullable": n.lower() not in not_null, "has_default": n.lower() in defaults}
+            ),
+            "computed_by_target": True,
+        }  # PostgreSQL computes, casts and checks what it stores (pg_merge.py)
+        for n, t in spark_types
+    ]
     return {
-        "name": f"{schema}.{name}", "database": schema, "table_name": name, "columns": cols,
-        "columns_by_name": {c["name"].lower(): c for c in cols}, "partition_columns": [], "provider": "jdbc",
-        "location": "", "root": "", "version": 0, "managed": False, "properties": {}, "errors": [],
-        "relation": f"`{view}`", "primary_key": pk, "pg_types": {r[0].lower(): r[1] for r in columns},
+        "name": f"{schema}.{name}",
+        "database": schema,
+        "table_name": name,
+        "columns": cols,
+        "columns_by_name": {c["name"].lower(): c for c in cols},
+        "partition_columns": [],
+        "provider": "jdbc",
+        "location": "",
+        "root": "",
+        "version": 0,
+        "managed": False,
+        "properties": {},
+        "errors": [],
+        "relation": f"`{view}`",
+        "primary_key": pk,
+        "pg_types": {r[0].lower(): r[1] for r in columns},
         # a value is converted to the column's type as a literal would be (jsonb, uuid, dates from a
         # Spark string), except into a string column (category S), where PostgreSQL's assignment
         # checks the length: the type without its length, precision or time-zone-less spelling
@@ -167,13 +203,16 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         self.session = self.target.connect()
         version = int(self.session.execute("SHOW server_version_num").fetchone()[0])
         if version < 150000:
-            raise UnsupportedError(f"{table['name']} is in PostgreSQL {version // 10000}, which has no MERGE: "
-                                   f"spark-merge commits into PostgreSQL with its own MERGE, so it needs 15 or newer")
+            raise UnsupportedError(
+                f"{table['name']} is in PostgreSQL {version // 10000}, which has no MERGE: "
+                f"spark-merge commits into PostgreSQL with its own MERGE, so it needs 15 or newer"
+            )
         self.session.execute("SELECT pg_advisory_lock(hashtext(%s))", (_lock_key(merge_id),))
         schema = table["database"]
         for (name,) in self.session.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = %s AND starts_with(tablename, %s)",
-                (schema, STAGE_PREFIX)).fetchall():
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND starts_with(tablename, %s)",
+            (schema, STAGE_PREFIX),
+        ).fetchall():
             key = _lock_key(name.removeprefix(STAGE_PREFIX))
             if self.session.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
                 log.warning("dropping staging table %s.%s of a merge that did not finish", schema, name)
@@ -199,26 +238,39 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         if s["spec"]["source_kind"] == "none":
             return pg_merge.Staged(self._stage(s))
         described = host.rows(f"DESCRIBE QUERY SELECT * FROM {s['ctx']['source']}")
-        return pg_merge.Staged(self._stage(s), [(r["col_name"], *pg_merge.transport(r["data_type"])[::2])
-                                               for r in described if r["col_name"] not in ("__sm_srow", "__sm_merge")])
+        return pg_merge.Staged(
+            self._stage(s),
+            [
+                (r["col_name"], *pg_merge.transport(r["data_type"])[::2])
+                for r in described
+                if r["col_name"] not in ("__sm_srow", "__sm_merge")
+            ],
+        )
 
     def _write_stage(self, host: Any, s: dict, staged: pg_merge.Staged) -> None:
         """The source's rows into the staging table, created first with the types transport() chose."""
         if not staged.columns:
             return
-        types = {name: pg_merge.transport(t)
-                 for name, t in ((r["col_name"], r["data_type"])
-                                 for r in host.rows(f"DESCRIBE QUERY SELECT * FROM {s['ctx']['source']}"))}
+        types = {
+            name: pg_merge.transport(t)
+            for name, t in (
+                (r["col_name"], r["data_type"]) for r in host.rows(f"DESCRIBE QUERY SELECT * FROM {s['ctx']['source']}")
+            )
+        }
         with self.target.connect() as conn:
-            conn.execute(f"CREATE TABLE {staged.table} ("
-                         + ", ".join(f"{pg_merge.ident(name)} {types[name][0]}" for name, _, _ in staged.columns) + ")")
+            conn.execute(
+                f"CREATE TABLE {staged.table} ("
+                + ", ".join(f"{pg_merge.ident(name)} {types[name][0]}" for name, _, _ in staged.columns)
+                + ")"
+            )
         quote = lambda n: "`" + n.replace("`", "``") + "`"  # noqa: E731
         select = ", ".join(f"{types[name][1].format(quote(name))} AS {quote(name)}" for name, _, _ in staged.columns)
         host._sql(f"SELECT {select} FROM {s['ctx']['source']}").write.jdbc(
-            self.target.jdbc_url(), staged.table, mode="append", properties=self.target.jdbc_properties())
+            self.target.jdbc_url(), staged.table, mode="append", properties=self.target.jdbc_properties()
+        )
 
     def write(self, host: Any, s: dict) -> None:
-        table, m = s["table"], s["metrics"]
+        table = s["table"]
         host.step("execute: stage the source's rows in PostgreSQL")
         s["staged"] = True
         staged = self.staged(host, s)
@@ -226,7 +278,11 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         self._write_stage(host, s, staged)
         host.failpoint("after_staging")
         zone = host.spark.conf.get("spark.sql.session.timeZone")
-        host.step("commit: one PostgreSQL transaction (lock, count, MERGE" + (", NOT MATCHED BY SOURCE" if plan.by_source else "") + ")")
+        host.step(
+            "commit: one PostgreSQL transaction (lock, count, MERGE"
+            + (", NOT MATCHED BY SOURCE" if plan.by_source else "")
+            + ")"
+        )
         with host.guard:
             host.stop_check()
             host.journaled = True  # from here the transaction decides; the staging table goes either way
@@ -250,7 +306,8 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
                             raise ConflictError(
                                 f"{what} changed {changed} row(s) of {table['name']} where the rows locked for it "
                                 f"gave {wanted}: another session added rows it matches meanwhile; rolled back, "
-                                f"nothing was written, run it again")
+                                f"nothing was written, run it again"
+                            )
                     self._count(s, counts)
                     for statement, params in self._history(host, s):
                         conn.execute(statement, params)
@@ -264,17 +321,31 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
     def _count(s: dict, counts: dict[int, int]) -> None:
         """The metrics from the rows PostgreSQL gave each clause (not Spark's plan: PostgreSQL decided)."""
         m = s["metrics"]
-        for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted",
-                  "numTargetRowsNotMatchedBySourceUpdated", "numTargetRowsNotMatchedBySourceDeleted"):
+        for k in (
+            "numTargetRowsInserted",
+            "numTargetRowsUpdated",
+            "numTargetRowsDeleted",
+            "numTargetRowsNotMatchedBySourceUpdated",
+            "numTargetRowsNotMatchedBySourceDeleted",
+        ):
             m[k] = 0
         for cl in s["resolved"]["clauses"]:
             n = counts.get(cl["index"], 0)
-            name = {"insert": "numTargetRowsInserted", "update": "numTargetRowsUpdated", "delete": "numTargetRowsDeleted"}[cl["action"]]
+            name = {
+                "insert": "numTargetRowsInserted",
+                "update": "numTargetRowsUpdated",
+                "delete": "numTargetRowsDeleted",
+            }[cl["action"]]
             m[name] += n
             if cl["by_source"]:
                 m[name.replace("numTargetRows", "numTargetRowsNotMatchedBySource")] += n
-        m.update({"numOutputRows": m["numTargetRowsInserted"] + m["numTargetRowsUpdated"],
-                  "numTargetRowsCopied": 0, "numTargetPartitionsRewritten": 0})
+        m.update(
+            {
+                "numOutputRows": m["numTargetRowsInserted"] + m["numTargetRowsUpdated"],
+                "numTargetRowsCopied": 0,
+                "numTargetPartitionsRewritten": 0,
+            }
+        )
 
     def _history(self, host: Any, s: dict) -> list[tuple[str, tuple]]:
         """The history row (spark_merge__history_entry, the one builder), written in the merge's own
@@ -282,23 +353,45 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         s["metrics"]["executionTimeMs"] = host.elapsed_ms()
         entry = dict(macros.fill("history_entry", s, s["table"]["version"]), finished_at=host.now())
         history_table = sql_identifier(s["table"]["database"], HISTORY_TABLE)
-        return [(f"CREATE TABLE IF NOT EXISTS {history_table} (merge_id text PRIMARY KEY, target text NOT NULL, "
-                 f"finished_at timestamptz NOT NULL, entry jsonb NOT NULL)", ()),
-                (f"INSERT INTO {history_table} (merge_id, target, finished_at, entry) VALUES (%s, %s, now(), %s)",
-                 (s["merge_id"], s["table"]["name"], json.dumps(entry, default=str)))]
+        return [
+            (
+                f"CREATE TABLE IF NOT EXISTS {history_table} (merge_id text PRIMARY KEY, target text NOT NULL, "
+                f"finished_at timestamptz NOT NULL, entry jsonb NOT NULL)",
+                (),
+            ),
+            (
+                f"INSERT INTO {history_table} (merge_id, target, finished_at, entry) VALUES (%s, %s, now(), %s)",
+                (s["merge_id"], s["table"]["name"], json.dumps(entry, default=str)),
+            ),
+        ]
 
     def explain(self, spark, s: dict, ctx: dict) -> list[str]:
         table = s["table"]
-        staged = pg_merge.Staged(self._stage(s), []) if s["spec"]["source_kind"] == "none" else pg_merge.Staged(
-            self._stage(s), [(r[0], *pg_merge.transport(r[1])[::2]) for r in spark.sql(
-                f"DESCRIBE QUERY SELECT * FROM {macros.render('source_relation', s['spec'])}").collect()])
+        staged = (
+            pg_merge.Staged(self._stage(s), [])
+            if s["spec"]["source_kind"] == "none"
+            else pg_merge.Staged(
+                self._stage(s),
+                [
+                    (r[0], *pg_merge.transport(r[1])[::2])
+                    for r in spark.sql(
+                        f"DESCRIBE QUERY SELECT * FROM {macros.render('source_relation', s['spec'])}"
+                    ).collect()
+                ],
+            )
+        )
         plan = pg_merge.build(s["spec"], table, s["resolved"], staged, table["database"], table["table_name"])
-        return ["-- 5. stage the source's rows in PostgreSQL (Spark's JDBC writer; date-times as text)",
-                f"-- 6. one PostgreSQL transaction in Spark's session time zone: lock the rows the merge can touch, "
-                f"count each clause's rows, MERGE (PostgreSQL evaluates the conditions and values on each row as it "
-                f"is then), the NOT MATCHED BY SOURCE clauses, the history row",
-                *plan.lock, *([plan.capture] if plan.capture else []), plan.count,
-                *([plan.merge] if plan.merge else []), *[st for st, _, _ in plan.by_source]]
+        return [
+            "-- 5. stage the source's rows in PostgreSQL (Spark's JDBC writer; date-times as text)",
+            "-- 6. one PostgreSQL transaction in Spark's session time zone: lock the rows the merge can touch, "
+            "count each clause's rows, MERGE (PostgreSQL evaluates the conditions and values on each row as it "
+            "is then), the NOT MATCHED BY SOURCE clauses, the history row",
+            *plan.lock,
+            *([plan.capture] if plan.capture else []),
+            plan.count,
+            *([plan.merge] if plan.merge else []),
+            *[st for st, _, _ in plan.by_source],
+        ]
 
 
 def psycopg_errors() -> type:
@@ -325,6 +418,9 @@ def history(target: PostgresTarget, table: str, limit: int = 20) -> list[dict]:
     with target.connect() as conn:
         if conn.execute("SELECT to_regclass(%s)", (sql_identifier(schema, HISTORY_TABLE),)).fetchone()[0] is None:
             return []
-        rows = conn.execute(f"SELECT entry FROM {sql_identifier(schema, HISTORY_TABLE)} WHERE target = %s "
-                            f"ORDER BY finished_at DESC LIMIT %s", (table, limit)).fetchall()
+        rows = conn.execute(
+            f"SELECT entry FROM {sql_identifier(schema, HISTORY_TABLE)} WHERE target = %s "
+            f"ORDER BY finished_at DESC LIMIT %s",
+            (table, limit),
+        ).fetchall()
     return [r[0] if isinstance(r[0], dict) else json.loads(r[0]) for r in rows]

@@ -5,6 +5,7 @@ standard SQL) does not quote it: Spark reads that as two adjacent literals, ``OB
 ``spark_merge__literal`` escapes both the backslash and the quote; these functions hand it (and the
 identifier quoting) to Python code that builds SQL from user input: the example DAGs, the CLI.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,10 @@ def sql_literal(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         return macros.render("literal", value)
-    raise SpecError(f"a value of type {type(value).__name__} has no SQL literal here: pass a number, a string, "
-                    f"a boolean or None ({value!r})")
+    raise SpecError(
+        f"a value of type {type(value).__name__} has no SQL literal here: pass a number, a string, "
+        f"a boolean or None ({value!r})"
+    )
 
 
 def sql_name(name: str) -> str:
@@ -43,6 +46,8 @@ def sql_name(name: str) -> str:
     parts = str(name).split(".")
     bad = [p for p in parts if not _PLAIN.match(p)]
     if bad or not name:
-        raise SpecError(f"{name!r} is not a table or column name (each dot-separated part must be letters, "
-                        f"digits and underscores, not starting with a digit)")
+        raise SpecError(
+            f"{name!r} is not a table or column name (each dot-separated part must be letters, "
+            f"digits and underscores, not starting with a digit)"
+        )
     return ".".join(macros.render("quote", p) for p in parts)

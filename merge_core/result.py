@@ -1,10 +1,11 @@
 """What a merge returns, and how merges are named: shared by every write mode."""
+
 from __future__ import annotations
 
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -46,7 +47,7 @@ class MergeResult:
 
 def new_merge_id() -> str:
     """Sortable by time, unique, and a valid SQL identifier fragment."""
-    return f"{datetime.now(timezone.utc):%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
+    return f"{datetime.now(UTC):%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
 
 
 def parse_message(message: str) -> dict[str, Any]:

@@ -17,28 +17,28 @@ rollback is itself a journaled commit (so it can be interrupted, recovered and
 rolled back in turn): it points every partition that the merge and the later
 ones replaced back at the directory it had before.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
-from . import files, host, lock, macros, metastore
+from . import files, history_store, host, lock, macros, metastore
 from .catalog import SPARK_ERRORS, describe_table
 from .engine import ORPHAN_MIN_AGE_HOURS, drop_dead_stage_tables, refuse_foreign_format
 from .errors import CODES, ConflictError, MetadataError, SpecError, UnsupportedError
-from . import history_store
 from .lifecycle import Lifecycle, drive
 from .result import new_merge_id
 
 log = logging.getLogger("spark_merge")
 
-DEFAULT_RETENTION_HOURS = 168.0   # 7 days, as Delta Lake; table property spark_merge.retention_hours overrides
+DEFAULT_RETENTION_HOURS = 168.0  # 7 days, as Delta Lake; table property spark_merge.retention_hours overrides
 _STAGING = re.compile(r"^_merge_(\d{14})_[0-9a-f]{8}$")
 _EMPTY = re.compile(r"/empty-\d+$")
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # how the catalog spells a NULL partition value
@@ -50,25 +50,30 @@ class VacuumResult:
     table: str
     retain_hours: float
     dry_run: bool
-    removed: list[str] = field(default_factory=list)   # what was (or, in a dry run, would be) removed
+    removed: list[str] = field(default_factory=list)  # what was (or, in a dry run, would be) removed
     files: int = 0
     bytes: int = 0
-    kept_for_retention: int = 0   # replaced directories still inside the retention period
-    layout: "object | None" = None  # the canonical-layout step that ran first (layout.LayoutResult)
+    kept_for_retention: int = 0  # replaced directories still inside the retention period
+    layout: object | None = None  # the canonical-layout step that ran first (layout.LayoutResult)
     late_appends: list[str] = field(default_factory=list)  # data files written after their directory was replaced: kept
-    outside: list[str] = field(default_factory=list)       # replaced directories outside the table's root: kept
+    outside: list[str] = field(default_factory=list)  # replaced directories outside the table's root: kept
 
     def summary(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
         first = f"{self.layout.summary()}\n" if self.layout is not None else ""
-        text = first + (f"vacuum {self.table} (retain {self.retain_hours:g} h): {verb} {len(self.removed)} path(s), "
-                f"{self.files} file(s), {self.bytes} bytes; kept {self.kept_for_retention} replaced "
-                f"director{'y' if self.kept_for_retention == 1 else 'ies'} still inside retention")
+        text = first + (
+            f"vacuum {self.table} (retain {self.retain_hours:g} h): {verb} {len(self.removed)} path(s), "
+            f"{self.files} file(s), {self.bytes} bytes; kept {self.kept_for_retention} replaced "
+            f"director{'y' if self.kept_for_retention == 1 else 'ies'} still inside retention"
+        )
         if self.late_appends:
-            text += (f"; {LATE_APPEND}: kept {len(self.late_appends)} data file(s) written into a directory after the "
-                     f"commit that replaced it, which no version reads: {', '.join(self.late_appends[:5])}")
+            text += (
+                f"; {LATE_APPEND}: kept {len(self.late_appends)} data file(s) written into a directory after the "
+                f"commit that replaced it, which no version reads: {', '.join(self.late_appends[:5])}"
+            )
         if self.outside:
-            text += f"; kept {len(self.outside)} replaced director(ies) outside the table's root: {', '.join(self.outside[:5])}"
+            outside = ", ".join(self.outside[:5])
+            text += f"; kept {len(self.outside)} replaced director(ies) outside the table's root: {outside}"
         return text
 
 
@@ -82,9 +87,11 @@ def retention_hours(table: dict) -> float:
     except ValueError:
         hours = -1.0
     if not hours >= 0 or hours == float("inf"):
-        raise SpecError(f"table property spark_merge.retention_hours of {table['name']} is {text!r}, not a number of "
-                        f"hours >= 0; fix it with ALTER TABLE {table['name']} SET TBLPROPERTIES "
-                        f"('spark_merge.retention_hours' = '168')")
+        raise SpecError(
+            f"table property spark_merge.retention_hours of {table['name']} is {text!r}, not a number of "
+            f"hours >= 0; fix it with ALTER TABLE {table['name']} SET TBLPROPERTIES "
+            f"('spark_merge.retention_hours' = '168')"
+        )
     return hours
 
 
@@ -138,8 +145,10 @@ def current_locations(spark: SparkSession, table: dict) -> dict[str, tuple[dict 
     by_lower = {c.lower(): c for c in table["partition_columns"]}
     found = {}
     for (spec,) in spark.sql(f"SHOW PARTITIONS {rel}").collect():
-        values = {by_lower[unquote(k).lower()]: None if v == NULL_PARTITION else unquote(v)
-                  for k, v in (kv.split("=", 1) for kv in spec.split("/"))}
+        values = {
+            by_lower[unquote(k).lower()]: None if v == NULL_PARTITION else unquote(v)
+            for k, v in (kv.split("=", 1) for kv in spec.split("/"))
+        }
         location = by_name.get(spec) or partition_location(spark, table, values)
         if location:
             found[spec] = (values, location)
@@ -203,8 +212,13 @@ def in_use(entries: list[dict], live: set[str], cutoff: datetime) -> tuple[set[s
     return keep | replaced_recently, replaced_recently, replaced_long_ago
 
 
-def vacuum(spark: SparkSession, table_name: str, retain_hours: float | None = None,
-           dry_run: bool = False, moves: list[dict] | None = None) -> VacuumResult:
+def vacuum(
+    spark: SparkSession,
+    table_name: str,
+    retain_hours: float | None = None,
+    dry_run: bool = False,
+    moves: list[dict] | None = None,
+) -> VacuumResult:
     """Remove the directories no version inside the retention period uses.
 
     ``moves``: in a dry run, the canonical-layout moves that a real run would commit first
@@ -220,9 +234,11 @@ def vacuum(spark: SparkSession, table_name: str, retain_hours: float | None = No
     result = VacuumResult(table["name"], retain_hours, dry_run)
     claims = metastore.claims_on(spark, table)
     if claims:
-        raise MetadataError(f"vacuum of {table['name']} would remove files under its root {table['root']} that other "
-                            f"table(s) read: {'; '.join(claims[:3])}. Drop them, or create them with a LOCATION of "
-                            f"their own; nothing was removed")
+        raise MetadataError(
+            f"vacuum of {table['name']} would remove files under its root {table['root']} that other "
+            f"table(s) read: {'; '.join(claims[:3])}. Drop them, or create them with a LOCATION of "
+            f"their own; nothing was removed"
+        )
     if dry_run:
         _vacuum(spark, table, result, moves or [])
     else:
@@ -233,18 +249,23 @@ def vacuum(spark: SparkSession, table_name: str, retain_hours: float | None = No
 
 
 def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[dict] = ()) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     cutoff = now - timedelta(hours=result.retain_hours)
     orphan_cutoff = min(cutoff, now - timedelta(hours=ORPHAN_MIN_AGE_HOURS))
     root = files.key(table["root"])
     entries = {e["merge_id"]: e for e in history_store.load(table).require_readable("vacuum").entries}
 
     live = live_locations(spark, table)
-    simulated = []   # a dry run: the canonical-layout commit a real run makes just before, as its history entry
+    simulated = []  # a dry run: the canonical-layout commit a real run makes just before, as its history entry
     if moves:
         live = (live - {files.key(m["location"]) for m in moves}) | {files.key(m["canonical"]) for m in moves}
-        simulated = [{"merge_id": "", "finished_at": (now - timedelta(seconds=1)).isoformat(),
-                      "repoints": [{"location": m["canonical"], "old_location": m["location"]} for m in moves]}]
+        simulated = [
+            {
+                "merge_id": "",
+                "finished_at": (now - timedelta(seconds=1)).isoformat(),
+                "repoints": [{"location": m["canonical"], "old_location": m["location"]} for m in moves],
+            }
+        ]
     keep, replaced_recently, replaced_long_ago = in_use(list(entries.values()) + simulated, live, cutoff)
     result.kept_for_retention = len(replaced_recently - live)
 
@@ -259,8 +280,11 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[
             # by the canonical layout) or a commit inside retention replaced it
             if root in keep:
                 continue
-            doomed += [child for child, _ in files.listing(location)
-                       if files.visible(child.rsplit("/", 1)[1]) and unused(files.key(child))]
+            doomed += [
+                child
+                for child, _ in files.listing(location)
+                if files.visible(child.rsplit("/", 1)[1]) and unused(files.key(child))
+            ]
         elif unused(k):
             doomed.append(location)
     for child, is_dir in files.listing(table["root"]):
@@ -271,7 +295,7 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[
         if merge_id in entries:
             old_enough = _finished(entries[merge_id]) < cutoff
         else:  # never committed (or its history entry was lost): judge by the time it started
-            started = datetime.strptime(match.group(1), "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+            started = datetime.strptime(match.group(1), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
             old_enough = started < orphan_cutoff
         if old_enough and unused(files.key(child)):
             doomed.append(child)
@@ -291,9 +315,15 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[
             continue
         late = late_files(location, replaced)
         if late:
-            log.warning("%s: %d data file(s) of %s were written into %s after the commit that replaced it, so "
-                        "no version of the table reads them; vacuum keeps them: %s", LATE_APPEND, len(late),
-                        table["name"], location, ", ".join(late[:5]))
+            log.warning(
+                "%s: %d data file(s) of %s were written into %s after the commit that replaced it, so "
+                "no version of the table reads them; vacuum keeps them: %s",
+                LATE_APPEND,
+                len(late),
+                table["name"],
+                location,
+                ", ".join(late[:5]),
+            )
             result.late_appends += late
             doomed.remove(location)
     for location in doomed:
@@ -320,16 +350,20 @@ class RollbackRun(Lifecycle):
         table = _table(self.spark, self.table_name)
         to_merge_id = self.to_merge_id
         # commit order is version order (a history entry is written after the lock is released)
-        entries = sorted(history_store.load(table).require_readable("rollback").entries,
-                         key=lambda e: (e.get("version_before", 0), _finished(e)))
+        entries = sorted(
+            history_store.load(table).require_readable("rollback").entries,
+            key=lambda e: (e.get("version_before", 0), _finished(e)),
+        )
         ids = [e["merge_id"] for e in entries]
         if to_merge_id not in ids:
-            raise SpecError(f"{table['name']} has no merge {to_merge_id} in its history "
-                            f"(`spark-merge history {table['name']}` lists them)")
-        _check_history_complete(table, entries[ids.index(to_merge_id):], to_merge_id)
-        restore: dict[tuple, dict] = {}   # partition -> {'partition', 'location' before the range}
-        current: dict[tuple, str] = {}    # partition -> its directory after the range, per history
-        for entry in entries[ids.index(to_merge_id):]:
+            raise SpecError(
+                f"{table['name']} has no merge {to_merge_id} in its history "
+                f"(`spark-merge history {table['name']}` lists them)"
+            )
+        _check_history_complete(table, entries[ids.index(to_merge_id) :], to_merge_id)
+        restore: dict[tuple, dict] = {}  # partition -> {'partition', 'location' before the range}
+        current: dict[tuple, str] = {}  # partition -> its directory after the range, per history
+        for entry in entries[ids.index(to_merge_id) :]:
             for r in entry.get("repoints") or []:
                 k = _partition_key(r["partition"])
                 restore.setdefault(k, {"partition": r["partition"], "location": r.get("old_location")})
@@ -345,20 +379,39 @@ class RollbackRun(Lifecycle):
                             f"{entry['merge_id']} appended rows to {where} in place; delete them with a DELETE instead"
                         )
         if not restore:
-            raise SpecError(f"merge {to_merge_id} and the later ones changed no data in {table['name']}; nothing to roll back")
-        _refuse_reused(table, entries[ids.index(to_merge_id):], restore, to_merge_id)
+            raise SpecError(
+                f"merge {to_merge_id} and the later ones changed no data in {table['name']}; nothing to roll back"
+            )
+        _refuse_reused(table, entries[ids.index(to_merge_id) :], restore, to_merge_id)
         self.restore, self.current = restore, current
-        self._planned(table=table, ctx=macros.fill("context", {}, table, self.merge_id), kind="rollback",
-                      paradigm="ROLLBACK", statement=f"ROLLBACK {table['name']} TO BEFORE {to_merge_id}",
-                      commit_repoints=True, entry_extra={"rolled_back": ids[ids.index(to_merge_id):]})
+        self._planned(
+            table=table,
+            ctx=macros.fill("context", {}, table, self.merge_id),
+            kind="rollback",
+            paradigm="ROLLBACK",
+            statement=f"ROLLBACK {table['name']} TO BEFORE {to_merge_id}",
+            commit_repoints=True,
+            entry_extra={"rolled_back": ids[ids.index(to_merge_id) :]},
+        )
         self.state = "begun"
-        return {"merge_id": self.merge_id, "target": table["name"], "paradigm": "ROLLBACK", "plan_hash": "",
-                "kind": "rollback"}
+        return {
+            "merge_id": self.merge_id,
+            "target": table["name"],
+            "paradigm": "ROLLBACK",
+            "plan_hash": "",
+            "kind": "rollback",
+        }
 
     def plan(self) -> dict:
         self.state = "planned"
-        return {"merge_id": self.merge_id, "target": self.s["table"]["name"], "paradigm": "ROLLBACK", "plan_hash": "",
-                "partitions_to_rewrite": [t["partition"] for t in self.restore.values()], "changed_rows": 0}
+        return {
+            "merge_id": self.merge_id,
+            "target": self.s["table"]["name"],
+            "paradigm": "ROLLBACK",
+            "plan_hash": "",
+            "partitions_to_rewrite": [t["partition"] for t in self.restore.values()],
+            "changed_rows": 0,
+        }
 
     def execute(self) -> None:
         s, host = self.s, self.host
@@ -383,8 +436,9 @@ class RollbackRun(Lifecycle):
                     f"cannot roll back {table['name']} to before {self.to_merge_id}: {location}, which "
                     f"{_where(target['partition'], table)} had then, was removed by vacuum"
                 )
-            repoints.append({"partition": target["partition"], "location": location,
-                             "old_location": now_at, "exists": True})
+            repoints.append(
+                {"partition": target["partition"], "location": location, "old_location": now_at, "exists": True}
+            )
         s.update(repoints=repoints, partitions=[r["partition"] or {} for r in repoints])
         self.metrics["numTargetPartitionsRewritten"] = len(repoints)
         super().execute()
@@ -409,8 +463,13 @@ def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
 
     result = drive(make)
     entry = runs[-1].s["entry"]
-    log.info("rolled %s back to before %s: %d partition(s) repointed (rollback %s)",
-             entry["target"], to_merge_id, len(entry["repoints"]), result.merge_id)
+    log.info(
+        "rolled %s back to before %s: %d partition(s) repointed (rollback %s)",
+        entry["target"],
+        to_merge_id,
+        len(entry["repoints"]),
+        result.merge_id,
+    )
     return entry
 
 
@@ -438,7 +497,8 @@ def _check_history_complete(table: dict, entries: list[dict], to_merge_id: str) 
         if entry.get("version_before") is None or after is None or expected is None:
             raise UnsupportedError(
                 f"cannot roll back {table['name']} to before {to_merge_id}: history entry {entry['merge_id']} does not "
-                f"record the table version it changed; nothing was rolled back")
+                f"record the table version it changed; nothing was rolled back"
+            )
         if after == entry["version_before"]:
             continue  # changed nothing
         if entry["version_before"] != expected:
@@ -449,7 +509,8 @@ def _check_history_complete(table: dict, entries: list[dict], to_merge_id: str) 
             f"cannot roll back {table['name']} to before {to_merge_id}: its history has no entry for the commit that "
             f"moved it from version {expected} (the table is at version {table['version']}); a commit whose "
             f"entry is missing would be kept while earlier ones are undone, a state that never existed. "
-            f"Nothing was rolled back")
+            f"Nothing was rolled back"
+        )
 
 
 def _refuse_reused(table: dict, entries: list[dict], restore: dict[tuple, dict], to_merge_id: str) -> None:
@@ -461,8 +522,12 @@ def _refuse_reused(table: dict, entries: list[dict], restore: dict[tuple, dict],
     version inside retention uses it. A version older than that refill named the directory with
     other content: it is out of reach, as if vacuum had removed it.
     """
-    written = {files.key(r["location"]): e["merge_id"] for e in entries if e.get("kind") == "canonicalize"
-               for r in e.get("repoints") or []}
+    written = {
+        files.key(r["location"]): e["merge_id"]
+        for e in entries
+        if e.get("kind") == "canonicalize"
+        for r in e.get("repoints") or []
+    }
     for target in restore.values():
         location = target["location"]
         if location and files.key(location) in written:
@@ -470,7 +535,8 @@ def _refuse_reused(table: dict, entries: list[dict], restore: dict[tuple, dict],
                 f"cannot roll back {table['name']} to before {to_merge_id}: {location}, which "
                 f"{_where(target['partition'], table)} had then, was refilled with later data by "
                 f"{written[files.key(location)]} (vacuum's canonical layout, once no version inside retention "
-                f"used it); that version is gone, as after a vacuum. Nothing was rolled back")
+                f"used it); that version is gone, as after a vacuum. Nothing was rolled back"
+            )
 
 
 def _where(partition: dict | None, table: dict) -> str:

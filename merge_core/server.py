@@ -6,6 +6,7 @@ metastore as the embedded session (session.embedded_conf), started once; while i
 commands on that warehouse connect to it instead of starting their own Spark (Derby admits one
 process, so they must). Its state (URL, port, the scripts' identity) is `<warehouse>/connect-server.json`.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,13 @@ def _spark_home() -> Path:
 
 
 def _env(home: Path, ident: str) -> dict:
-    return {**os.environ, "SPARK_HOME": str(_spark_home()), "SPARK_LOG_DIR": str(home / "connect-logs"),
-            "SPARK_PID_DIR": str(home), "SPARK_IDENT_STRING": ident}
+    return {
+        **os.environ,
+        "SPARK_HOME": str(_spark_home()),
+        "SPARK_LOG_DIR": str(home / "connect-logs"),
+        "SPARK_PID_DIR": str(home),
+        "SPARK_IDENT_STRING": ident,
+    }
 
 
 def _listening(port: int) -> bool:
@@ -47,8 +53,9 @@ def status(warehouse: str | None = None) -> str | None:
     return state["url"] if _listening(state["port"]) else None
 
 
-def start(warehouse: str | None = None, port: int = DEFAULT_PORT, master: str = "local[*]",
-          timeout: float = 180) -> str:
+def start(
+    warehouse: str | None = None, port: int = DEFAULT_PORT, master: str = "local[*]", timeout: float = 180
+) -> str:
     """Start the server (or return the running one's URL) and wait until it accepts connections."""
     running = status(warehouse)
     if running:
@@ -57,8 +64,11 @@ def start(warehouse: str | None = None, port: int = DEFAULT_PORT, master: str = 
         raise MergeError(f"port {port} is in use by another process; choose another with --port")
     home = home_dir(warehouse)
     ident = f"spark-merge-{port}"
-    conf = {**embedded_conf(home, master), "spark.connect.grpc.binding.address": "127.0.0.1",
-            "spark.connect.grpc.binding.port": str(port)}
+    conf = {
+        **embedded_conf(home, master),
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+    }
     args = [str(_spark_home() / "sbin" / "start-connect-server.sh"), "--master", master]
     for k, v in conf.items():
         args += ["--conf", f"{k}={v}"]
@@ -71,8 +81,10 @@ def start(warehouse: str | None = None, port: int = DEFAULT_PORT, master: str = 
     while not _listening(port):
         if time.monotonic() > deadline:
             stop(warehouse)
-            raise MergeError(f"the Spark Connect server did not listen on port {port} within {timeout:.0f} s; "
-                             f"see {home / 'connect-logs'}")
+            raise MergeError(
+                f"the Spark Connect server did not listen on port {port} within {timeout:.0f} s; "
+                f"see {home / 'connect-logs'}"
+            )
         time.sleep(1)
     return url
 
@@ -84,8 +96,12 @@ def stop(warehouse: str | None = None) -> bool:
     if not path.exists():
         return False
     state = json.loads(path.read_text())
-    subprocess.run([str(_spark_home() / "sbin" / "stop-connect-server.sh")], env=_env(home, state["ident"]),
-                   capture_output=True, text=True)
+    subprocess.run(
+        [str(_spark_home() / "sbin" / "stop-connect-server.sh")],
+        env=_env(home, state["ident"]),
+        capture_output=True,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while _listening(state["port"]) and time.monotonic() < deadline:
         time.sleep(0.5)

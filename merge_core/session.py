@@ -1,4 +1,5 @@
 """SparkSessions: the embedded default, a cluster master, or Spark Connect."""
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,10 @@ def metastore_conf(home: Path, metastore: str | None) -> dict[str, str]:
     metastore = metastore or os.environ.get(METASTORE_ENV) or None
     if metastore:
         return {"spark.hadoop.hive.metastore.uris": metastore, "spark.driver.extraJavaOptions": quiet_log}
-    return {"spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={home} {quiet_log}"}
+    return {
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home} {quiet_log}",
+    }
 
 
 def embedded_conf(home: Path, master_url: str, metastore: str | None = None) -> dict[str, str]:

@@ -7,6 +7,7 @@ WHERE becomes the ON condition, so one engine serves all three statements.
 ``to_dict()`` gives the plain data the Jinja macros in ``dbt_macros/`` consume;
 those macros are the single SQL compiler for both hosts (Python and dbt).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -51,18 +52,21 @@ class WhenClause:
         return "matched" if self.matched else ("not_matched_by_source" if self.by_source else "not_matched")
 
     def describe(self) -> str:
-        when = {"matched": "WHEN MATCHED", "not_matched": "WHEN NOT MATCHED",
-                "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE"}[self.when]
+        when = {
+            "matched": "WHEN MATCHED",
+            "not_matched": "WHEN NOT MATCHED",
+            "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE",
+        }[self.when]
         return f"{when}{' AND ' + self.condition if self.condition else ''} THEN {self.action.upper()}"
 
 
 @dataclass
 class MergeSpec:
-    target: list[str]                      # identifier parts, e.g. ["sales", "accounts"]
-    on: str                                # join condition (UPDATE/DELETE: the WHERE, or "true")
+    target: list[str]  # identifier parts, e.g. ["sales", "accounts"]
+    on: str  # join condition (UPDATE/DELETE: the WHERE, or "true")
     clauses: list[WhenClause]
-    source: str | None = None              # table name or query text; None for UPDATE/DELETE
-    source_kind: str = "none"              # table | query | none
+    source: str | None = None  # table name or query text; None for UPDATE/DELETE
+    source_kind: str = "none"  # table | query | none
     target_alias: str = "t"
     source_alias: str = "s"
     kind: Literal["merge", "update", "delete"] = "merge"
@@ -77,7 +81,7 @@ class MergeSpec:
     partition_filter: str | None = None
     # Target columns shown when a duplicate match is reported (default: those in ON).
     key_columns: list[str] = field(default_factory=list)
-    sql: str | None = None                 # the original statement, for history
+    sql: str | None = None  # the original statement, for history
     # Primary-key upsert: watermark/tombstone or a merge engine (UPSERT_OPTIONS).
     # ON and clauses are generated at begin (spark_merge_upsert.sql,
     # spark_merge_engines.sql), since they depend on the target's column types.
@@ -109,7 +113,7 @@ class MergeSpec:
     def target_name(self) -> str:
         return ".".join(self.target)
 
-    def with_options(self, **options: Any) -> "MergeSpec":
+    def with_options(self, **options: Any) -> MergeSpec:
         known = set(merge_keywords())
         unknown = set(options) - known
         if unknown:
@@ -135,12 +139,12 @@ class MergeSpec:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "MergeSpec":
+    def from_dict(cls, data: dict[str, Any]) -> MergeSpec:
         """Build a spec from plain data, e.g. an Airflow operator argument.
 
         Accepts ``target`` as "db.table" or a list of parts, and clauses with
-        ``when`` (matched, not_matched, not_matched_by_source) or ``matched``, ``action``, ``condition``, ``set`` (dict or pairs),
-        ``columns``, ``values``, ``star``.
+        ``when`` (matched, not_matched, not_matched_by_source) or ``matched``, ``action``, ``condition``,
+        ``set`` (dict or pairs), ``columns``, ``values``, ``star``.
         """
         data = dict(data)
         target = data.get("target")

@@ -5,6 +5,7 @@ ones; this module only runs the analysis-only DESCRIBE statements they produce
 and, when Spark's analyzer refuses a batch, asks part by part so the error can
 name the statement part at fault.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,7 +34,7 @@ def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
             continue
         try:
             rows = spark.sql(macros.render("describe_parts_sql", spec, table, [parts[i] for i in idx])).collect()
-            for i, row in zip(idx, rows):
+            for i, row in zip(idx, rows, strict=False):
                 types[i] = row[1]
         except SPARK_ERRORS:
             for i in idx:  # find the culprits, one analysis each
@@ -43,8 +44,14 @@ def validate(spark: SparkSession, spec: dict, table: dict) -> dict:
                     errors.append(f"{parts[i]['label']}: {spark_message(e)}")
     typed = [i for i, t in enumerate(types) if t is not None]
     warnings: list[str] = []
-    macros.render("check_types", [parts[i] for i in typed], [types[i] for i in typed], errors, warnings,
-                  spec.get("lossy_assignments", "warn"))
+    macros.render(
+        "check_types",
+        [parts[i] for i in typed],
+        [types[i] for i in typed],
+        errors,
+        warnings,
+        spec.get("lossy_assignments", "warn"),
+    )
     if errors:
         raise ValidationError(errors)
     for w in warnings:

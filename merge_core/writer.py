@@ -18,6 +18,7 @@ is ``whenMatched().update(...)``, ``whenMatchedUpdateAll()`` is ``whenMatched().
 ``whenNotMatchedBySourceDelete()`` is ``whenNotMatchedBySource().delete()``,
 and ``execute()`` is ``merge()``.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -35,13 +36,16 @@ def sql_text(value: Any, what: str, spark: Any = None) -> str:
     jc = getattr(value, "_jc", None)
     if jc is not None and spark is not None:
         return spark._jsparkSession.expression(jc).sql()
-    raise SpecError(f"{what}: give SQL text (a Column works only in a classic session, not over Spark Connect), "
-                    f"got {type(value).__name__}")
+    raise SpecError(
+        f"{what}: give SQL text (a Column works only in a classic session, not over Spark Connect), "
+        f"got {type(value).__name__}"
+    )
 
 
 class MergeIntoWriter:
-    def __init__(self, source: Any, table: str, condition: Any, source_alias: str = "source",
-                 target_alias: str | None = None):
+    def __init__(
+        self, source: Any, table: str, condition: Any, source_alias: str = "source", target_alias: str | None = None
+    ):
         self._source, self._table = source, table
         self._spark = getattr(source, "sparkSession", None)
         self._on = sql_text(condition, "merge condition", self._spark)
@@ -50,22 +54,22 @@ class MergeIntoWriter:
         self._clauses: list[dict] = []
         self._schema_evolution = False
 
-    def whenMatched(self, condition: Any = None) -> "WhenMatched":
+    def whenMatched(self, condition: Any = None) -> WhenMatched:
         return WhenMatched(self, condition)
 
-    def whenNotMatched(self, condition: Any = None) -> "WhenNotMatched":
+    def whenNotMatched(self, condition: Any = None) -> WhenNotMatched:
         return WhenNotMatched(self, condition)
 
-    def whenNotMatchedBySource(self, condition: Any = None) -> "WhenNotMatchedBySource":
+    def whenNotMatchedBySource(self, condition: Any = None) -> WhenNotMatchedBySource:
         return WhenNotMatchedBySource(self, condition)
 
-    def withSchemaEvolution(self) -> "MergeIntoWriter":
+    def withSchemaEvolution(self) -> MergeIntoWriter:
         """The source's columns the table lacks that the merge assigns directly (updateAll(), insertAll(),
         update({"c": "source.c"})) are added (option schema_evolution; see the README)."""
         self._schema_evolution = True
         return self
 
-    def _add(self, when: str, condition: Any, action: str, **fields: Any) -> "MergeIntoWriter":
+    def _add(self, when: str, condition: Any, action: str, **fields: Any) -> MergeIntoWriter:
         clause = {"when": when, "action": action, **fields}
         if condition is not None:
             clause["condition"] = sql_text(condition, f"WHEN {when.replace('_', ' ').upper()} condition", self._spark)
@@ -74,9 +78,16 @@ class MergeIntoWriter:
 
     def spec(self, view: str) -> dict:
         """The merge as a spec dict (what the Airflow operator passes), reading the source from ``view``."""
-        return {"target": self._table, "source": view, "source_kind": "table", "on": self._on,
-                "target_alias": self._target_alias, "source_alias": self._source_alias, "clauses": list(self._clauses),
-                "schema_evolution": self._schema_evolution}
+        return {
+            "target": self._table,
+            "source": view,
+            "source_kind": "table",
+            "on": self._on,
+            "target_alias": self._target_alias,
+            "source_alias": self._source_alias,
+            "clauses": list(self._clauses),
+            "schema_evolution": self._schema_evolution,
+        }
 
     def merge(self, **options: Any) -> MergeResult:
         """Run the merge (options as ``merge_core.merge``: duplicate_rule, dry_run, ...)."""
@@ -86,6 +97,8 @@ class MergeIntoWriter:
             raise SpecError("add at least one whenMatched or whenNotMatched clause before merge()")
         view = f"__sm_df_{uuid.uuid4().hex[:12]}"
         spark = self._spark
+        if spark is None:
+            raise SpecError("the source of merge_into must be a DataFrame (it has no SparkSession)")
         self._source.createOrReplaceTempView(view)
         try:
             return merge(spark, self.spec(view), **options)
@@ -98,8 +111,12 @@ class WhenMatched:
         self._w, self._cond = writer, condition
 
     def update(self, assignments: dict[str, Any]) -> MergeIntoWriter:
-        return self._w._add("matched", self._cond, "update",
-                            assignments=[(k, sql_text(v, f"value for {k}", self._w._spark)) for k, v in assignments.items()])
+        return self._w._add(
+            "matched",
+            self._cond,
+            "update",
+            assignments=[(k, sql_text(v, f"value for {k}", self._w._spark)) for k, v in assignments.items()],
+        )
 
     def updateAll(self) -> MergeIntoWriter:
         return self._w._add("matched", self._cond, "update", star=True)
@@ -113,8 +130,13 @@ class WhenNotMatched:
         self._w, self._cond = writer, condition
 
     def insert(self, assignments: dict[str, Any]) -> MergeIntoWriter:
-        return self._w._add("not_matched", self._cond, "insert", insert_columns=list(assignments),
-                            insert_values=[sql_text(v, f"value for {k}", self._w._spark) for k, v in assignments.items()])
+        return self._w._add(
+            "not_matched",
+            self._cond,
+            "insert",
+            insert_columns=list(assignments),
+            insert_values=[sql_text(v, f"value for {k}", self._w._spark) for k, v in assignments.items()],
+        )
 
     def insertAll(self) -> MergeIntoWriter:
         return self._w._add("not_matched", self._cond, "insert", star=True)
@@ -125,14 +147,19 @@ class WhenNotMatchedBySource:
         self._w, self._cond = writer, condition
 
     def update(self, assignments: dict[str, Any]) -> MergeIntoWriter:
-        return self._w._add("not_matched_by_source", self._cond, "update",
-                            assignments=[(k, sql_text(v, f"value for {k}", self._w._spark)) for k, v in assignments.items()])
+        return self._w._add(
+            "not_matched_by_source",
+            self._cond,
+            "update",
+            assignments=[(k, sql_text(v, f"value for {k}", self._w._spark)) for k, v in assignments.items()],
+        )
 
     def delete(self) -> MergeIntoWriter:
         return self._w._add("not_matched_by_source", self._cond, "delete")
 
 
-def merge_into(source: Any, table: str, condition: Any, source_alias: str = "source",
-               target_alias: str | None = None) -> MergeIntoWriter:
+def merge_into(
+    source: Any, table: str, condition: Any, source_alias: str = "source", target_alias: str | None = None
+) -> MergeIntoWriter:
     """``df.mergeInto(table, condition)`` for parquet/ORC tables: see the module's docstring."""
     return MergeIntoWriter(source, table, condition, source_alias, target_alias)

@@ -17,6 +17,7 @@ DIR/writer<K>.jsonl (ok with the merge id, or the error's class and message); th
 what each of its queries returned to DIR/reads.jsonl until DIR/stop exists, then writes the table's
 final rows, its history and its lock to DIR/final.json.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from merge_core import history, merge  # noqa: E402
-from merge_core import lock  # noqa: E402
+from datetime import UTC
+
+from merge_core import (  # noqa: E402
+    history,
+    lock,  # noqa: E402
+    merge,
+)
 from merge_core.catalog import describe_table  # noqa: E402
 from merge_core.session import get_session  # noqa: E402
 from tests.cluster import FAST_CONF  # noqa: E402
@@ -54,14 +60,21 @@ def new_id(k: int, i: int) -> int:
 def statement(k: int, i: int) -> str:
     values = [f"({10 * p + j}, {p})" for p in touched(k, i) for j in range(ROWS)]
     values.append(f"({new_id(k, i)}, {k + 1 if i % 2 == 0 else 0})")
-    return (f"MERGE INTO {T} t USING (SELECT * FROM VALUES {', '.join(values)} AS s(id, p)) s ON t.id = s.id AND t.p = s.p "
-            + (f"WHEN MATCHED THEN UPDATE SET w{k} = t.w{k} + 1 " if i % 2 == 0 else "")
-            + f"WHEN NOT MATCHED THEN INSERT (id, {', '.join(f'w{n}' for n in range(WRITERS))}, p) VALUES (s.id, {ZEROS}, s.p)")
+    return (
+        f"MERGE INTO {T} t USING (SELECT * FROM VALUES {', '.join(values)} AS s(id, p)) s ON t.id = s.id AND t.p = s.p "
+        + (f"WHEN MATCHED THEN UPDATE SET w{k} = t.w{k} + 1 " if i % 2 == 0 else "")
+        + f"WHEN NOT MATCHED THEN INSERT (id, {', '.join(f'w{n}' for n in range(WRITERS))}, p) VALUES (s.id, {ZEROS}, s.p)"
+    )
 
 
 def session(uri: str, folder: Path):
-    return get_session(master="local[1]", metastore=uri, warehouse=str(folder / "home"), conf=CONF,
-                       app_name=f"apps-soak-{sys.argv[1]}-{sys.argv[4] if len(sys.argv) > 4 else ''}")
+    return get_session(
+        master="local[1]",
+        metastore=uri,
+        warehouse=str(folder / "home"),
+        conf=CONF,
+        app_name=f"apps-soak-{sys.argv[1]}-{sys.argv[4] if len(sys.argv) > 4 else ''}",
+    )
 
 
 def _wait_for(path: Path, timeout: float = 300) -> None:
@@ -77,8 +90,10 @@ def reader(uri: str, folder: Path) -> None:
     spark.sql("CREATE DATABASE IF NOT EXISTS apps")
     cols = ", ".join(f"w{n} INT" for n in range(WRITERS))
     spark.sql(f"CREATE TABLE {T} (id INT, {cols}, p INT) USING parquet PARTITIONED BY (p)")
-    spark.sql(f"INSERT INTO {T} VALUES " + ", ".join(f"({10 * p + j}, {ZEROS}, {p})"
-                                                   for p in range(PARTITIONS) for j in range(ROWS)))
+    spark.sql(
+        f"INSERT INTO {T} VALUES "
+        + ", ".join(f"({10 * p + j}, {ZEROS}, {p})" for p in range(PARTITIONS) for j in range(ROWS))
+    )
     (folder / "ready").touch()
     with open(folder / "reads.jsonl", "a") as out:
         while not (folder / "stop").exists():
@@ -88,11 +103,14 @@ def reader(uri: str, folder: Path) -> None:
             except Exception as e:  # noqa: BLE001 - the test asserts there is none
                 out.write(json.dumps({"error": f"{type(e).__name__}: {e}"[:2000]}) + "\n")
             out.flush()
-    final = {"rows": [list(r) for r in spark.sql(f"SELECT * FROM {T}").collect()],
-             "history": [h["merge_id"] for h in history(spark, T, limit=1000)],
-             "lock": lock.holder(spark, describe_table(spark, T.split("."))),
-             "journal_parts": {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {T}").collect()}
-             .get("spark_merge.journal.parts", "0")}  # "0": no commit left unfinished
+    final = {
+        "rows": [list(r) for r in spark.sql(f"SELECT * FROM {T}").collect()],
+        "history": [h["merge_id"] for h in history(spark, T, limit=1000)],
+        "lock": lock.holder(spark, describe_table(spark, T.split("."))),
+        "journal_parts": {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {T}").collect()}.get(
+            "spark_merge.journal.parts", "0"
+        ),
+    }  # "0": no commit left unfinished
     (folder / "final.json").write_text(json.dumps(final, default=str))
 
 
@@ -124,10 +142,31 @@ def cli_writer(uri: str, folder: Path, k: int, n: int) -> None:
     conf = [a for key, value in CONF.items() for a in ("--conf", f"{key}={value}")]
 
     def attempt(i: int) -> dict:
-        done = subprocess.run([sys.executable, "-m", "merge_core", "run", "--sql", statement(k, i),
-                               "--duplicate-rule", "strict", "--max-retries", "5", "--master", "local[1]",
-                               "--metastore", uri, "--warehouse", str(folder / "home"), "--json", "-q", *conf],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "merge_core",
+                "run",
+                "--sql",
+                statement(k, i),
+                "--duplicate-rule",
+                "strict",
+                "--max-retries",
+                "5",
+                "--master",
+                "local[1]",
+                "--metastore",
+                uri,
+                "--warehouse",
+                str(folder / "home"),
+                "--json",
+                "-q",
+                *conf,
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode == 0:
             return {"ok": json.loads(done.stdout)["merge_id"]}
         message = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -158,19 +197,28 @@ def airflow_writer(uri: str, folder: Path, k: int, n: int) -> None:
     spark_merge connection whose extra names the metastore (README "A shared metastore")."""
     import importlib.util
     import os
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     home = folder / "airflow"
     (home / "dags").mkdir(parents=True, exist_ok=True)
     failure = home / "failure.txt"
     (home / "dags" / "apps_soak_merge.py").write_text(AIRFLOW_DAG.format(out=str(failure)))
-    os.environ.update({
-        "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__OPENLINEAGE__DISABLED": "True",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
-        "AIRFLOW_CONN_SM_SHARED": json.dumps({"conn_type": "spark_merge", "host": "local[1]", "extra": {
-            "metastore": uri, "warehouse": str(folder / "home"), "conf": CONF}}),
-    })
+    os.environ.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__OPENLINEAGE__DISABLED": "True",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+            "AIRFLOW_CONN_SM_SHARED": json.dumps(
+                {
+                    "conn_type": "spark_merge",
+                    "host": "local[1]",
+                    "extra": {"metastore": uri, "warehouse": str(folder / "home"), "conf": CONF},
+                }
+            ),
+        }
+    )
     subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
     spec = importlib.util.spec_from_file_location("apps_soak_merge", home / "dags" / "apps_soak_merge.py")
     module = importlib.util.module_from_spec(spec)
@@ -182,11 +230,19 @@ def airflow_writer(uri: str, folder: Path, k: int, n: int) -> None:
 
     def attempt(i: int) -> dict:
         failure.unlink(missing_ok=True)
-        run = module.dag.test(logical_date=datetime(2026, 11, 1, tzinfo=timezone.utc) + timedelta(days=i),
-                              run_conf={"sql": statement(k, i)})
+        run = module.dag.test(
+            logical_date=datetime(2026, 11, 1, tzinfo=UTC) + timedelta(days=i),
+            run_conf={"sql": statement(k, i)},
+        )
         with create_session() as session:
-            finish = [XComModel.deserialize_value(x) for x in session.scalars(select(XComModel).where(
-                XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id, XComModel.key == "merge_finish"))]
+            finish = [
+                XComModel.deserialize_value(x)
+                for x in session.scalars(
+                    select(XComModel).where(
+                        XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id, XComModel.key == "merge_finish"
+                    )
+                )
+            ]
         if finish:
             return {"ok": finish[0]["merge_id"]}
         message = failure.read_text() if failure.exists() else f"the DAG run ended {run.state} without a failure"
@@ -201,4 +257,5 @@ if __name__ == "__main__":
         reader(uri, folder)
     else:
         {"writer": writer, "cli-writer": cli_writer, "airflow-writer": airflow_writer}[role](
-            uri, folder, int(sys.argv[4]), int(sys.argv[5]))
+            uri, folder, int(sys.argv[4]), int(sys.argv[5])
+        )

@@ -4,6 +4,7 @@ pyspark's own jars (`bin/spark-class`), each its own JVM. Not a test module itse
 Every worker offers 2 cores, and the tests' applications take one 1-core executor on each worker
 (spark.cores.max=2), so the tests' session and a subprocess driver (a crash test's) fit at once.
 """
+
 from __future__ import annotations
 
 import json
@@ -81,23 +82,54 @@ class Cluster:
         return f"spark://127.0.0.1:{self.port}"
 
     def _start(self, name: str, *args: str) -> None:
-        env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
-               "SPARK_WORKER_DIR": str(self.root / "work"), "SPARK_LOG_DIR": str(self.root / "logs")}
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(SPARK_HOME),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_WORKER_DIR": str(self.root / "work"),
+            "SPARK_LOG_DIR": str(self.root / "logs"),
+        }
         log = open(self.root / f"{name}.log", "w")
-        self.procs.append(subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True))
+        self.procs.append(
+            subprocess.Popen(
+                [str(SPARK_HOME / "bin" / "spark-class"), *args],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
 
     def state(self) -> dict:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=5) as r:
             return json.load(r)
 
-    def start(self, timeout: float = 120) -> "Cluster":
+    def start(self, timeout: float = 120) -> Cluster:
         self.root.mkdir(parents=True, exist_ok=True)
-        self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
-                    "--webui-port", str(self.ui))
+        self._start(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--webui-port",
+            str(self.ui),
+        )
         for n in range(self.workers):
-            self._start(f"worker{n}", "org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
-                        "--cores", "2", "--memory", "3g", "--webui-port", str(_port()))
+            self._start(
+                f"worker{n}",
+                "org.apache.spark.deploy.worker.Worker",
+                self.url,
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "2",
+                "--memory",
+                "3g",
+                "--webui-port",
+                str(_port()),
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:

@@ -1,4 +1,5 @@
 """One SparkSession for the whole run (a cold start costs 15-25 s), a fresh database per test."""
+
 from __future__ import annotations
 
 import itertools
@@ -22,8 +23,12 @@ def spark(tmp_path_factory):
     from merge_core.session import get_session
 
     home = tmp_path_factory.mktemp("spark_home")
-    master = os.environ.get("SPARK_MASTER", "local[2]")   # test_cluster.py runs a subset on spark://
-    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", **app_conf(master, short_lived=False)}
+    master = os.environ.get("SPARK_MASTER", "local[2]")  # test_cluster.py runs a subset on spark://
+    conf = {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        **app_conf(master, short_lived=False),
+    }
     session = get_session(master=master, warehouse=str(home), conf=conf)
     if master.startswith("spark://"):
         _wait_for_executors(session, 2)
@@ -70,8 +75,10 @@ def db(spark):
 def sales(spark, db):
     """Four partitions p=0..3 of five rows each, in the default partition directories."""
     t = f"{db}.sales"
-    spark.sql(f"CREATE TABLE {t} USING parquet PARTITIONED BY (p) "
-              f"AS SELECT CAST(id AS INT) AS id, CAST(id * 10 AS INT) AS v, CAST(id % 4 AS INT) AS p FROM range(20)")
+    spark.sql(
+        f"CREATE TABLE {t} USING parquet PARTITIONED BY (p) "
+        f"AS SELECT CAST(id AS INT) AS id, CAST(id * 10 AS INT) AS v, CAST(id % 4 AS INT) AS p FROM range(20)"
+    )
     return t
 
 
@@ -99,13 +106,23 @@ def connect_server(tmp_path_factory):
     home = tmp_path_factory.mktemp("connect")
     spark_home = Path(pyspark.__file__).parent
     port = free_port()
-    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOG_DIR": str(home / "logs"),
-           "SPARK_PID_DIR": str(home), "SPARK_IDENT_STRING": f"sm{port}"}
-    confs = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
-             "spark.sql.catalogImplementation": "hive", "spark.sql.warehouse.dir": str(home / "warehouse"),
-             "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
-             "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}", "spark.ui.enabled": "false",
-             "spark.sql.shuffle.partitions": "2"}
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(spark_home),
+        "SPARK_LOG_DIR": str(home / "logs"),
+        "SPARK_PID_DIR": str(home),
+        "SPARK_IDENT_STRING": f"sm{port}",
+    }
+    confs = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(home / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+    }
     args = [str(spark_home / "sbin" / "start-connect-server.sh"), "--master", "local[2]"]
     for k, v in confs.items():
         args += ["--conf", f"{k}={v}"]
@@ -159,33 +176,37 @@ def pytest_collection_modifyitems(items):
 
 def pytest_terminal_summary(terminalreporter):
     """Say how many random MERGE statements were compared with DuckDB, and the seed to replay them."""
-    from tests.test_differential import REPORT
     from tests.test_cluster import REPORT as CLUSTER
-    from tests.test_soak import REPORT as SOAK
-    from tests.test_shared_metastore import REPORT as APPS
+    from tests.test_differential import REPORT
     from tests.test_metadata_fuzz import REPORT as FUZZ
+    from tests.test_shared_metastore import REPORT as APPS
+    from tests.test_soak import REPORT as SOAK
 
     if FUZZ["cases"]:
         terminalreporter.write_line(
             f"metadata corruption: {FUZZ['cases']} (object, garbage) cases, {FUZZ['worked'] + FUZZ['refused']} commands: "
             f"{FUZZ['worked']} worked, {FUZZ['refused']} refused in one line, no live row lost; replay with "
-            f"SPARK_MERGE_CORRUPTION_SEED={FUZZ['seed']}")
+            f"SPARK_MERGE_CORRUPTION_SEED={FUZZ['seed']}"
+        )
     if CLUSTER:
         terminalreporter.write_line(
             f"standalone cluster (master + 2 workers): {CLUSTER['tests']} tests marked `cluster` passed, "
-            f"{CLUSTER['applications']} Spark applications ran on it")
+            f"{CLUSTER['applications']} Spark applications ran on it"
+        )
     if APPS:
         terminalreporter.write_line(
             f"shared metastore soak: {APPS['writers']} writer applications, {APPS['merges']} merges at once on one "
             f"table: {APPS['succeeded']} committed, {APPS['conflicts']} failed with MERGE_CONFLICT, 0 other failures, "
             f"no lost update or duplicated row; a fifth application read it {APPS['reads']} times, seeing "
-            f"{APPS['versions']} versions, each one the table had ({APPS['seconds']} s)")
+            f"{APPS['versions']} versions, each one the table had ({APPS['seconds']} s)"
+        )
     if SOAK:
         c = SOAK["counts"]
         terminalreporter.write_line(
             f"kill soak: {SOAK['iterations']} operations SIGKILLed at random moments, recovered: old {c['old']}, "
             f"new {c['new']}, corrupt {c['corrupt']}, recovery-failed {c['recovery-failed']}; "
-            f"replay with SPARK_MERGE_SOAK_SEED={SOAK['seed']}")
+            f"replay with SPARK_MERGE_SOAK_SEED={SOAK['seed']}"
+        )
         for line in SOAK["details"]:
             terminalreporter.write_line(f"  {line}")
 
@@ -195,11 +216,15 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"differential test: {total} of {REPORT['cases']} random MERGE statements checked against each duplicate "
             f"rule's definition (DuckDB computes the clause choices and the rows); replay with "
-            f"SPARK_MERGE_DIFF_SEED={REPORT['seed']}")
+            f"SPARK_MERGE_DIFF_SEED={REPORT['seed']}"
+        )
         for (rule, shape), n in sorted(o.items()):
             terminalreporter.write_line(
                 f"  {rule:8} {shape:13}: same rows {n['rows']}, both refused a duplicate match {n['duplicate']}, "
-                f"both rejected the statement {n['invalid']}")
+                f"both rejected the statement {n['invalid']}"
+            )
         bys = REPORT.get("not_matched_by_source") or {}
         terminalreporter.write_line(
-            "  with WHEN NOT MATCHED BY SOURCE: " + ", ".join(f"{shape} {outcome} {n}" for (shape, outcome), n in sorted(bys.items())))
+            "  with WHEN NOT MATCHED BY SOURCE: "
+            + ", ".join(f"{shape} {outcome} {n}" for (shape, outcome), n in sorted(bys.items()))
+        )

@@ -4,6 +4,7 @@
 merge: create the table, then run the merge under test (a failpoint may stop it);
 verify: recover, print the rows, run a following merge, print the rows again (JSON).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster import app_conf  # noqa: E402
 
 TABLE = "crash.t"
-MERGE = (f"MERGE INTO {TABLE} t USING (SELECT * FROM VALUES (1, 'u1', 1), (3, 'u3', 2), (5, 'n5', 3) AS x(id, v, p)) s "
-         "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+MERGE = (
+    f"MERGE INTO {TABLE} t USING (SELECT * FROM VALUES (1, 'u1', 1), (3, 'u3', 2), (5, 'n5', 3) AS x(id, v, p)) s "
+    "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+)
 FOLLOWING = f"UPDATE {TABLE} SET v = concat(v, '+') WHERE id = 2"
 
 

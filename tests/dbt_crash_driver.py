@@ -5,6 +5,7 @@ Creates the table crash_driver.py creates, then runs the same MERGE as a `spark_
 model (dbt-spark, method: session, reusing this process's SparkSession), so a failpoint
 (SPARK_MERGE_FAULT) stops dbt's run of the lifecycle where crash_driver.py stops Python's.
 """
+
 from __future__ import annotations
 
 import sys

@@ -7,6 +7,7 @@ service, as a user's profile would. Not a test module itself.
 dbt-spark's session method builds its SparkSession in this process; after the runs, the rows of the
 model and its history (read through that session) are printed as JSON.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,6 +28,12 @@ if __name__ == "__main__":
     project.dbt("run", "-s", "accounts", vars={"batch": 2})
     spark = SparkSession.builder.getOrCreate()  # the session dbt-spark made (it ran in dbt's thread)
     table = project.table("accounts")
-    print(json.dumps({"rows": sorted(list(r) for r in spark.sql(f"SELECT id, name, amount, region FROM {table}").collect()),
-                      "history": [h["kind"] for h in history(spark, table)],
-                      "metastore": spark.conf.get("spark.hadoop.hive.metastore.uris", "")}))
+    print(
+        json.dumps(
+            {
+                "rows": sorted(list(r) for r in spark.sql(f"SELECT id, name, amount, region FROM {table}").collect()),
+                "history": [h["kind"] for h in history(spark, table)],
+                "metastore": spark.conf.get("spark.hadoop.hive.metastore.uris", ""),
+            }
+        )
+    )

@@ -1,5 +1,6 @@
 """A fresh embedded session (tests/test_trust.py): the second CREATE DATABASE IF NOT EXISTS, and a
 Python UDF in a merge's source, as a user's first script would run them."""
+
 import sys
 
 from merge_core import merge
@@ -11,6 +12,9 @@ for _ in range(2):
 spark.sql("CREATE TABLE fresh.t (id INT, v STRING) USING parquet")
 spark.sql("INSERT INTO fresh.t VALUES (1, 'a')")
 spark.udf.register("shout", lambda s: s.upper() + "!", "string")
-result = merge(spark, "MERGE INTO fresh.t t USING (SELECT 1 AS id, shout('b') AS v) s ON t.id = s.id "
-                      "WHEN MATCHED THEN UPDATE SET v = s.v")
+result = merge(
+    spark,
+    "MERGE INTO fresh.t t USING (SELECT 1 AS id, shout('b') AS v) s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET v = s.v",
+)
 print("ROWS", sorted(tuple(r) for r in spark.table("fresh.t").collect()))

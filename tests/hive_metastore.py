@@ -11,6 +11,7 @@ created before the service starts, by DataNucleus's SchemaTool from the metastor
 connection waits for the lock the first connection's open transaction holds (seen here on the first
 CREATE TABLE).
 """
+
 from __future__ import annotations
 
 import re
@@ -43,34 +44,63 @@ class HiveMetastore:
     def _create_schema(self) -> None:
         psql = binaries() / "psql"
         for sql in (f"DROP DATABASE IF EXISTS {self.database}", f"CREATE DATABASE {self.database}"):
-            subprocess.run([str(psql), "-h", self.pg_host, "-p", self.pg_port, "-U", "postgres", "-qc", sql],
-                           check=True, capture_output=True)
+            subprocess.run(
+                [str(psql), "-h", self.pg_host, "-p", self.pg_port, "-U", "postgres", "-qc", sql],
+                check=True,
+                capture_output=True,
+            )
         with zipfile.ZipFile(JARS / "hive-metastore-2.3.10.jar") as jar:
             (self.root / "package.jdo").write_bytes(jar.read("package.jdo"))
         props = self.root / "datanucleus.properties"
-        props.write_text(f"javax.jdo.option.ConnectionURL={self.jdbc_url}\n"
-                         "javax.jdo.option.ConnectionDriverName=org.postgresql.Driver\n"
-                         "javax.jdo.option.ConnectionUserName=postgres\n"
-                         "datanucleus.identifierFactory=datanucleus1\n")  # the metastore's naming (HiveConf)
-        done = subprocess.run(["java", "-cp", CLASSPATH, "org.datanucleus.store.schema.SchemaTool", "-create",
-                               "-api", "JDO", "-props", str(props), str(self.root / "package.jdo")],
-                              capture_output=True, text=True)
+        props.write_text(
+            f"javax.jdo.option.ConnectionURL={self.jdbc_url}\n"
+            "javax.jdo.option.ConnectionDriverName=org.postgresql.Driver\n"
+            "javax.jdo.option.ConnectionUserName=postgres\n"
+            "datanucleus.identifierFactory=datanucleus1\n"
+        )  # the metastore's naming (HiveConf)
+        done = subprocess.run(
+            [
+                "java",
+                "-cp",
+                CLASSPATH,
+                "org.datanucleus.store.schema.SchemaTool",
+                "-create",
+                "-api",
+                "JDO",
+                "-props",
+                str(props),
+                str(self.root / "package.jdo"),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0 or "completed successfully" not in done.stdout:
             raise RuntimeError(f"creating the metastore schema failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
 
-    def start(self, timeout: float = 90) -> "HiveMetastore":
+    def start(self, timeout: float = 90) -> HiveMetastore:
         self.root.mkdir(parents=True, exist_ok=True)
         self._create_schema()
-        conf = {"javax.jdo.option.ConnectionURL": self.jdbc_url,
-                "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
-                "javax.jdo.option.ConnectionUserName": "postgres",
-                "datanucleus.schema.autoCreateAll": "false",
-                "hive.metastore.schema.verification": "false",
-                "hive.metastore.warehouse.dir": str(self.root / "warehouse")}
+        conf = {
+            "javax.jdo.option.ConnectionURL": self.jdbc_url,
+            "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+            "javax.jdo.option.ConnectionUserName": "postgres",
+            "datanucleus.schema.autoCreateAll": "false",
+            "hive.metastore.schema.verification": "false",
+            "hive.metastore.warehouse.dir": str(self.root / "warehouse"),
+        }
         # hive.async.log.enabled: Hive's asynchronous logging needs the LMAX disruptor, which Spark
         # does not ship; hive.log.dir keeps the service's log beside the test's files
-        cmd = ["java", "-Xmx768m", "-Dhive.async.log.enabled=false", f"-Dhive.log.dir={self.root}", "-cp", CLASSPATH,
-               "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(self.port)]
+        cmd = [
+            "java",
+            "-Xmx768m",
+            "-Dhive.async.log.enabled=false",
+            f"-Dhive.log.dir={self.root}",
+            "-cp",
+            CLASSPATH,
+            "org.apache.hadoop.hive.metastore.HiveMetaStore",
+            "-p",
+            str(self.port),
+        ]
         for k, v in conf.items():
             cmd += ["--hiveconf", f"{k}={v}"]
         log = open(self.root / "metastore.out", "w")
@@ -79,9 +109,11 @@ class HiveMetastore:
             return self
         exited = self.proc.poll()
         self.stop()
-        raise RuntimeError(f"the Hive metastore exited ({exited})" if exited is not None else
-                           f"the Hive metastore did not listen on {self.port} in {timeout:.0f} s"
-                           f"; see {self.root}/metastore.out")
+        raise RuntimeError(
+            f"the Hive metastore exited ({exited})"
+            if exited is not None
+            else f"the Hive metastore did not listen on {self.port} in {timeout:.0f} s; see {self.root}/metastore.out"
+        )
 
     def stop(self) -> None:
         if self.proc is not None:

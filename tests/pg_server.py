@@ -3,6 +3,7 @@
 PostgreSQL refuses to run as root; as root the server runs as the `postgres` user Debian's package
 creates. Not a test module itself (used by the `postgres` fixture in conftest.py).
 """
+
 from __future__ import annotations
 
 import glob
@@ -33,13 +34,22 @@ class Server:
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args)} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
 
-    def start(self) -> "Server":
+    def start(self) -> Server:
         self.root.mkdir(parents=True, exist_ok=True)
         if self.as_user:
             shutil.chown(self.root, "postgres")
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "start",
-                  "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off")
+        self._run(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "start",
+            "-o",
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off",
+        )
         return self
 
     def stop(self) -> None:

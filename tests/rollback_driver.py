@@ -4,16 +4,17 @@
 prep: create rb.t and run merge A; x: run merge X (a failpoint may stop it); verify: recover,
 then print the history and roll back to A; verify_gap: the same after removing X's history entry.
 """
+
 from __future__ import annotations
 
 import json
 import shutil
 import sys
+from pathlib import Path
 
 from merge_core import MergeError, history, merge, recover, rollback
 from merge_core.catalog import describe_table
 from merge_core.session import get_session
-from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster import FAST_CONF  # noqa: E402
@@ -48,9 +49,18 @@ def main(home: str, mode: str) -> None:
             outcome = "rolled back"
         except MergeError as e:
             outcome = str(e)
-        print(json.dumps({"recovered": recovered, "statements": [e["statement"] for e in entries],
-                          "recovered_entries": [e["merge_id"] for e in entries if e.get("recovered")],
-                          "at_x": at_x, "outcome": outcome, "rows": rows(spark)}))
+        print(
+            json.dumps(
+                {
+                    "recovered": recovered,
+                    "statements": [e["statement"] for e in entries],
+                    "recovered_entries": [e["merge_id"] for e in entries if e.get("recovered")],
+                    "at_x": at_x,
+                    "outcome": outcome,
+                    "rows": rows(spark),
+                }
+            )
+        )
     spark.stop()
 
 

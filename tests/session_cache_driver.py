@@ -3,6 +3,7 @@ directory, a merge moves it, and vacuum's canonical-layout step refills that dir
 (3 s here) has passed. With spark.sql.metadataCacheTTLSeconds (2 s here, a static conf, hence the
 separate application) no longer than the retention, the second session's next query lists again and
 reads the new rows. Prints one JSON line: what each session read."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,10 @@ RETENTION_S, TTL_S = 3, 2
 def main(home: str) -> None:
     a = get_session(master="local[1]", warehouse=home, conf={"spark.sql.metadataCacheTTLSeconds": str(TTL_S)})
     b = a.newSession()
-    a.sql("CREATE TABLE default.cached (id INT, v INT, p INT) USING parquet PARTITIONED BY (p) "
-          f"TBLPROPERTIES ('spark_merge.retention_hours' = '{RETENTION_S / 3600}')")
+    a.sql(
+        "CREATE TABLE default.cached (id INT, v INT, p INT) USING parquet PARTITIONED BY (p) "
+        f"TBLPROPERTIES ('spark_merge.retention_hours' = '{RETENTION_S / 3600}')"
+    )
     a.sql("INSERT INTO default.cached VALUES (1, 1, 1), (2, 2, 1), (3, 3, 2)")
 
     def read(session):

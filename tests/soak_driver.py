@@ -1,8 +1,9 @@
 """Subprocess side of the kill soak (test_soak.py). Not a test module itself.
 
-    python tests/soak_driver.py HOME run KIND     set the table up, then run the operation KIND
-    python tests/soak_driver.py HOME verify KIND  recover in a new process and print the rows (JSON)
+python tests/soak_driver.py HOME run KIND     set the table up, then run the operation KIND
+python tests/soak_driver.py HOME verify KIND  recover in a new process and print the rows (JSON)
 """
+
 from __future__ import annotations
 
 import json
@@ -19,15 +20,20 @@ from tests.cluster import FAST_CONF  # noqa: E402
 T, M = "soak.t", "soak.m"
 SOURCE = "SELECT * FROM VALUES {} AS s(id, v, w, p)"
 OPERATIONS = {  # kind -> what the run does (after the set-up)
-    "merge": lambda spark, home: merge(spark, f"MERGE INTO {T} t USING ({SOURCE.format(MERGE_ROWS)}) s ON t.id = s.id "
-                                              f"WHEN MATCHED THEN UPDATE SET v = s.v, w = s.w WHEN NOT MATCHED THEN INSERT *"),
+    "merge": lambda spark, home: merge(
+        spark,
+        f"MERGE INTO {T} t USING ({SOURCE.format(MERGE_ROWS)}) s ON t.id = s.id "
+        f"WHEN MATCHED THEN UPDATE SET v = s.v, w = s.w WHEN NOT MATCHED THEN INSERT *",
+    ),
     "update": lambda spark, home: merge(spark, f"UPDATE {T} SET v = 'u' WHERE p = 1"),
     "move": lambda spark, home: merge(spark, f"UPDATE {T} SET p = 2 WHERE id < 6"),
     "delete": lambda spark, home: merge(spark, f"DELETE FROM {T} WHERE p = 2 AND id > 10"),
-    "insert": lambda spark, home: merge(spark, f"MERGE INTO {T} t USING ({SOURCE.format(INSERT_ROWS)}) s ON t.id = s.id "
-                                               f"WHEN NOT MATCHED THEN INSERT *"),
-    "upsert": lambda spark, home: merge(spark, {"target": T, "source": SOURCE.format(UPSERT_ROWS)},
-                                        primary_key="id", watermark_key="w"),
+    "insert": lambda spark, home: merge(
+        spark, f"MERGE INTO {T} t USING ({SOURCE.format(INSERT_ROWS)}) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
+    ),
+    "upsert": lambda spark, home: merge(
+        spark, {"target": T, "source": SOURCE.format(UPSERT_ROWS)}, primary_key="id", watermark_key="w"
+    ),
     "rollback": lambda spark, home: rollback(spark, T, (Path(home) / "a.id").read_text()),
     "compact": lambda spark, home: compact(spark, M),
 }
@@ -42,8 +48,13 @@ def setup(spark, home: str, kind: str) -> None:
         spark.sql(f"CREATE TABLE {M} (id INT, v STRING, w BIGINT, p INT) USING parquet PARTITIONED BY (p)")
         for v, w, n in (("a", 1, 10), ("b", 2, 5)):
             rows = ", ".join(f"({i}, '{v}', {w}, {i % 3})" for i in range(n))
-            merge(spark, {"target": M, "source": SOURCE.format(rows)}, primary_key="id", watermark_key="w",
-                  upsert_mode="merge-on-read")
+            merge(
+                spark,
+                {"target": M, "source": SOURCE.format(rows)},
+                primary_key="id",
+                watermark_key="w",
+                upsert_mode="merge-on-read",
+            )
         return
     spark.sql(f"CREATE TABLE {T} (id INT, v STRING, w BIGINT, p INT) USING parquet PARTITIONED BY (p)")
     spark.sql(f"INSERT INTO {T} SELECT CAST(id AS INT), 'o', CAST(1 AS BIGINT), CAST(id % 3 AS INT) FROM range(0, 30)")

@@ -6,6 +6,7 @@ Each call is a Spark Connect client of its own (its own server-side session), as
 Airflow tasks would be. `die` begins and plans a merge, so its caches exist on the server,
 then ends the process without any clean-up (os._exit), as a task killed hard would.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,9 @@ def main(url: str, mode: str, statement: str = "") -> None:
         spark.sql("CREATE DATABASE IF NOT EXISTS conc")
         spark.sql("DROP TABLE IF EXISTS conc.t")
         spark.sql("CREATE TABLE conc.t (id BIGINT, v BIGINT, p INT) USING parquet PARTITIONED BY (p)")
-        spark.sql("INSERT INTO conc.t SELECT id, 0, CAST(id DIV 1000 AS INT) FROM range(0, 1200) WHERE id < 200 OR id >= 1000")
+        spark.sql(
+            "INSERT INTO conc.t SELECT id, 0, CAST(id DIV 1000 AS INT) FROM range(0, 1200) WHERE id < 200 OR id >= 1000"
+        )
     elif mode == "die":
         run = MergeRun(spark, to_spec(statement))
         run.begin()

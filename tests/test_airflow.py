@@ -1,15 +1,15 @@
 """The Airflow provider under real Airflow: dag.test() against a migrated SQLite metadata DB."""
+
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
-import socket
-import time
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ import pytest
 from .conftest import rows, snapshot
 
 DAGS = Path(__file__).resolve().parents[1] / "dags"
-DAY = datetime(2026, 11, 1, tzinfo=timezone.utc)
+DAY = datetime(2026, 11, 1, tzinfo=UTC)
 SLOW_DAG = """
 from datetime import datetime, timedelta
 from airflow.sdk import DAG
@@ -52,7 +52,7 @@ with DAG(dag_id="pg_merge", schedule=None, start_date=datetime(2026, 11, 1), par
                            "AS s(id, status)) s ON t.id = s.id "
                            "WHEN MATCHED THEN UPDATE SET status = s.status WHEN NOT MATCHED THEN INSERT *")
 """
-DUP_DAG = '''
+DUP_DAG = """
 from datetime import datetime
 from airflow.sdk import DAG
 from airflow_provider.operators import SparkMergeOperator
@@ -60,7 +60,7 @@ from airflow_provider.operators import SparkMergeOperator
 with DAG(dag_id="dup_merge", schedule=None, start_date=datetime(2026, 11, 1), params={"table": "x"}) as dag:
     SparkMergeOperator(task_id="merge", sql="MERGE INTO {{ params.table }} t USING (SELECT 1 AS id, 5 AS v "
                        "UNION ALL SELECT 1, 6) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -73,30 +73,37 @@ def airflow_home(tmp_path_factory):
     (dags / "slow_merge.py").write_text(SLOW_DAG)
     (dags / "connect_merge.py").write_text(CONNECT_DAG)
     (dags / "pg_merge.py").write_text(PG_DAG)
-    os.environ.update({
-        # OpenLineage events of every task, one JSON per line
-        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(home / "lineage.jsonl"),
-                                                       "append": True}),
-        "AIRFLOW__OPENLINEAGE__NAMESPACE": "spark_merge_tests",
-        # emit from a thread, not a fork: a forked child closes the py4j socket it shares with the task
-        "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
-        "AIRFLOW_CONN_SM_LOCAL": '{"conn_type": "spark_merge", "host": "local[1]", '
-                                 '"extra": {"conf": {"spark.sql.shuffle.partitions": "2"}, "warehouse": "/tmp/w"}}',
-        "AIRFLOW_CONN_SM_CONNECT": '{"conn_type": "spark_merge", "host": "sc://spark.internal", "port": 15002}',
-        "AIRFLOW_CONN_SM_SHARED": '{"conn_type": "spark_merge", "host": "yarn", '
-                                  '"extra": {"metastore": "thrift://hms:9083", "warehouse": "/shared/w"}}',
-    })
-    done = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True, env=os.environ)
+    os.environ.update(
+        {
+            # OpenLineage events of every task, one JSON per line
+            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+                {"type": "file", "log_file_path": str(home / "lineage.jsonl"), "append": True}
+            ),
+            "AIRFLOW__OPENLINEAGE__NAMESPACE": "spark_merge_tests",
+            # emit from a thread, not a fork: a forked child closes the py4j socket it shares with the task
+            "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+            "AIRFLOW_CONN_SM_LOCAL": '{"conn_type": "spark_merge", "host": "local[1]", '
+            '"extra": {"conf": {"spark.sql.shuffle.partitions": "2"}, "warehouse": "/tmp/w"}}',
+            "AIRFLOW_CONN_SM_CONNECT": '{"conn_type": "spark_merge", "host": "sc://spark.internal", "port": 15002}',
+            "AIRFLOW_CONN_SM_SHARED": '{"conn_type": "spark_merge", "host": "yarn", '
+            '"extra": {"metastore": "thrift://hms:9083", "warehouse": "/shared/w"}}',
+        }
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True, env=os.environ
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return home
 
 
 def load_dag(name):
-    spec = importlib.util.spec_from_file_location(f"dag_{name}", Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]) / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(
+        f"dag_{name}", Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]) / f"{name}.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.dag
@@ -108,9 +115,14 @@ def xcom(dag_run, task_id, key):
     from sqlalchemy import select
 
     with create_session() as session:
-        row = session.scalars(select(XComModel).where(
-            XComModel.dag_id == dag_run.dag_id, XComModel.run_id == dag_run.run_id,
-            XComModel.task_id == task_id, XComModel.key == key)).first()
+        row = session.scalars(
+            select(XComModel).where(
+                XComModel.dag_id == dag_run.dag_id,
+                XComModel.run_id == dag_run.run_id,
+                XComModel.task_id == task_id,
+                XComModel.key == key,
+            )
+        ).first()
         return None if row is None else XComModel.deserialize_value(row)
 
 
@@ -118,8 +130,10 @@ def xcom(dag_run, task_id, key):
 def cdc(spark, db):
     """Three days of changes to orders: a delete on day 2, and two changes of order 1 on day 1."""
     target, source = f"{db}.orders", f"{db}.orders_cdc"
-    spark.sql(f"CREATE TABLE {target} (order_id INT, status STRING, changed_at TIMESTAMP, op STRING, "
-              f"region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(
+        f"CREATE TABLE {target} (order_id INT, status STRING, changed_at TIMESTAMP, op STRING, "
+        f"region STRING) USING parquet PARTITIONED BY (region)"
+    )
     spark.sql(f"""CREATE TABLE {source} USING parquet AS SELECT * FROM VALUES
         (1, 'new',     TIMESTAMP'2026-11-01 08:00:00', 'I', 'eu'),
         (2, 'new',     TIMESTAMP'2026-11-01 09:00:00', 'I', 'us'),
@@ -144,10 +158,17 @@ def test_hook_reads_the_connection(airflow_home):
     from airflow_provider.hooks import SparkMergeHook
 
     assert SparkMergeHook("sm_local").session_args() == {
-        "conf": {"spark.sql.shuffle.partitions": "2"}, "master": "local[1]", "warehouse": "/tmp/w"}
+        "conf": {"spark.sql.shuffle.partitions": "2"},
+        "master": "local[1]",
+        "warehouse": "/tmp/w",
+    }
     assert SparkMergeHook("sm_connect").session_args() == {"conf": {}, "remote": "sc://spark.internal:15002"}
     assert SparkMergeHook("sm_shared").session_args() == {
-        "conf": {}, "master": "yarn", "warehouse": "/shared/w", "metastore": "thrift://hms:9083"}
+        "conf": {},
+        "master": "yarn",
+        "warehouse": "/shared/w",
+        "metastore": "thrift://hms:9083",
+    }
     assert SparkMergeHook().session_args() == {"warehouse": str(Path(airflow_home) / "spark-merge")}
 
 
@@ -161,8 +182,11 @@ def test_daily_cdc_backfill_is_idempotent_and_records_the_lifecycle(spark, airfl
     assert all(r.state == "success" for r in runs)
     once = rows(spark, target)
     # order 1's freshest change is day 2's 'paid' (the 23:00 day-1 change is older); order 2 is a tombstone
-    assert once == [(1, "paid", datetime(2026, 11, 2, 10), "U", "eu"), (2, "gone", datetime(2026, 11, 2, 11), "D", "us"),
-                    (3, "shipped", datetime(2026, 11, 3, 8), "U", "eu")]
+    assert once == [
+        (1, "paid", datetime(2026, 11, 2, 10), "U", "eu"),
+        (2, "gone", datetime(2026, 11, 2, 11), "D", "us"),
+        (3, "shipped", datetime(2026, 11, 3, 8), "U", "eu"),
+    ]
     begin, finish = xcom(runs[1], "merge_day", "merge_begin"), xcom(runs[1], "merge_day", "merge_finish")
     assert begin["target"] == target and begin["paradigm"] == "DELETE_ROW_AND_INSERT_ROW" and begin["plan_hash"]
     assert sorted(p["region"] for p in begin["partitions_to_rewrite"]) == ["eu", "us"]
@@ -184,7 +208,9 @@ def lineage_events(home, job_suffix):
 
 def test_openlineage_reports_sources_and_target_with_row_counts(spark, airflow_home, cdc):
     target, source = cdc
-    run = load_dag("cdc_daily_merge").test(logical_date=DAY + timedelta(days=1), run_conf={"target": target, "source": source})
+    run = load_dag("cdc_daily_merge").test(
+        logical_date=DAY + timedelta(days=1), run_conf={"target": target, "source": source}
+    )
     assert run.state == "success"
     event = lineage_events(airflow_home, "cdc_daily_merge.merge_day")[-1]
     assert [i["facets"]["symlinks"]["identifiers"][0]["name"] for i in event["inputs"]] == [source]
@@ -209,8 +235,10 @@ def test_failing_merge_fails_the_task_and_leaves_the_table(spark, airflow_home, 
 
 def test_gdpr_delete_removes_the_customers_everywhere(spark, airflow_home, db):
     t = f"{db}.purchases"
-    spark.sql(f"CREATE TABLE {t} USING parquet PARTITIONED BY (day) AS SELECT CAST(id AS INT) AS id, "
-              f"CAST(id % 5 AS INT) AS customer_id, CAST(id % 7 AS INT) AS day FROM range(70)")
+    spark.sql(
+        f"CREATE TABLE {t} USING parquet PARTITIONED BY (day) AS SELECT CAST(id AS INT) AS id, "
+        f"CAST(id % 5 AS INT) AS customer_id, CAST(id % 7 AS INT) AS day FROM range(70)"
+    )
     run = load_dag("gdpr_delete").test(logical_date=DAY, run_conf={"table": t, "key": "customer_id", "ids": [1, 3]})
     assert run.state == "success"
     assert rows(spark, f"(SELECT DISTINCT customer_id FROM {t})") == [(0,), (2,), (4,)]
@@ -222,13 +250,14 @@ def test_gdpr_delete_takes_ids_as_values_never_as_sql(spark, airflow_home, db):
     a backslash does not escape the closing quote, and an id that reads like SQL is only a value."""
     t = f"{db}.customers"
     names = ["O'Brien", "OBrien", "\\", ") OR 1=1 --", "x", "a"]
-    spark.createDataFrame([(n, i) for i, n in enumerate(names)], "name STRING, n INT").write.format("parquet") \
-        .saveAsTable(t)
+    spark.createDataFrame([(n, i) for i, n in enumerate(names)], "name STRING, n INT").write.format(
+        "parquet"
+    ).saveAsTable(t)
     dag = load_dag("gdpr_delete")
     left = list(names)
-    for day, (ids, gone) in enumerate([(["O'Brien"], ["O'Brien"]),
-                                       (["\\", ") OR 1=1 --"], ["\\", ") OR 1=1 --"]),
-                                       (["x' OR 'a'='a"], [])]):
+    for day, (ids, gone) in enumerate(
+        [(["O'Brien"], ["O'Brien"]), (["\\", ") OR 1=1 --"], ["\\", ") OR 1=1 --"]), (["x' OR 'a'='a"], [])]
+    ):
         run = dag.test(logical_date=DAY + timedelta(days=day), run_conf={"table": t, "key": "name", "ids": ids})
         assert run.state == "success"
         left = [n for n in left if n not in gone]
@@ -236,7 +265,9 @@ def test_gdpr_delete_takes_ids_as_values_never_as_sql(spark, airflow_home, db):
     assert sorted(left) == ["OBrien", "a", "x"]
     # a table name that is not one is refused by the DAG's params, before any task runs
     with pytest.raises(Exception, match="does not match|pattern"):
-        dag.test(logical_date=DAY + timedelta(days=5), run_conf={"table": f"{t} WHERE 1=1 --", "key": "name", "ids": [1]})
+        dag.test(
+            logical_date=DAY + timedelta(days=5), run_conf={"table": f"{t} WHERE 1=1 --", "key": "name", "ids": [1]}
+        )
     assert spark.table(t).count() == 3
 
 
@@ -245,7 +276,9 @@ def test_execution_timeout_aborts_the_merge_and_stops_its_spark_job(spark, airfl
     spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet")
     spark.sql(f"INSERT INTO {t} VALUES (1, 0)")
     before = snapshot(spark, t)
-    root = Path(json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0])["location"].removeprefix("file:"))
+    root = Path(
+        json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0])["location"].removeprefix("file:")
+    )
     run = load_dag("slow_merge").test(logical_date=DAY, run_conf={"table": t})
     assert run.state == "failed"
     # the sleeping job was interrupted by the abort, not left to run out its 60 s
@@ -271,49 +304,76 @@ def test_dbt_dag_runs_the_example_project(airflow_home, tmp_path, monkeypatch):
     assert run.state == "success"
     results = json.loads((project / "target" / "run_results.json").read_text())["results"]
     assert {r["unique_id"].split(".")[-1]: r["status"] for r in results} == {
-        "accounts": "success", "account_balances": "success", "accounts_latest": "success",
-        "accounts_log": "success", "account_activity": "success"}
+        "accounts": "success",
+        "account_balances": "success",
+        "accounts_latest": "success",
+        "accounts_log": "success",
+        "account_activity": "success",
+    }
     metrics = xcom(run, "merge_metrics", "return_value")
     assert metrics["accounts"]["status"] == "success" and metrics["accounts"]["rows"] == 3  # batch 1, created
     # an upsert's first load is a merge: its id and metrics, as a Python merge returns them
-    assert metrics["accounts_latest"]["merge_id"] and metrics["accounts_latest"]["metrics"]["numTargetRowsInserted"] == 3
+    assert (
+        metrics["accounts_latest"]["merge_id"] and metrics["accounts_latest"]["metrics"]["numTargetRowsInserted"] == 3
+    )
 
 
 def test_operator_over_spark_connect(airflow_home, connect_server):
     """The same operator, given a connection to a Spark Connect server: the merge runs on the server."""
     env = {**os.environ, "AIRFLOW_CONN_SM_LIVE": json.dumps({"conn_type": "spark_merge", "host": connect_server})}
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("connect_driver.py")), connect_server],
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("connect_driver.py")), connect_server],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
     result = json.loads(lines[-1].removeprefix("RESULT "))
     assert result["state"] == "success"
     assert result["rows"] == [[1, 10, "eu"], [2, 25, "us"], [3, 30, "eu"], [4, 40, "apac"]]
     begin, finish = result["xcom"]["merge_begin"], result["xcom"]["merge_finish"]
-    assert begin["target"] == "sc.accounts" and sorted(p["region"] for p in begin["partitions_to_rewrite"]) == ["apac", "us"]
+    assert begin["target"] == "sc.accounts" and sorted(p["region"] for p in begin["partitions_to_rewrite"]) == [
+        "apac",
+        "us",
+    ]
     assert finish["merge_id"] == begin["merge_id"] and finish["numTargetRowsUpdated"] == 1
     assert finish["numTargetRowsInserted"] == 1 and finish["numTargetPartitionsRewritten"] == 2
 
 
-def test_operator_merges_into_a_postgres_table_through_an_airflow_connection(spark, airflow_home, postgres, monkeypatch):
+def test_operator_merges_into_a_postgres_table_through_an_airflow_connection(
+    spark, airflow_home, postgres, monkeypatch
+):
     from urllib.parse import urlparse
 
     from merge_core.postgres import PostgresTarget
 
     url = urlparse(postgres.removeprefix("jdbc:"))
-    monkeypatch.setenv("AIRFLOW_CONN_PG_TARGET", json.dumps({"conn_type": "postgres", "host": url.hostname,
-                                                            "port": url.port, "schema": "postgres", "login": "postgres"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PG_TARGET",
+        json.dumps(
+            {"conn_type": "postgres", "host": url.hostname, "port": url.port, "schema": "postgres", "login": "postgres"}
+        ),
+    )
     with PostgresTarget(postgres).connect() as conn:
         conn.execute("DROP TABLE IF EXISTS public.af_orders")
         conn.execute("CREATE TABLE public.af_orders (id int PRIMARY KEY, status text)")
         conn.execute("INSERT INTO public.af_orders VALUES (1, 'new'), (2, 'new')")
         run = load_dag("pg_merge").test(logical_date=DAY, run_conf={"table": "public.af_orders"})
         assert run.state == "success"
-        assert conn.execute("SELECT * FROM public.af_orders ORDER BY id").fetchall() == [(1, "paid"), (2, "new"), (3, "new")]
+        assert conn.execute("SELECT * FROM public.af_orders ORDER BY id").fetchall() == [
+            (1, "paid"),
+            (2, "new"),
+            (3, "new"),
+        ]
     finish = xcom(run, "merge", "merge_finish")
     assert finish["numTargetRowsUpdated"] == 1 and finish["numTargetRowsInserted"] == 1
     [output] = lineage_events(airflow_home, "pg_merge.merge")[-1]["outputs"]
-    assert (output["namespace"], output["name"]) == (f"postgres://{url.hostname}:{url.port}", "postgres.public.af_orders")
+    assert (output["namespace"], output["name"]) == (
+        f"postgres://{url.hostname}:{url.port}",
+        "postgres.public.af_orders",
+    )
 
 
 def test_example_dags_run_out_of_the_box(spark, airflow_home):
@@ -333,7 +393,11 @@ def test_example_dags_run_out_of_the_box(spark, airflow_home):
         assert xcom(runs[0], "example_tables", "return_value") == ["demo.orders", "demo.orders_cdc"]
         assert xcom(runs[1], "example_tables", "return_value") == []
         assert [r[:3] for r in rows(spark, "demo.orders")] == [
-            (1, 17, "paid"), (2, 42, "gone"), (3, 42, "shipped"), (4, 99, "new")]
+            (1, 17, "paid"),
+            (2, 42, "gone"),
+            (3, 42, "shipped"),
+            (4, 99, "new"),
+        ]
         entries = len(history(spark, "demo.orders"))
 
         gdpr = load_dag("gdpr_delete")
@@ -343,11 +407,18 @@ def test_example_dags_run_out_of_the_box(spark, airflow_home):
         assert states["delete_customers"] == states["vacuum"] == "skipped"
         assert len(history(spark, "demo.orders")) == entries
 
-        root = Path(json.loads(spark.sql("DESCRIBE TABLE EXTENDED demo.orders AS JSON").collect()[0][0])["location"]
-                    .removeprefix("file:"))
+        root = Path(
+            json.loads(spark.sql("DESCRIBE TABLE EXTENDED demo.orders AS JSON").collect()[0][0])[
+                "location"
+            ].removeprefix("file:")
+        )
 
         def customers_on_disk() -> set[int]:
-            return {c for f in root.rglob("*.parquet") for c in pq.read_table(f, columns=["customer_id"]).column(0).to_pylist()}
+            return {
+                c
+                for f in root.rglob("*.parquet")
+                for c in pq.read_table(f, columns=["customer_id"]).column(0).to_pylist()
+            }
 
         assert 42 in customers_on_disk()
         run = gdpr.test(logical_date=DAY + timedelta(days=1), run_conf={"ids": [42], "vacuum": True})

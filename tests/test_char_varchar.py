@@ -5,6 +5,7 @@ value is refused with EXCEED_LIMIT_LENGTH unless dropping trailing spaces beyond
 CHAR value is padded to n when read. spark-merge rewrites partitions through a staging table of plain
 strings, so it must apply the same rule itself (changes_sql), while planning, before any write.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -76,15 +77,17 @@ def test_insert_and_update_store_or_refuse_exactly_as_spark(spark, tables, col):
         ]
         if verdict == "refused":
             refused += 1
-            for statement in statements + [f"UPDATE {t} SET {col} = {_lit(value)} WHERE id = 1",
-                                           f"MERGE INTO {t} AS t USING (SELECT 2 AS id) AS s ON t.id = s.id "
-                                           f"WHEN MATCHED THEN UPDATE SET {col} = {_lit(value)}"]:
+            for statement in statements + [
+                f"UPDATE {t} SET {col} = {_lit(value)} WHERE id = 1",
+                f"MERGE INTO {t} AS t USING (SELECT 2 AS id) AS s ON t.id = s.id "
+                f"WHEN MATCHED THEN UPDATE SET {col} = {_lit(value)}",
+            ]:
                 with pytest.raises(LengthViolation, match=rf"MERGE_EXCEED_LIMIT_LENGTH: .* column {col} "):
                     merge(spark, statement, duplicate_rule="strict")
                 assert snapshot(spark, t) == before  # nothing written
         else:
             merge(spark, statements[0], duplicate_rule="strict")
-    assert refused == {"c": 2, "v": 4}[col]   # CHAR(5): abcdefg, ab    c; VARCHAR(3): and abcd, abcde  
+    assert refused == {"c": 2, "v": 4}[col]  # CHAR(5): abcdefg, ab    c; VARCHAR(3): and abcd, abcde
     assert _rows(spark, t) == _rows(spark, twin)
 
 
@@ -114,11 +117,18 @@ def test_the_dataframe_builder_and_the_insert_only_path_refuse_too(spark, tables
     before = snapshot(spark, t)
     source = spark.createDataFrame([(3, "toolong")], "id INT, x STRING")
     with pytest.raises(LengthViolation, match="column v VARCHAR\\(3\\)"):
-        (merge_into(source, t, "t.id = source.id")
-         .whenNotMatched().insert({"id": "source.id", "v": "source.x", "dt": "'d9'"}).merge())
+        (
+            merge_into(source, t, "t.id = source.id")
+            .whenNotMatched()
+            .insert({"id": "source.id", "v": "source.x", "dt": "'d9'"})
+            .merge()
+        )
     with pytest.raises(LengthViolation, match="column c CHAR\\(5\\)"):
-        merge(spark, f"MERGE INTO {t} AS t USING (SELECT 4 AS id) AS s ON t.id = s.id "
-                     f"WHEN NOT MATCHED THEN INSERT (id, c, dt) VALUES (s.id, 'toolong', 'd9')")
+        merge(
+            spark,
+            f"MERGE INTO {t} AS t USING (SELECT 4 AS id) AS s ON t.id = s.id "
+            f"WHEN NOT MATCHED THEN INSERT (id, c, dt) VALUES (s.id, 'toolong', 'd9')",
+        )
     assert snapshot(spark, t) == before
 
 
@@ -136,8 +146,10 @@ def test_a_char_or_varchar_partition_column_is_stored_or_refused_as_spark(spark,
         new_id = 100 + i
         verdict = _spark_verdict(spark, f"INSERT INTO {twin} VALUES ({new_id}, 'n', {_lit(value)})")
         before = snapshot(spark, t)
-        statement = (f"MERGE INTO {t} AS t USING (SELECT {new_id} AS id, {_lit(value)} AS x) AS s ON t.id = s.id "
-                     "WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, 'n', s.x)")
+        statement = (
+            f"MERGE INTO {t} AS t USING (SELECT {new_id} AS id, {_lit(value)} AS x) AS s ON t.id = s.id "
+            "WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, 'n', s.x)"
+        )
         if verdict == "refused":
             refused += 1
             with pytest.raises(LengthViolation, match=r"MERGE_EXCEED_LIMIT_LENGTH: .* column p "):
@@ -148,8 +160,10 @@ def test_a_char_or_varchar_partition_column_is_stored_or_refused_as_spark(spark,
     assert refused == {"CHAR(4)": 1, "VARCHAR(3)": 2}[kind]  # abcdefg; and abcd
     # an UPDATE that moves rows into other partitions, one value short, one trimmed to fit: for a
     # VARCHAR that leaves a trailing space, which the metastore would drop from the partition's name
-    statement = (f"MERGE INTO {t} AS t USING (SELECT * FROM VALUES (1, 'z'), (2, 'ab   ') AS s(id, x)) AS s "
-                 "ON t.id = s.id WHEN MATCHED THEN UPDATE SET p = s.x")
+    statement = (
+        f"MERGE INTO {t} AS t USING (SELECT * FROM VALUES (1, 'z'), (2, 'ab   ') AS s(id, x)) AS s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET p = s.x"
+    )
     moved = {1: "z", 2: "ab   "}
     if kind.startswith("VARCHAR"):
         before = snapshot(spark, t)
@@ -162,11 +176,13 @@ def test_a_char_or_varchar_partition_column_is_stored_or_refused_as_spark(spark,
     rows = [f"({r.id}, {_lit(r.v)}, {_lit(moved.get(r.id, r.p))})" for r in spark.table(twin).collect()]
     spark.sql(f"INSERT OVERWRITE TABLE {twin} VALUES {', '.join(rows)}")
     query = "SELECT id, v, p, length(p) FROM {}"
-    assert sorted(map(tuple, spark.sql(query.format(t)).collect())) == \
-        sorted(map(tuple, spark.sql(query.format(twin)).collect()))
+    assert sorted(map(tuple, spark.sql(query.format(t)).collect())) == sorted(
+        map(tuple, spark.sql(query.format(twin)).collect())
+    )
     parts = "SELECT DISTINCT p, length(p) FROM {}"
-    assert sorted(map(tuple, spark.sql(parts.format(t)).collect()), key=str) == \
-        sorted(map(tuple, spark.sql(parts.format(twin)).collect()), key=str)
+    assert sorted(map(tuple, spark.sql(parts.format(t)).collect()), key=str) == sorted(
+        map(tuple, spark.sql(parts.format(twin)).collect()), key=str
+    )
 
 
 NESTED = "id INT, st STRUCT<a: VARCHAR(3), c: CHAR(4), ok: STRUCT<z: CHAR(2)>>, arr ARRAY<VARCHAR(2)>, m MAP<CHAR(2), CHAR(2)>"
@@ -198,8 +214,11 @@ def test_char_and_varchar_inside_structs_arrays_and_maps_as_spark(spark, db):
         spark_verdict = _spark_verdict(spark, f"INSERT INTO {twin} VALUES ({i}, {value})")
         before = snapshot(spark, t)
         try:
-            merge(spark, f"MERGE INTO {t} AS t USING (SELECT {i} AS id, {value}) AS s(id, st, arr, m) ON t.id = s.id "
-                         f"WHEN MATCHED THEN UPDATE SET *")
+            merge(
+                spark,
+                f"MERGE INTO {t} AS t USING (SELECT {i} AS id, {value}) AS s(id, st, arr, m) ON t.id = s.id "
+                f"WHEN MATCHED THEN UPDATE SET *",
+            )
             ours = "stored"
         except LengthViolation:
             ours = "refused"
@@ -208,4 +227,8 @@ def test_char_and_varchar_inside_structs_arrays_and_maps_as_spark(spark, db):
     assert verdicts == [("stored", "stored")] * 3 + [("refused", "refused")] * 5
     got = sorted(map(str, spark.sql(f"SELECT * FROM {t} WHERE id < 3").collect()))
     assert got == sorted(map(str, spark.table(twin).collect()))
-    assert spark.sql(f"SELECT length(st.c), length(st.ok.z), m['k '] FROM {t} WHERE id = 0").collect()[0] == (4, 2, "y ")
+    assert spark.sql(f"SELECT length(st.c), length(st.ok.z), m['k '] FROM {t} WHERE id = 0").collect()[0] == (
+        4,
+        2,
+        "y ",
+    )

@@ -1,4 +1,5 @@
 """The command line, and the abort path after data was staged."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ import re
 import pytest
 
 from merge_core import merge
-from merge_core.host import SparkHost
 from merge_core.cli import main
+from merge_core.host import SparkHost
 
 from .conftest import snapshot, tree
 
@@ -23,8 +24,11 @@ def people(spark, db):
 
 def test_partition_values_with_special_characters(spark, people):
     merge(spark, f"UPDATE {people} SET name = upper(name) WHERE id IN (1, 3)")
-    merge(spark, f"MERGE INTO {people} t USING (SELECT 4 AS id, 'di' AS name, 'a b+c%d:e=f' AS city) s "
-                 f"ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    merge(
+        spark,
+        f"MERGE INTO {people} t USING (SELECT 4 AS id, 'di' AS name, 'a b+c%d:e=f' AS city) s "
+        f"ON t.id = s.id WHEN NOT MATCHED THEN INSERT *",
+    )
     got = sorted(tuple(r) for r in spark.sql(f"SELECT id, name, city FROM {people}").collect())
     assert got == [(1, "ANN", "a b+c%d:e=f"), (2, "bob", "plain"), (3, "CY", "x/y"), (4, "di", "a b+c%d:e=f")]
 
@@ -42,7 +46,11 @@ def test_cli_run_explain_history(spark, people, capsys):
     assert "rewriting 1 partition(s); nothing written" in out
     assert main(["run", "--sql", f"DELETE FROM {people} WHERE id >= 2", "--dry-run", "--json", "-q"]) == 0
     dry = json.loads(capsys.readouterr().out)
-    assert dry["dry_run"] and dry["metrics"]["numTargetRowsDeleted"] == 2 and dry["metrics"]["numTargetPartitionsRewritten"] == 2
+    assert (
+        dry["dry_run"]
+        and dry["metrics"]["numTargetRowsDeleted"] == 2
+        and dry["metrics"]["numTargetPartitionsRewritten"] == 2
+    )
     assert snapshot(spark, people) == before and tree(root) == files_before
     assert main(["history", people, "-q"]) == 0 and capsys.readouterr().out == ""
     assert main(["run", "--sql", sql, "--json", "-q"]) == 0
@@ -54,16 +62,28 @@ def test_cli_run_explain_history(spark, people, capsys):
     assert "unknown column nope" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("kind, statement", [
-    ("merge", "MERGE INTO {t} t USING (SELECT 2 AS id, 'zed' AS name) s ON t.id = s.id "
-              "WHEN MATCHED THEN UPDATE SET name = s.name"),
-    ("by_source", "MERGE INTO {t} t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE "
-                  "WHEN NOT MATCHED BY SOURCE AND city = 'x/y' THEN UPDATE SET name = 'gone'"),
-    ("insert_only", "MERGE INTO {t} t USING (SELECT 9 AS id, 'new' AS name, 'plain' AS city) s ON t.id = s.id "
-                    "WHEN NOT MATCHED THEN INSERT *"),
-    ("update", "UPDATE {t} SET name = 'zed' WHERE id = 2"),
-    ("delete", "DELETE FROM {t} WHERE city = 'x/y'"),
-])
+@pytest.mark.parametrize(
+    "kind, statement",
+    [
+        (
+            "merge",
+            "MERGE INTO {t} t USING (SELECT 2 AS id, 'zed' AS name) s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET name = s.name",
+        ),
+        (
+            "by_source",
+            "MERGE INTO {t} t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE "
+            "WHEN NOT MATCHED BY SOURCE AND city = 'x/y' THEN UPDATE SET name = 'gone'",
+        ),
+        (
+            "insert_only",
+            "MERGE INTO {t} t USING (SELECT 9 AS id, 'new' AS name, 'plain' AS city) s ON t.id = s.id "
+            "WHEN NOT MATCHED THEN INSERT *",
+        ),
+        ("update", "UPDATE {t} SET name = 'zed' WHERE id = 2"),
+        ("delete", "DELETE FROM {t} WHERE city = 'x/y'"),
+    ],
+)
 def test_explain_counts_prints_the_planning_statements_the_run_issues(spark, people, capsys, kind, statement):
     """explain prints the plan before anything runs, but the key range and the partitions are only known
     once the source is read: --counts runs the planning jobs and prints the statements they ran. A real
@@ -74,17 +94,17 @@ def test_explain_counts_prints_the_planning_statements_the_run_issues(spark, peo
     assert main(["explain", "--sql", sql, "--counts", "-q"]) == 0
     out = capsys.readouterr().out
     dry = out.split("-- the statements the dry run ran")[1].split("\n", 1)[1]
-    dry = dry.split(";\n\n")[:-1]   # each statement ends with ";" and a blank line; the summary follows
+    dry = dry.split(";\n\n")[:-1]  # each statement ends with ";" and a blank line; the summary follows
     planning = list(dry)
-    while planning and planning[-1].startswith(("UNCACHE", "DROP")):   # the dry run's clean-up follows
+    while planning and planning[-1].startswith(("UNCACHE", "DROP")):  # the dry run's clean-up follows
         planning.pop()
     ids = re.compile(r"\d{14}_[0-9a-f]{8}")
     status, issued = _recorded(lambda: main(["run", "--sql", sql, "-q"]))
     assert status == 0
     if kind == "merge":
-        assert any("BETWEEN CAST('2' AS int) AND CAST('2' AS int)" in st for st in planning)   # the real range
-    assert len(planning) >= 3 and len(issued) > len(planning)   # then the write and the commit
-    assert [ids.sub("<id>", st) for st in planning] == [ids.sub("<id>", st) for st in issued[:len(planning)]]
+        assert any("BETWEEN CAST('2' AS int) AND CAST('2' AS int)" in st for st in planning)  # the real range
+    assert len(planning) >= 3 and len(issued) > len(planning)  # then the write and the commit
+    assert [ids.sub("<id>", st) for st in planning] == [ids.sub("<id>", st) for st in issued[: len(planning)]]
 
 
 def test_failure_after_staging_leaves_table_and_disk_as_they_were(spark, people, monkeypatch):

@@ -6,6 +6,7 @@ run again in a pytest of their own whose session (and the crash tests' subproces
 cluster's master; the warehouse is a local path every JVM of this machine shares. Their conftest
 waits until two executors registered, so a run that silently fell back to local mode fails.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,15 +28,34 @@ REPORT: dict = {}  # printed in the terminal summary (conftest.py)
 def test_core_tests_pass_on_a_standalone_cluster(tmp_path, request):
     # CI's tier (-m 'not extended') runs the core on the cluster; make test-all (-m '') every cluster test
     marks = "cluster" if not request.config.option.markexpr else "cluster and not cluster_extended"
-    expected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", marks,
-                               "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
+    expected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", marks, "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     wanted = int(re.search(r"(\d+)/\d+ tests collected", expected.stdout).group(1))
     assert wanted >= 20, expected.stdout[-2000:]
     cluster = Cluster(tmp_path / "cluster").start()
     try:
-        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", marks, "-p", "no:cacheprovider",
-                              "--basetemp", str(tmp_path / "tests")],
-                             cwd=ROOT, env={**os.environ, "SPARK_MASTER": cluster.url}, capture_output=True, text=True)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-m",
+                marks,
+                "-p",
+                "no:cacheprovider",
+                "--basetemp",
+                str(tmp_path / "tests"),
+            ],
+            cwd=ROOT,
+            env={**os.environ, "SPARK_MASTER": cluster.url},
+            capture_output=True,
+            text=True,
+        )
         apps = cluster.state().get("completedapps", []) + cluster.state().get("activeapps", [])
     finally:
         cluster.stop()

@@ -1,19 +1,19 @@
 """Two writers on one table: no lost update, ever. Conflicts fail cleanly or are planned again."""
+
 from __future__ import annotations
 
 import threading
 import time
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from merge_core import ConflictError, macros, merge, recover, to_spec, vacuum
-from merge_core import lock
-from merge_core.host import SparkHost
+from merge_core import ConflictError, lock, macros, merge, recover, to_spec, vacuum
 from merge_core.catalog import describe_table
 from merge_core.cli import main
 from merge_core.engine import MergeRun
+from merge_core.host import SparkHost
 
 from .conftest import snapshot, tree
 
@@ -91,9 +91,17 @@ def test_concurrent_threads_never_lose_an_update(spark, acct):
 
 
 def _lock(spark, table, merge_id, expires_in_s: float):
-    now = datetime.now(timezone.utc)
-    spark.sql(macros.render("lock_sql", table, merge_id, now.isoformat(),
-                            (now + timedelta(seconds=expires_in_s)).isoformat(), "host-a pid 1"))
+    now = datetime.now(UTC)
+    spark.sql(
+        macros.render(
+            "lock_sql",
+            table,
+            merge_id,
+            now.isoformat(),
+            (now + timedelta(seconds=expires_in_s)).isoformat(),
+            "host-a pid 1",
+        )
+    )
 
 
 def test_live_lock_makes_a_merge_wait_then_give_up_before_planning(spark, acct, monkeypatch):
@@ -109,8 +117,13 @@ def test_live_lock_makes_a_merge_wait_then_give_up_before_planning(spark, acct, 
     run.abort()
     assert run.state == "aborted" and not hasattr(run, "resolved")  # failed before validation and planning
     message = str(e.value)
-    for part in ("being committed by merge other on host-a pid 1", "since ", "lease until", "which is alive",
-                 "Run again once it finishes"):
+    for part in (
+        "being committed by merge other on host-a pid 1",
+        "since ",
+        "lease until",
+        "which is alive",
+        "Run again once it finishes",
+    ):
         assert part in message, message
     assert snapshot(spark, acct) == before
     lock.break_lock(spark, table)
@@ -162,9 +175,11 @@ def test_a_lock_within_its_lease_is_not_broken_and_a_held_lease_is_renewed(spark
 
 def test_lock_without_a_lease_from_an_older_version_is_dead_after_15_minutes(spark, acct):
     table = describe_table(spark, acct.split("."))
-    old = (datetime.now(timezone.utc) - timedelta(hours=2)).isoformat()
-    spark.sql(f"CREATE TABLE {macros.render('lock_relation', table)} (merge_id STRING) USING parquet "
-              f"TBLPROPERTIES ('spark_merge.lock.merge_id' = 'old', 'spark_merge.lock.since' = '{old}')")
+    old = (datetime.now(UTC) - timedelta(hours=2)).isoformat()
+    spark.sql(
+        f"CREATE TABLE {macros.render('lock_relation', table)} (merge_id STRING) USING parquet "
+        f"TBLPROPERTIES ('spark_merge.lock.merge_id' = 'old', 'spark_merge.lock.since' = '{old}')"
+    )
     merge(spark, f"UPDATE {acct} SET amount = 8 WHERE id = 1")
     assert amount(spark, acct, 1) == 8 and lock.holder(spark, table) is None
 

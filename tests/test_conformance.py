@@ -7,6 +7,7 @@ issue; for the same merge into two identical tables the traces must be equal onc
 table names, locations, times, identifier quoting and the history entry's statement text are
 replaced.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,41 +26,74 @@ T, S = "DBT_INTERNAL_DEST", "DBT_INTERNAL_SOURCE"
 
 # (model config, the MERGE the Python host runs for it: {target} {source}, batch)
 SHAPES = {
-    "upsert": ("unique_key='id', partition_by=['region']",
-               f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
-               f"WHEN MATCHED THEN UPDATE SET " + ", ".join(f"`{c}` = {S}.`{c}`" for c in COLUMNS) + " "
-               f"WHEN NOT MATCHED THEN INSERT (" + ", ".join(f"`{c}`" for c in COLUMNS) + ") VALUES ("
-               + ", ".join(f"{S}.`{c}`" for c in COLUMNS) + ")", 2),
-    "insert_only": ("unique_key='id', partition_by=['region'], merge_clauses=[{'when': 'not_matched', 'action': 'insert'}]",
-                    f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
-                    f"WHEN NOT MATCHED THEN INSERT (" + ", ".join(f"`{c}`" for c in COLUMNS) + ") VALUES ("
-                    + ", ".join(f"{S}.`{c}`" for c in COLUMNS) + ")", 2),
-    "delete_and_update": ("unique_key='id', merge_clauses=[{'when': 'matched', 'condition': \"DBT_INTERNAL_SOURCE.op = 'D'\", "
-                          "'action': 'delete'}, {'when': 'matched', 'action': 'update', 'set': {'amount': "
-                          "'DBT_INTERNAL_DEST.amount + DBT_INTERNAL_SOURCE.amount'}}]",
-                          f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
-                          f"WHEN MATCHED AND {S}.op = 'D' THEN DELETE "
-                          f"WHEN MATCHED THEN UPDATE SET amount = {T}.amount + {S}.amount", 3),
+    "upsert": (
+        "unique_key='id', partition_by=['region']",
+        f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
+        f"WHEN MATCHED THEN UPDATE SET " + ", ".join(f"`{c}` = {S}.`{c}`" for c in COLUMNS) + " "
+        "WHEN NOT MATCHED THEN INSERT ("
+        + ", ".join(f"`{c}`" for c in COLUMNS)
+        + ") VALUES ("
+        + ", ".join(f"{S}.`{c}`" for c in COLUMNS)
+        + ")",
+        2,
+    ),
+    "insert_only": (
+        "unique_key='id', partition_by=['region'], merge_clauses=[{'when': 'not_matched', 'action': 'insert'}]",
+        f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
+        f"WHEN NOT MATCHED THEN INSERT ("
+        + ", ".join(f"`{c}`" for c in COLUMNS)
+        + ") VALUES ("
+        + ", ".join(f"{S}.`{c}`" for c in COLUMNS)
+        + ")",
+        2,
+    ),
+    "delete_and_update": (
+        "unique_key='id', merge_clauses=[{'when': 'matched', 'condition': \"DBT_INTERNAL_SOURCE.op = 'D'\", "
+        "'action': 'delete'}, {'when': 'matched', 'action': 'update', 'set': {'amount': "
+        "'DBT_INTERNAL_DEST.amount + DBT_INTERNAL_SOURCE.amount'}}]",
+        f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
+        f"WHEN MATCHED AND {S}.op = 'D' THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET amount = {T}.amount + {S}.amount",
+        3,
+    ),
     # a FULL join; the row of batch 1 that batch 2 lacks is in 'eu', the clause's partition
-    "not_matched_by_source": ("unique_key='id', partition_by=['region'], merge_clauses=[{'when': 'matched', 'action': 'update'}, "
-                              "{'when': 'not_matched', 'action': 'insert'}, {'when': 'not_matched_by_source', "
-                              "'condition': \"DBT_INTERNAL_DEST.region = 'eu'\", 'action': 'update', 'set': {'amount': '0'}}]",
-                              f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
-                              f"WHEN MATCHED THEN UPDATE SET " + ", ".join(f"`{c}` = {S}.`{c}`" for c in COLUMNS) + " "
-                              f"WHEN NOT MATCHED THEN INSERT (" + ", ".join(f"`{c}`" for c in COLUMNS) + ") VALUES ("
-                              + ", ".join(f"{S}.`{c}`" for c in COLUMNS) + ") "
-                              f"WHEN NOT MATCHED BY SOURCE AND {T}.region = 'eu' THEN UPDATE SET amount = 0", 2),
-    "duplicate": ("unique_key='id'",
-                  f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
-                  f"WHEN MATCHED THEN UPDATE SET " + ", ".join(f"`{c}` = {S}.`{c}`" for c in COLUMNS) + " "
-                  f"WHEN NOT MATCHED THEN INSERT (" + ", ".join(f"`{c}`" for c in COLUMNS) + ") VALUES ("
-                  + ", ".join(f"{S}.`{c}`" for c in COLUMNS) + ")", 4),
+    "not_matched_by_source": (
+        "unique_key='id', partition_by=['region'], merge_clauses=[{'when': 'matched', 'action': 'update'}, "
+        "{'when': 'not_matched', 'action': 'insert'}, {'when': 'not_matched_by_source', "
+        "'condition': \"DBT_INTERNAL_DEST.region = 'eu'\", 'action': 'update', 'set': {'amount': '0'}}]",
+        f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
+        f"WHEN MATCHED THEN UPDATE SET " + ", ".join(f"`{c}` = {S}.`{c}`" for c in COLUMNS) + " "
+        "WHEN NOT MATCHED THEN INSERT ("
+        + ", ".join(f"`{c}`" for c in COLUMNS)
+        + ") VALUES ("
+        + ", ".join(f"{S}.`{c}`" for c in COLUMNS)
+        + ") "
+        f"WHEN NOT MATCHED BY SOURCE AND {T}.region = 'eu' THEN UPDATE SET amount = 0",
+        2,
+    ),
+    "duplicate": (
+        "unique_key='id'",
+        f"MERGE INTO {{target}} {T} USING {{source}} {S} ON {T}.`id` = {S}.`id` "
+        f"WHEN MATCHED THEN UPDATE SET " + ", ".join(f"`{c}` = {S}.`{c}`" for c in COLUMNS) + " "
+        "WHEN NOT MATCHED THEN INSERT ("
+        + ", ".join(f"`{c}`" for c in COLUMNS)
+        + ") VALUES ("
+        + ", ".join(f"{S}.`{c}`" for c in COLUMNS)
+        + ")",
+        4,
+    ),
     # upserts: the Python host gets the same options as keywords (a dict spec, dbt's aliases)
     "watermark_upsert": ("unique_key='id', watermark_key='batch'", {"primary_key": "id", "watermark_key": "batch"}, 2),
-    "engine_upsert": ("unique_key='id', merge_engine='aggregation', aggregate_function={'amount': 'sum'}",
-                      {"primary_key": "id", "merge_engine": "aggregation", "aggregate_function": {"amount": "sum"}}, 2),
-    "merge_on_read": ("unique_key='id', watermark_key='batch', upsert_mode='merge-on-read'",
-                      {"primary_key": "id", "watermark_key": "batch", "upsert_mode": "merge-on-read"}, 2),
+    "engine_upsert": (
+        "unique_key='id', merge_engine='aggregation', aggregate_function={'amount': 'sum'}",
+        {"primary_key": "id", "merge_engine": "aggregation", "aggregate_function": {"amount": "sum"}},
+        2,
+    ),
+    "merge_on_read": (
+        "unique_key='id', watermark_key='batch', upsert_mode='merge-on-read'",
+        {"primary_key": "id", "watermark_key": "batch", "upsert_mode": "merge-on-read"},
+        2,
+    ),
 }
 BATCH_SQL = "select id, name, amount, region{op} from {updates} where batch = {batch}"
 DUPLICATES = "select id, name, amount, region from {updates} where batch = 2 union all select 2, 'twin', 1.0, 'us'"
@@ -113,9 +147,11 @@ def whole_partitions(monkeypatch):
     """The write mode is a branch on a host capability (can_carry: dbt has no file system, so it
     rewrites touched partitions whole, where Python carries unchanged files over): with the same
     capability both hosts must issue the same statements, so the Python host here reports dbt's."""
+
     def can_carry(self, table, old):
         host._trace("can_carry")
         return False
+
     monkeypatch.setattr(host.SparkHost, "can_carry", can_carry)
 
 
@@ -137,21 +173,29 @@ def test_dbt_and_python_issue_the_same_statements(spark, session_project, shape,
     # the Python table starts as the dbt model's first run left it: a CTAS, or for an upsert an empty
     # CTAS and an upsert of the first batch (a merge-on-read one converts the table to log + view)
     upsert = isinstance(statement, dict)
-    spark.sql(f"CREATE TABLE {py_table} USING parquet {partitioned} AS SELECT * FROM {dbt_table}"
-              + (" WHERE false" if upsert else ""))
+    spark.sql(
+        f"CREATE TABLE {py_table} USING parquet {partitioned} AS SELECT * FROM {dbt_table}"
+        + (" WHERE false" if upsert else "")
+    )
     if upsert:
         first = BATCH_SQL.format(op=op, updates=updates, batch=1)
         merge(spark, {"target": py_table, "source": first, "source_alias": S, "target_alias": T}, **statement)
 
-    body = (DUPLICATES.format(updates="{{ ref('account_updates') }}") if shape == "duplicate"
-            else BATCH_SQL.format(op=op, updates="{{ ref('account_updates') }}", batch=batch))
+    body = (
+        DUPLICATES.format(updates="{{ ref('account_updates') }}")
+        if shape == "duplicate"
+        else BATCH_SQL.format(op=op, updates="{{ ref('account_updates') }}", batch=batch)
+    )
     _model(session_project, name, config, body)
     session_project.dbt("run", "-s", name, ok=shape != "duplicate")
     from_dbt = _dbt_trace(session_project.logs)
 
     view = f"{name}__sm_source_20260101000000_00000000"
-    source = (DUPLICATES.format(updates=updates) if shape == "duplicate"
-              else BATCH_SQL.format(op=op, updates=updates, batch=batch))
+    source = (
+        DUPLICATES.format(updates=updates)
+        if shape == "duplicate"
+        else BATCH_SQL.format(op=op, updates=updates, batch=batch)
+    )
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{view}` AS {source}")
     host.trace = []
     try:

@@ -5,6 +5,7 @@
 3. a non-deterministic source or condition evaluated more than once;
 4. NULL partition values, kept apart from the strings 'None' and 'null'.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,15 +16,26 @@ from pathlib import Path
 import pytest
 
 from merge_core import (
-    ConflictError, DuplicateMatchError, MergeRun, ValidationError, compact, macros, merge, rollback, to_spec, vacuum,
+    ConflictError,
+    DuplicateMatchError,
+    MergeRun,
+    ValidationError,
+    compact,
+    macros,
+    merge,
+    rollback,
+    to_spec,
+    vacuum,
 )
 from merge_core.engine import drop_dead_leftovers
+
 from .conftest import rows, snapshot
 
 RULES = ["trino", "postgres", "strict"]
 
 
 # -- 1. one modifying action per target row, under every rule ---------------------------------
+
 
 @pytest.fixture
 def two_source_rows(spark, db):
@@ -40,9 +52,12 @@ def test_two_source_rows_choosing_different_clauses_for_one_row_are_refused(spar
     db = two_source_rows
     before = snapshot(spark, f"{db}.target")
     with pytest.raises(DuplicateMatchError) as e:
-        merge(spark, f"MERGE INTO {db}.target t USING {db}.source s ON t.id = s.id "
-                     f"WHEN MATCHED AND s.a = 1 THEN UPDATE SET a = 100 WHEN MATCHED AND s.a = 2 THEN {second}",
-              duplicate_rule=rule)
+        merge(
+            spark,
+            f"MERGE INTO {db}.target t USING {db}.source s ON t.id = s.id "
+            f"WHEN MATCHED AND s.a = 1 THEN UPDATE SET a = 100 WHEN MATCHED AND s.a = 2 THEN {second}",
+            duplicate_rule=rule,
+        )
     assert e.value.examples[0]["id"] == "1"  # the example names the target row by its ON key
     assert snapshot(spark, f"{db}.target") == before
 
@@ -52,8 +67,9 @@ def test_one_update_and_one_unchosen_match_differ_only_by_rule(spark, two_source
     """One source row updates the target row, the other matches it but picks no clause: one modifying
     action, so trino and postgres accept it; strict refuses any second match."""
     db = two_source_rows
-    statement = (f"MERGE INTO {db}.target t USING {db}.source s ON t.id = s.id "
-                 f"WHEN MATCHED AND s.a = 1 THEN UPDATE SET a = 100")
+    statement = (
+        f"MERGE INTO {db}.target t USING {db}.source s ON t.id = s.id WHEN MATCHED AND s.a = 1 THEN UPDATE SET a = 100"
+    )
     if refused:
         with pytest.raises(DuplicateMatchError):
             merge(spark, statement, duplicate_rule=rule, key_columns=["id"])
@@ -83,8 +99,7 @@ def test_only_not_matched_clauses_with_a_repeated_match(spark, two_source_rows, 
     "no clause" (-1)."""
     db = two_source_rows
     spark.sql(f"INSERT INTO {db}.source VALUES (3, 'p1', 3)")
-    statement = (f"MERGE INTO {db}.target t USING {db}.source s ON t.id = s.id "
-                 f"WHEN NOT MATCHED THEN INSERT *")
+    statement = f"MERGE INTO {db}.target t USING {db}.source s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
     if refused:
         with pytest.raises(DuplicateMatchError):
             merge(spark, statement, duplicate_rule=rule)
@@ -95,9 +110,14 @@ def test_only_not_matched_clauses_with_a_repeated_match(spark, two_source_rows, 
 
 # -- 2. nothing a merge reads comes from another merge -----------------------------------------
 
+
 def _driver(url: str, *args: str) -> dict:
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("stale_cache_driver.py")), url, *args],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("stale_cache_driver.py")), url, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and (lines or args[0] == "setup"), done.stdout[-3000:] + done.stderr[-5000:]
     return json.loads(lines[-1].removeprefix("RESULT ")) if lines else {}
@@ -172,8 +192,11 @@ def _append_as_another_application(spark, table: str, partition: str, data: dict
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    location = spark.sql(f"DESCRIBE TABLE EXTENDED {table} PARTITION ({partition})").where(
-        "col_name = 'Location'").collect()[0][1]
+    location = (
+        spark.sql(f"DESCRIBE TABLE EXTENDED {table} PARTITION ({partition})")
+        .where("col_name = 'Location'")
+        .collect()[0][1]
+    )
     pq.write_table(pa.table(data), f"{location.removeprefix('file:')}/part-elsewhere-{uuid.uuid4()}.parquet")
 
 
@@ -194,8 +217,9 @@ def test_rows_another_application_appended_before_the_merge_are_kept(spark, list
 
     _append_as_another_application(spark, listed, "p = 'x'", {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]})
     assert spark.sql(f"SELECT count(*) FROM {listed}").collect()[0][0] == 3  # the session's stale view
-    result = merge(spark, f"MERGE INTO {listed} t USING (SELECT 1 id, 'z' v) s ON t.id = s.id "
-                          f"WHEN MATCHED THEN UPDATE SET v = s.v")
+    result = merge(
+        spark, f"MERGE INTO {listed} t USING (SELECT 1 id, 'z' v) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v"
+    )
     assert result.metrics["numTargetRowsCopied"] == 2 and result.metrics["numOutputRows"] == 3
     assert rows(spark, listed) == [(1, "z", "x"), (2, "b", "x"), (3, "c", "y"), (7, "elsewhere", "x")]
 
@@ -254,8 +278,9 @@ def test_rows_appended_past_spark_merge_while_it_stages_make_a_conflict(spark, l
     merge measured before its write: MERGE_CONFLICT, nothing written, the row kept."""
     import pyarrow as pa
 
-    thread, done = append_once_staging_begins(spark, listed, "p = 'x'",
-                                              {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]})
+    thread, done = append_once_staging_begins(
+        spark, listed, "p = 'x'", {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]}
+    )
     with pytest.raises(ConflictError, match="changed since this merge read them"):
         merge(spark, f"UPDATE {listed} SET v = 'z' WHERE id = 1")
     thread.join()
@@ -266,6 +291,7 @@ def test_rows_appended_past_spark_merge_while_it_stages_make_a_conflict(spark, l
 
 # -- 3. the source and the conditions are evaluated once ---------------------------------------
 
+
 @pytest.fixture
 def nd(spark, db):
     spark.sql(f"CREATE TABLE {db}.t (id INT, v DOUBLE, p INT) USING parquet PARTITIONED BY (p)")
@@ -275,15 +301,21 @@ def nd(spark, db):
 
 def test_a_random_partition_move_keeps_every_row(spark, nd):
     for _ in range(3):
-        result = merge(spark, f"MERGE INTO {nd} t USING (SELECT CAST(id AS INT) id, CAST(floor(rand() * 10) AS INT) np "
-                              f"FROM range(0, 20)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET p = s.np")
+        result = merge(
+            spark,
+            f"MERGE INTO {nd} t USING (SELECT CAST(id AS INT) id, CAST(floor(rand() * 10) AS INT) np "
+            f"FROM range(0, 20)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET p = s.np",
+        )
         assert result.metrics["numTargetRowsUpdated"] == 20
         assert sorted(r[0] for r in rows(spark, nd)) == list(range(200))
 
 
 def test_a_random_source_gives_metrics_that_match_the_data(spark, nd):
-    result = merge(spark, f"MERGE INTO {nd} t USING (SELECT CAST(id AS INT) id, rand() r FROM range(0, 300)) s "
-                          f"ON t.id = s.id WHEN MATCHED AND s.r < 0.5 THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.r")
+    result = merge(
+        spark,
+        f"MERGE INTO {nd} t USING (SELECT CAST(id AS INT) id, rand() r FROM range(0, 300)) s "
+        f"ON t.id = s.id WHEN MATCHED AND s.r < 0.5 THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.r",
+    )
     m = result.metrics
     left = rows(spark, nd)
     assert m["numTargetRowsDeleted"] + m["numTargetRowsUpdated"] == 200 and m["numTargetRowsCopied"] == 0
@@ -297,15 +329,27 @@ def test_a_random_assignment_of_the_partition_column_keeps_every_row(spark, nd):
     assert sorted(r[0] for r in rows(spark, nd)) == list(range(200))
 
 
-@pytest.mark.parametrize("statement,part", [
-    ("MERGE INTO {t} t USING (SELECT CAST(id AS INT) id FROM range(0, 20)) s ON t.id = s.id "
-     "WHEN MATCHED AND rand() < 0.5 THEN DELETE", "WHEN MATCHED clause 1 (DELETE) condition"),
-    ("MERGE INTO {t} t USING (SELECT CAST(id AS INT) id FROM range(0, 20)) s ON t.id = s.id AND uuid() > 'a' "
-     "WHEN MATCHED THEN DELETE", "ON condition"),
-    ("MERGE INTO {t} t USING (SELECT CAST(id AS INT) id FROM range(300, 320)) s ON t.id = s.id "
-     "WHEN NOT MATCHED AND rand() > 0.5 THEN INSERT (id, v, p) VALUES (s.id, 0, 0)", "WHEN NOT MATCHED clause 1 (INSERT) condition"),
-    ("DELETE FROM {t} WHERE rand() < 0.5", "WHERE condition"),
-])
+@pytest.mark.parametrize(
+    "statement,part",
+    [
+        (
+            "MERGE INTO {t} t USING (SELECT CAST(id AS INT) id FROM range(0, 20)) s ON t.id = s.id "
+            "WHEN MATCHED AND rand() < 0.5 THEN DELETE",
+            "WHEN MATCHED clause 1 (DELETE) condition",
+        ),
+        (
+            "MERGE INTO {t} t USING (SELECT CAST(id AS INT) id FROM range(0, 20)) s ON t.id = s.id AND uuid() > 'a' "
+            "WHEN MATCHED THEN DELETE",
+            "ON condition",
+        ),
+        (
+            "MERGE INTO {t} t USING (SELECT CAST(id AS INT) id FROM range(300, 320)) s ON t.id = s.id "
+            "WHEN NOT MATCHED AND rand() > 0.5 THEN INSERT (id, v, p) VALUES (s.id, 0, 0)",
+            "WHEN NOT MATCHED clause 1 (INSERT) condition",
+        ),
+        ("DELETE FROM {t} WHERE rand() < 0.5", "WHERE condition"),
+    ],
+)
 def test_non_deterministic_conditions_are_refused_before_anything_runs(spark, nd, statement, part):
     before = snapshot(spark, nd)
     with pytest.raises(ValidationError, match="not deterministic") as e:
@@ -323,29 +367,48 @@ def test_the_write_guard_names_rows_outside_the_plan_and_wrong_counts():
 
     planned = [{"p": "1"}, {"p": None}]
     deltas = {'"1"/': 2, "null/": -1}
-    ok = macros.fill_list("output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]),
-                          stats([("1", 12), (None, 4)]))
+    ok = macros.fill_list(
+        "output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]), stats([("1", 12), (None, 4)])
+    )
     assert ok == []
-    bad = macros.fill_list("output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]),
-                           stats([("1", 13), (None, 4), ("7", 3)]))
-    assert bad == [{"excess": None, "short": None, "message": "the rewrite wrote 3 row(s) into partition \"7\", which the plan did not list"},
-                   {"excess": 1, "short": None, "message": "the rewrite wrote 13 row(s) into partition \"1\" where the plan gives 12 "
-                                            "(10 before, +2)"}]
+    bad = macros.fill_list(
+        "output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]), stats([("1", 13), (None, 4), ("7", 3)])
+    )
+    assert bad == [
+        {
+            "excess": None,
+            "short": None,
+            "message": 'the rewrite wrote 3 row(s) into partition "7", which the plan did not list',
+        },
+        {
+            "excess": 1,
+            "short": None,
+            "message": 'the rewrite wrote 13 row(s) into partition "1" where the plan gives 12 (10 before, +2)',
+        },
+    ]
     # fewer rows than planned is no excess
-    short = macros.fill_list("output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]),
-                             stats([("1", 11), (None, 4)]))
+    short = macros.fill_list(
+        "output_errors", table, planned, deltas, stats([("1", 10), (None, 5)]), stats([("1", 11), (None, 4)])
+    )
     assert [(v["excess"], v["short"]) for v in short] == [(None, 1)]
     # the string 'None' is another partition than NULL
-    assert macros.fill_list("output_errors", table, [{"p": "None"}], {'"None"/': 0}, stats([(None, 5)]),
-                            stats([(None, 5)])) != []
+    assert (
+        macros.fill_list(
+            "output_errors", table, [{"p": "None"}], {'"None"/': 0}, stats([(None, 5)]), stats([(None, 5)])
+        )
+        != []
+    )
 
 
 # -- 4. NULL partition values ------------------------------------------------------------------
 
+
 @pytest.fixture
 def nullparts(spark, db):
     spark.sql(f"CREATE TABLE {db}.t (id INT, v STRING, p STRING) USING parquet PARTITIONED BY (p)")
-    spark.sql(f"INSERT INTO {db}.t VALUES (1, 'a', NULL), (2, 'b', 'None'), (3, 'c', 'null'), (4, 'd', 'x'), (5, 'e', NULL)")
+    spark.sql(
+        f"INSERT INTO {db}.t VALUES (1, 'a', NULL), (2, 'b', 'None'), (3, 'c', 'null'), (4, 'd', 'x'), (5, 'e', NULL)"
+    )
     return f"{db}.t"
 
 
@@ -355,30 +418,53 @@ def _by_id(spark, table):
 
 def test_update_and_delete_in_a_null_partition(spark, nullparts):
     merge(spark, f"UPDATE {nullparts} SET v = 'u' WHERE p IS NULL AND id = 1")
-    assert _by_id(spark, nullparts) == {1: ("u", None), 2: ("b", "None"), 3: ("c", "null"), 4: ("d", "x"), 5: ("e", None)}
+    assert _by_id(spark, nullparts) == {
+        1: ("u", None),
+        2: ("b", "None"),
+        3: ("c", "null"),
+        4: ("d", "x"),
+        5: ("e", None),
+    }
     result = merge(spark, f"DELETE FROM {nullparts} WHERE p IS NULL AND id = 5")
     assert result.metrics["numTargetPartitionsRewritten"] == 1
     assert _by_id(spark, nullparts) == {1: ("u", None), 2: ("b", "None"), 3: ("c", "null"), 4: ("d", "x")}
 
 
 def test_merge_moves_rows_into_and_out_of_the_null_partition(spark, nullparts):
-    result = merge(spark, f"MERGE INTO {nullparts} t USING (SELECT * FROM VALUES (1, 'x'), (2, NULL), (3, NULL), (6, NULL) "
-                          f"AS s(id, np)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET p = s.np "
-                          f"WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, 'new', s.np)")
-    assert _by_id(spark, nullparts) == {1: ("a", "x"), 2: ("b", None), 3: ("c", None), 4: ("d", "x"), 5: ("e", None),
-                                        6: ("new", None)}
+    result = merge(
+        spark,
+        f"MERGE INTO {nullparts} t USING (SELECT * FROM VALUES (1, 'x'), (2, NULL), (3, NULL), (6, NULL) "
+        f"AS s(id, np)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET p = s.np "
+        f"WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, 'new', s.np)",
+    )
+    assert _by_id(spark, nullparts) == {
+        1: ("a", "x"),
+        2: ("b", None),
+        3: ("c", None),
+        4: ("d", "x"),
+        5: ("e", None),
+        6: ("new", None),
+    }
     # touched: NULL (out of it, into it), 'None', 'null', 'x': four partitions, each by itself
     assert result.metrics["numTargetPartitionsRewritten"] == 4
-    assert sorted((r[0] for r in spark.sql(f"SHOW PARTITIONS {nullparts}").collect())) == [
-        "p=None", "p=__HIVE_DEFAULT_PARTITION__", "p=null", "p=x"]
+    assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {nullparts}").collect()) == [
+        "p=None",
+        "p=__HIVE_DEFAULT_PARTITION__",
+        "p=null",
+        "p=x",
+    ]
 
 
 def test_an_integer_null_partition_with_upsert_rollback_and_vacuum(spark, db):
     t = f"{db}.n"
     spark.sql(f"CREATE TABLE {t} (id INT, v INT, d INT) USING parquet PARTITIONED BY (d)")
     spark.sql(f"INSERT INTO {t} VALUES (1, 1, NULL), (2, 2, 0)")
-    first = merge(spark, {"target": t, "source": "SELECT * FROM VALUES (1, 10, CAST(NULL AS INT)), (3, 3, NULL) AS s(id, v, d)"},
-                  primary_key="id", watermark_key="v")
+    first = merge(
+        spark,
+        {"target": t, "source": "SELECT * FROM VALUES (1, 10, CAST(NULL AS INT)), (3, 3, NULL) AS s(id, v, d)"},
+        primary_key="id",
+        watermark_key="v",
+    )
     assert rows(spark, t) == [(1, 10, None), (2, 2, 0), (3, 3, None)]
     merge(spark, f"DELETE FROM {t} WHERE d IS NULL AND id = 3")
     assert rows(spark, t) == [(1, 10, None), (2, 2, 0)]
@@ -392,8 +478,13 @@ def test_null_partitions_through_merge_on_read_compaction_and_a_merge_engine(spa
     mor = f"{db}.mor"
     spark.sql(f"CREATE TABLE {mor} (id INT, v STRING, w BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
     for batch in ("(1, 'a', 1, CAST(NULL AS STRING)), (2, 'b', 1, 'None')", "(1, 'a2', 2, NULL), (3, 'c', 1, NULL)"):
-        merge(spark, {"target": mor, "source": f"SELECT * FROM VALUES {batch} AS s(id, v, w, p)"},
-              primary_key="id", watermark_key="w", upsert_mode="merge-on-read")
+        merge(
+            spark,
+            {"target": mor, "source": f"SELECT * FROM VALUES {batch} AS s(id, v, w, p)"},
+            primary_key="id",
+            watermark_key="w",
+            upsert_mode="merge-on-read",
+        )
     assert rows(spark, mor) == [(1, "a2", 2, None), (2, "b", 1, "None"), (3, "c", 1, None)]
     done = compact(spark, mor)
     assert done["rows_before"] == 4 and done["rows_after"] == 3
@@ -402,6 +493,11 @@ def test_null_partitions_through_merge_on_read_compaction_and_a_merge_engine(spa
     agg = f"{db}.agg"
     spark.sql(f"CREATE TABLE {agg} (id INT, n BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
     spark.sql(f"INSERT INTO {agg} VALUES (1, 1, NULL), (2, 1, 'null')")
-    merge(spark, {"target": agg, "source": "SELECT * FROM VALUES (1, 5, CAST(NULL AS STRING)), (2, 7, 'null') AS s(id, n, p)"},
-          primary_key="id", merge_engine="aggregation", aggregate_function={"n": "sum"})
+    merge(
+        spark,
+        {"target": agg, "source": "SELECT * FROM VALUES (1, 5, CAST(NULL AS STRING)), (2, 7, 'null') AS s(id, n, p)"},
+        primary_key="id",
+        merge_engine="aggregation",
+        aggregate_function={"n": "sum"},
+    )
     assert rows(spark, agg) == [(1, 6, None), (2, 8, "null")]

@@ -1,4 +1,5 @@
 """Cost follows the change (only touched partitions are rewritten) and the commit is journaled."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from merge_core import merge
-from merge_core import macros
+from merge_core import macros, merge
 from merge_core.host import SparkHost
 from merge_core.session import local_cores
 
@@ -26,8 +26,10 @@ def files_by_partition(spark, table):
 @pytest.fixture
 def fifty(spark, db):
     t = f"{db}.fifty"
-    spark.sql(f"CREATE TABLE {t} USING parquet PARTITIONED BY (dt) "
-              f"AS SELECT id, concat('c', id) AS name, CAST(id AS DOUBLE) AS amount, CAST(id % 50 AS INT) AS dt FROM range(2000)")
+    spark.sql(
+        f"CREATE TABLE {t} USING parquet PARTITIONED BY (dt) "
+        f"AS SELECT id, concat('c', id) AS name, CAST(id AS DOUBLE) AS amount, CAST(id % 50 AS INT) AS dt FROM range(2000)"
+    )
     return t
 
 
@@ -37,15 +39,19 @@ def test_merge_touching_two_of_fifty_partitions_rewrites_exactly_two(spark, fift
     before = files_by_partition(spark, fifty)
     [(file_of_3, rows_in_it)] = spark.sql(
         f"SELECT _metadata.file_path, count(*) FROM {fifty} WHERE _metadata.file_path IN "
-        f"(SELECT _metadata.file_path FROM {fifty} WHERE id = 3) GROUP BY 1").collect()
+        f"(SELECT _metadata.file_path FROM {fifty} WHERE id = 3) GROUP BY 1"
+    ).collect()
     root = location(spark, fifty)
     dirs_before = tree(root)
     assert len(before) == 50
-    r = merge(spark, f"""MERGE INTO {fifty} t
+    r = merge(
+        spark,
+        f"""MERGE INTO {fifty} t
         USING (SELECT 3 AS id, 'changed' AS name UNION ALL SELECT 5007, 'new') s
         ON t.id = s.id
         WHEN MATCHED THEN UPDATE SET name = s.name
-        WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, s.name, 0, 7)""")
+        WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, s.name, 0, 7)""",
+    )
     after = files_by_partition(spark, fifty)
     changed = sorted(dt for dt in before if before[dt] != after[dt])
     assert changed == [3, 7]
@@ -64,6 +70,7 @@ def test_merge_touching_two_of_fifty_partitions_rewrites_exactly_two(spark, fift
 
 def test_interrupted_commit_rolls_forward_at_next_begin(spark, fifty, monkeypatch):
     """A crash after the journal and the first repoint: the next merge finishes the commit first."""
+
     def crash_after_first_repoint(self, table, merge_id, repoints, *args, **kwargs):
         self.spark.sql(macros.fill_list("repoint_statements", table, repoints)[0])
         raise KeyboardInterrupt("simulated crash")
@@ -88,11 +95,21 @@ def test_interrupted_commit_rolls_forward_at_next_begin(spark, fifty, monkeypatc
 def test_journal_whose_staged_data_is_gone_is_discarded(spark, fifty):
     """Never repoint a partition to a directory that does not exist."""
     before = files_by_partition(spark, fifty)
-    journal = {"merge_id": "ghost", "repoints": [
-        {"partition": {"dt": "4"}, "location": location(spark, fifty) + "/_merge_ghost/dt=4",
-         "old_location": None, "exists": True}]}
-    spark.sql(f"ALTER TABLE {fifty} SET TBLPROPERTIES ('spark_merge.journal.parts' = '1', "
-              f"'spark_merge.journal.0' = '{json.dumps(journal)}')")
+    journal = {
+        "merge_id": "ghost",
+        "repoints": [
+            {
+                "partition": {"dt": "4"},
+                "location": location(spark, fifty) + "/_merge_ghost/dt=4",
+                "old_location": None,
+                "exists": True,
+            }
+        ],
+    }
+    spark.sql(
+        f"ALTER TABLE {fifty} SET TBLPROPERTIES ('spark_merge.journal.parts' = '1', "
+        f"'spark_merge.journal.0' = '{json.dumps(journal)}')"
+    )
     merge(spark, f"UPDATE {fifty} SET amount = -1 WHERE id = 0")
     after = files_by_partition(spark, fifty)
     assert after[4] == before[4] and after[0] != before[0]
@@ -104,7 +121,9 @@ def plant_unreadable_name_column(spark, fifty, tmp_path):
     """Replace partition 11's file by one whose `name` column is an INT: reading `name` there fails,
     reading `id` works."""
     part = next(iter(files_by_partition(spark, fifty)[11])).removeprefix("file:")
-    spark.sql("SELECT id, 42 AS name, 1.0D AS amount FROM range(11, 2000, 50)").coalesce(1).write.parquet(str(tmp_path / "bad"))
+    spark.sql("SELECT id, 42 AS name, 1.0D AS amount FROM range(11, 2000, 50)").coalesce(1).write.parquet(
+        str(tmp_path / "bad")
+    )
     [bad] = (tmp_path / "bad").glob("*.parquet")
     for f in Path(part).parent.glob("*.parquet"):
         f.unlink()
@@ -119,16 +138,22 @@ def test_untouched_partitions_are_read_only_for_the_key_join(spark, fifty, tmp_p
     plant_unreadable_name_column(spark, fifty, tmp_path)
     with pytest.raises(Exception):  # the trap works: a full-width read of partition 11 fails
         spark.sql(f"SELECT max(name) FROM {fifty} WHERE dt = 11").collect()
-    r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT 3 AS id, 'changed' AS name UNION ALL SELECT 5007, 'new') s
+    r = merge(
+        spark,
+        f"""MERGE INTO {fifty} t USING (SELECT 3 AS id, 'changed' AS name UNION ALL SELECT 5007, 'new') s
         ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name
-        WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, s.name, 0, 7)""")
+        WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, s.name, 0, 7)""",
+    )
     assert sorted(p["dt"] for p in r.partitions) == ["3", "7"]
     assert rows(spark, f"(SELECT name FROM {fifty} WHERE id IN (3, 5007))") == [("changed",), ("new",)]
 
 
 def test_no_matched_partition_scans_no_target_rows_and_inserts(spark, fifty):
-    r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT 9001 AS id, 'n' AS name) s ON t.id = s.id
-        WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, s.name, 0, 60)""")
+    r = merge(
+        spark,
+        f"""MERGE INTO {fifty} t USING (SELECT 9001 AS id, 'n' AS name) s ON t.id = s.id
+        WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, s.name, 0, 60)""",
+    )
     assert r.metrics["numTargetRowsInserted"] == 1 and r.metrics["numTargetRowsDeleted"] == 0
     assert sorted(p["dt"] for p in r.partitions) == ["60"]
     assert spark.table(fifty).count() == 2001
@@ -141,13 +166,17 @@ def test_a_dense_key_range_reads_only_partitions_holding_keys_in_range(spark, fi
     holds no key in range, so the write never reads it."""
     plant_unreadable_name_column(spark, fifty, tmp_path)
     caplog.set_level("INFO", logger="spark_merge")
-    r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT id, 'changed' AS name FROM range(1000, 1004)) s
-        ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name""")
+    r = merge(
+        spark,
+        f"""MERGE INTO {fifty} t USING (SELECT id, 'changed' AS name FROM range(1000, 1004)) s
+        ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name""",
+    )
     assert sorted(p["dt"] for p in r.partitions) == ["0", "1", "2", "3"]
     assert any("partitions holding matched rows come from the summary" in m for m in caplog.messages)
     assert any("4 partition(s) hold matched rows" in m for m in caplog.messages)
-    assert rows(spark, f"(SELECT id, name FROM {fifty} WHERE dt IN (49, 0, 1, 2, 3, 4) AND id BETWEEN 999 AND 1004)") == [
-        (999, "c999"), (1000, "changed"), (1001, "changed"), (1002, "changed"), (1003, "changed"), (1004, "c1004")]
+    assert rows(
+        spark, f"(SELECT id, name FROM {fifty} WHERE dt IN (49, 0, 1, 2, 3, 4) AND id BETWEEN 999 AND 1004)"
+    ) == [(999, "c999"), (1000, "changed"), (1001, "changed"), (1002, "changed"), (1003, "changed"), (1004, "c1004")]
 
 
 def test_row_ids_stay_exact_when_the_key_range_skips_row_groups(spark, db, tmp_path):
@@ -157,32 +186,49 @@ def test_row_ids_stay_exact_when_the_key_range_skips_row_groups(spark, db, tmp_p
     import pyarrow.parquet as pq
 
     t = f"{db}.groups"
-    spark.sql("SELECT id, concat('v', id) AS v FROM range(200000)").coalesce(1).write \
-        .option("parquet.block.size", 256 * 1024).parquet(str(tmp_path / "g"))
+    spark.sql("SELECT id, concat('v', id) AS v FROM range(200000)").coalesce(1).write.option(
+        "parquet.block.size", 256 * 1024
+    ).parquet(str(tmp_path / "g"))
     [f] = (tmp_path / "g").glob("*.parquet")
     assert pq.ParquetFile(f).num_row_groups >= 4
     spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) USING parquet LOCATION '{tmp_path / 'g'}'")
-    r = merge(spark, f"""MERGE INTO {t} t USING (SELECT id, id % 3 = 0 AS gone FROM range(150000, 150300)) s
-        ON t.id = s.id WHEN MATCHED AND s.gone THEN DELETE WHEN MATCHED THEN UPDATE SET v = 'new'""")
+    r = merge(
+        spark,
+        f"""MERGE INTO {t} t USING (SELECT id, id % 3 = 0 AS gone FROM range(150000, 150300)) s
+        ON t.id = s.id WHEN MATCHED AND s.gone THEN DELETE WHEN MATCHED THEN UPDATE SET v = 'new'""",
+    )
     assert r.metrics["numTargetRowsDeleted"] == 100 and r.metrics["numTargetRowsUpdated"] == 200
-    got = spark.sql(f"SELECT count(*), count_if(v = 'new'), count_if(v = concat('v', id)), "
-                    f"count_if(id BETWEEN 150000 AND 150299 AND id % 3 = 0) FROM {t}").collect()[0]
+    got = spark.sql(
+        f"SELECT count(*), count_if(v = 'new'), count_if(v = concat('v', id)), "
+        f"count_if(id BETWEEN 150000 AND 150299 AND id % 3 = 0) FROM {t}"
+    ).collect()[0]
     assert tuple(got) == (200000 - 100, 200, 200000 - 300, 0)
 
 
 def test_a_source_key_of_another_type_matches_as_on_says(spark, fifty):
     """ON t.id = s.id with a string s.id compares as numbers; ranges of the strings ('0100' < '99')
     would say otherwise, so the narrowing is left out and both rows match."""
-    r = merge(spark, f"""MERGE INTO {fifty} t USING (SELECT '0100' AS id UNION ALL SELECT '99') s
-        ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = 'hit'""")
+    r = merge(
+        spark,
+        f"""MERGE INTO {fifty} t USING (SELECT '0100' AS id UNION ALL SELECT '99') s
+        ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = 'hit'""",
+    )
     assert r.metrics["numTargetRowsUpdated"] == 2
     assert rows(spark, f"(SELECT id FROM {fifty} WHERE name = 'hit')") == [(99,), (100,)]
 
 
-@pytest.mark.parametrize("master, cores", [
-    ("local", 1), ("local[3]", 3), ("local[3,2]", 3), ("local[*]", os.cpu_count()),
-    ("local-cluster[2,1,1024]", None), ("spark://h:7077", None), ("yarn", None),
-])
+@pytest.mark.parametrize(
+    "master, cores",
+    [
+        ("local", 1),
+        ("local[3]", 3),
+        ("local[3,2]", 3),
+        ("local[*]", os.cpu_count()),
+        ("local-cluster[2,1,1024]", None),
+        ("spark://h:7077", None),
+        ("yarn", None),
+    ],
+)
 def test_local_cores_of_a_master(master, cores):
     assert local_cores(master) == cores
 
@@ -198,13 +244,16 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     write checks its rows against the plan instead of a separate stale-file join. Bounds at today's counts, so a step
     that adds Spark work fails here and has to say why."""
     import sys
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     from tally import count
 
-    sql = (f"MERGE INTO {fifty} t USING (SELECT id, id % 7 = 0 AS gone, CAST(id % 50 AS INT) AS dt FROM range(90, 110) "
-           f"UNION ALL SELECT id, false, 49 FROM range(5000, 5010)) s ON t.id = s.id "
-           "WHEN MATCHED AND s.gone THEN DELETE WHEN MATCHED THEN UPDATE SET name = 'x' "
-           "WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, 'new', 0, s.dt)")
+    sql = (
+        f"MERGE INTO {fifty} t USING (SELECT id, id % 7 = 0 AS gone, CAST(id % 50 AS INT) AS dt FROM range(90, 110) "
+        f"UNION ALL SELECT id, false, 49 FROM range(5000, 5010)) s ON t.id = s.id "
+        "WHEN MATCHED AND s.gone THEN DELETE WHEN MATCHED THEN UPDATE SET name = 'x' "
+        "WHEN NOT MATCHED THEN INSERT (id, name, amount, dt) VALUES (s.id, 'new', 0, s.dt)"
+    )
     c = count(spark, lambda: merge(spark, sql))
     m = c["result"].metrics
     assert (m["numTargetRowsDeleted"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == (3, 17, 10)

@@ -4,6 +4,7 @@ Each scenario runs in subprocesses with a metastore of their own (embedded Derby
 at a time): one sets the table up and runs the merge until a failpoint, and is killed with its JVM;
 the other recovers, reads the table and runs a following merge.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,14 +25,24 @@ OLD = [[1, "a", 1], [2, "b", 1], [3, "c", 2], [4, "d", 2]]
 NEW = [[1, "u1", 1], [2, "b", 1], [3, "u3", 2], [4, "d", 2], [5, "n5", 3]]
 # where a crash at each point must leave the table once recovered
 EXPECTED = {
-    "after_validation": OLD, "after_staging": OLD,  # before the journal: as if it never ran
-    "after_journal": NEW, "between_repoints": NEW, "after_last_repoint": NEW, "before_refresh": NEW,
+    "after_validation": OLD,
+    "after_staging": OLD,  # before the journal: as if it never ran
+    "after_journal": NEW,
+    "between_repoints": NEW,
+    "after_last_repoint": NEW,
+    "before_refresh": NEW,
 }
 
 
 def run_driver(home, mode, env=None, timeout=240):
-    return subprocess.run([sys.executable, str(DRIVER), str(home), mode], env={**os.environ, **(env or {})},
-                          capture_output=True, text=True, timeout=timeout, cwd=home)
+    return subprocess.run(
+        [sys.executable, str(DRIVER), str(home), mode],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=home,
+    )
 
 
 # on the standalone cluster (test_cluster.py): a kill inside the commit (the before-journal side is covered locally)
@@ -47,16 +58,24 @@ def _marks(point: str, host: str) -> list:
     return marks + ([] if point in CI_POINTS[host] else [pytest.mark.extended])
 
 
-@pytest.mark.parametrize("point,host", [
-    pytest.param(point, host, marks=_marks(point, host)) for point in POINTS for host in ("python", "dbt")])
+@pytest.mark.parametrize(
+    "point,host",
+    [pytest.param(point, host, marks=_marks(point, host)) for point in POINTS for host in ("python", "dbt")],
+)
 def test_sigkill_then_recover(tmp_path, point, host):
     """The same merge, run by merge_core or by dbt's materialization (the same lifecycle macros,
     dbt's host primitives: its failpoint writes <flag>.d with SQL and sleeps in Spark)."""
     flag = tmp_path / "fault.flag"
     command = [str(DRIVER), str(tmp_path), "merge"] if host == "python" else [str(DBT_DRIVER), str(tmp_path)]
-    proc = subprocess.Popen([sys.executable, *command], cwd=tmp_path,
-                            env={**os.environ, "SPARK_MERGE_FAULT": point, "SPARK_MERGE_FAULT_FLAG": str(flag)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, *command],
+        cwd=tmp_path,
+        env={**os.environ, "SPARK_MERGE_FAULT": point, "SPARK_MERGE_FAULT_FLAG": str(flag)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     reached = flag if host == "python" else Path(f"{flag}.d")
     while not reached.exists():
@@ -83,13 +102,24 @@ def test_rollback_across_a_merge_that_recovery_rolled_forward(tmp_path, gap):
     """A updates partition 1; X updates partition 2 and is SIGKILLed after its journal; a new
     process recovers X. X's history entry came with its journal, so rolling back to before A undoes
     both; with X's entry gone the history has a gap, and rollback refuses, changing nothing."""
-    prep = subprocess.run([sys.executable, str(ROLLBACK_DRIVER), str(tmp_path), "prep"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=240)
+    prep = subprocess.run(
+        [sys.executable, str(ROLLBACK_DRIVER), str(tmp_path), "prep"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert prep.returncode == 0, prep.stderr[-3000:]
     flag = tmp_path / "fault.flag"
-    proc = subprocess.Popen([sys.executable, str(ROLLBACK_DRIVER), str(tmp_path), "x"], cwd=tmp_path,
-                            env={**os.environ, "SPARK_MERGE_FAULT": "after_journal", "SPARK_MERGE_FAULT_FLAG": str(flag)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROLLBACK_DRIVER), str(tmp_path), "x"],
+        cwd=tmp_path,
+        env={**os.environ, "SPARK_MERGE_FAULT": "after_journal", "SPARK_MERGE_FAULT_FLAG": str(flag)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     while not flag.exists():
         assert proc.poll() is None, f"merge X ended before its journal: {proc.stderr.read()[-3000:]}"
@@ -97,8 +127,13 @@ def test_rollback_across_a_merge_that_recovery_rolled_forward(tmp_path, gap):
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
-    verify = subprocess.run([sys.executable, str(ROLLBACK_DRIVER), str(tmp_path), "verify_gap" if gap else "verify"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    verify = subprocess.run(
+        [sys.executable, str(ROLLBACK_DRIVER), str(tmp_path), "verify_gap" if gap else "verify"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert verify.returncode == 0, verify.stderr[-3000:]
     result = json.loads(verify.stdout.strip().splitlines()[-1])
     assert result["recovered"] is True and result["at_x"] == [[1, "A", 1], [2, "X", 2], [3, "orig", 3]]

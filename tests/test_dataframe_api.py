@@ -1,4 +1,5 @@
 """merge_into: PySpark 4's DataFrame.mergeInto builder, for parquet tables, on real Spark."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,16 +19,22 @@ def accounts(spark, db):
 
 
 def changes(spark):
-    return spark.createDataFrame([(1, 5, "eu", "U"), (3, 0, "eu", "D"), (4, 40, "apac", "I")],
-                                 "id INT, amount INT, region STRING, op STRING")
+    return spark.createDataFrame(
+        [(1, 5, "eu", "U"), (3, 0, "eu", "D"), (4, 40, "apac", "I")], "id INT, amount INT, region STRING, op STRING"
+    )
 
 
 def test_sql_text_builder(spark, accounts):
-    result = (merge_into(changes(spark), accounts, "accounts.id = source.id")
-              .whenMatched("source.op = 'D'").delete()
-              .whenMatched().update({"amount": "accounts.amount + source.amount"})
-              .whenNotMatched().insert({"id": "source.id", "amount": "source.amount", "region": "source.region"})
-              .merge())
+    result = (
+        merge_into(changes(spark), accounts, "accounts.id = source.id")
+        .whenMatched("source.op = 'D'")
+        .delete()
+        .whenMatched()
+        .update({"amount": "accounts.amount + source.amount"})
+        .whenNotMatched()
+        .insert({"id": "source.id", "amount": "source.amount", "region": "source.region"})
+        .merge()
+    )
     m = result.metrics
     assert (m["numTargetRowsUpdated"], m["numTargetRowsDeleted"], m["numTargetRowsInserted"]) == (1, 1, 1)
     assert rows(spark, accounts) == [(1, 15, "eu"), (2, 20, "us"), (4, 40, "apac")]
@@ -38,11 +45,16 @@ def test_sql_text_builder(spark, accounts):
 def test_when_not_matched_by_source(spark, accounts):
     """Spark's whenNotMatchedBySource: the target rows the DataFrame lacks (2 in 'us'); a Column condition."""
     source = changes(spark).where("op <> 'D'")  # ids 1 and 4
-    result = (merge_into(source, accounts, col("t.id") == col("s.id"), source_alias="s", target_alias="t")
-              .whenMatched().update({"amount": "s.amount"})
-              .whenNotMatchedBySource(col("t.region") == lit("us")).update({"amount": lit(0)})
-              .whenNotMatchedBySource().delete()
-              .merge())
+    result = (
+        merge_into(source, accounts, col("t.id") == col("s.id"), source_alias="s", target_alias="t")
+        .whenMatched()
+        .update({"amount": "s.amount"})
+        .whenNotMatchedBySource(col("t.region") == lit("us"))
+        .update({"amount": lit(0)})
+        .whenNotMatchedBySource()
+        .delete()
+        .merge()
+    )
     m = result.metrics
     assert (m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == (2, 1)
     assert (m["numTargetRowsNotMatchedBySourceUpdated"], m["numTargetRowsNotMatchedBySourceDeleted"]) == (1, 1)
@@ -51,18 +63,34 @@ def test_when_not_matched_by_source(spark, accounts):
 
 def test_column_builder_with_aliases_and_all_columns(spark, accounts):
     source = changes(spark).drop("op").withColumn("amount", col("amount") * 2)
-    result = (merge_into(source, accounts, col("t.id") == col("s.id"), source_alias="s", target_alias="t")
-              .whenMatched(col("s.amount") > lit(5)).updateAll()
-              .whenNotMatched(expr("s.region = 'apac'")).insertAll()
-              .merge(dry_run=True))
-    assert result.dry_run and (result.metrics["numTargetRowsUpdated"], result.metrics["numTargetRowsInserted"]) == (1, 1)
+    result = (
+        merge_into(source, accounts, col("t.id") == col("s.id"), source_alias="s", target_alias="t")
+        .whenMatched(col("s.amount") > lit(5))
+        .updateAll()
+        .whenNotMatched(expr("s.region = 'apac'"))
+        .insertAll()
+        .merge(dry_run=True)
+    )
+    assert result.dry_run and (result.metrics["numTargetRowsUpdated"], result.metrics["numTargetRowsInserted"]) == (
+        1,
+        1,
+    )
     before = snapshot(spark, accounts)
     assert snapshot(spark, accounts) == before  # the dry run wrote nothing
-    (merge_into(source, accounts, col("t.id") == col("s.id"), source_alias="s", target_alias="t")
-     .whenMatched(col("s.amount") > lit(5)).updateAll()
-     .whenNotMatched(expr("s.region = 'apac'")).insertAll()
-     .merge())
-    assert rows(spark, accounts) == [(1, 10, "eu"), (2, 20, "us"), (3, 30, "eu"), (4, 80, "apac")]  # 1 set to 2 * 5; 3 kept (0 is not > 5)
+    (
+        merge_into(source, accounts, col("t.id") == col("s.id"), source_alias="s", target_alias="t")
+        .whenMatched(col("s.amount") > lit(5))
+        .updateAll()
+        .whenNotMatched(expr("s.region = 'apac'"))
+        .insertAll()
+        .merge()
+    )
+    assert rows(spark, accounts) == [
+        (1, 10, "eu"),
+        (2, 20, "us"),
+        (3, 30, "eu"),
+        (4, 80, "apac"),
+    ]  # 1 set to 2 * 5; 3 kept (0 is not > 5)
 
 
 def test_what_the_builder_refuses(spark, accounts):

@@ -4,12 +4,13 @@ a Spark user has without a vendor: `method: session` (this process's Spark, the 
 `project` run once per method and check the tables through ``project.sql`` (the session, or SQL over
 the same Thrift protocol); the two taking `session_project` share the warehouse with the Python path.
 """
+
 from __future__ import annotations
 
 import json
 import os
-from decimal import Decimal
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -84,8 +85,10 @@ def projects(spark, tmp_path_factory):
             server = ThriftServer(tmp_path_factory.mktemp("thrift_server")).start()
             servers.append(server)
             profile = (path / "profiles.yml").read_text()
-            head = profile[:profile.index("  target: local")]
-            (path / "profiles.yml").write_text(head + "  target: thrift\n  outputs:\n    thrift:\n" + server.profile(schema))
+            head = profile[: profile.index("  target: local")]
+            (path / "profiles.yml").write_text(
+                head + "  target: thrift\n  outputs:\n    thrift:\n" + server.profile(schema)
+            )
             p = Project(path, schema, ThriftSql(server))
         p.dbt("deps")
         p.dbt("seed")
@@ -121,8 +124,12 @@ def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(project):
     assert provider["provider"] == "parquet" and provider["partition_columns"] == ["region"]
 
     project.dbt("run", "-s", "accounts", vars={"batch": 2})
-    assert rows(db, t) == [(1, "ann", 10.0, "eu"), (2, "bob", 25.0, "us"), (3, "cy", 0.0, "eu"),
-                              (4, "di", 40.0, "apac")]
+    assert rows(db, t) == [
+        (1, "ann", 10.0, "eu"),
+        (2, "bob", 25.0, "us"),
+        (3, "cy", 0.0, "eu"),
+        (4, "di", 40.0, "apac"),
+    ]
     response = project.run_results()["accounts"]["adapter_response"]
     newest = history(db, t)[0]
     assert response["code"] == "MERGE" and response["rows_affected"] == 3
@@ -133,8 +140,19 @@ def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(project):
     assert parsed["merge_id"] == newest["merge_id"] and len(parsed["metrics"]) == 7
     assert parsed["metrics"] == {k: newest["metrics"][k] for k in parsed["metrics"]}
     # the history entry has the Python path's shape
-    assert set(newest) >= {"merge_id", "target", "kind", "paradigm", "plan_hash", "status", "finished_at",
-                           "metrics", "partitions", "repoints", "version_before"}
+    assert set(newest) >= {
+        "merge_id",
+        "target",
+        "kind",
+        "paradigm",
+        "plan_hash",
+        "status",
+        "finished_at",
+        "metrics",
+        "partitions",
+        "repoints",
+        "version_before",
+    }
     assert newest["metrics"]["numTargetPartitionsRewritten"] == 3 and newest["metrics"]["numTargetRowsCopied"] == 1
     assert db.sql(f"SHOW TBLPROPERTIES {t} ('spark_merge.retention_hours')").collect()[0][1] == "72"
 
@@ -182,8 +200,11 @@ def test_lossy_assignment_warns_or_refuses(project):
     with lossy_assignments='refuse', the model fails before any write."""
     db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("lossy")
-    project.model("lossy", "{{ config(materialized='spark_merge', unique_key='id', lossy_assignments=var('lossy', 'warn')) }}\n"
-                           "select 1 as id, {{ var('v', 'cast(2.5 as decimal(3,1))') }} as v")
+    project.model(
+        "lossy",
+        "{{ config(materialized='spark_merge', unique_key='id', lossy_assignments=var('lossy', 'warn')) }}\n"
+        "select 1 as id, {{ var('v', 'cast(2.5 as decimal(3,1))') }} as v",
+    )
     project.dbt("run", "-s", "lossy")
     project.dbt("run", "-s", "lossy", vars={"v": "cast(2.75 as decimal(3,2))"})
     assert any("lossy assignment" in line and "rounds it to 1 decimal place(s)" in line for line in project.logs)
@@ -202,8 +223,10 @@ def test_a_value_longer_than_its_varchar_fails_the_model_and_leaves_the_table(pr
     db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("chars")
     db.sql(f"CREATE TABLE {t} (id INT, v VARCHAR(3)) USING parquet")
-    project.model("chars", "{{ config(materialized='spark_merge', unique_key='id') }}\n"
-                           "select 1 as id, {{ var('v', \"'xyz   '\") }} as v")
+    project.model(
+        "chars",
+        "{{ config(materialized='spark_merge', unique_key='id') }}\nselect 1 as id, {{ var('v', \"'xyz   '\") }} as v",
+    )
     project.dbt("run", "-s", "chars")
     assert rows(db, t) == [(1, "xyz")]
     before = snapshot(db, t)
@@ -227,8 +250,11 @@ def test_clauses_with_delete(project):
 @pytest.mark.thrift_ci
 def test_duplicate_match_fails_the_model_and_leaves_the_table(project):
     db = project.sql  # the test's session, or the Thrift server's tables
-    project.model("dups", "{{ config(materialized='spark_merge', unique_key='id') }}\n"
-                          "select * from values {{ var('rows', '(1, 1)') }} as s(id, v)")
+    project.model(
+        "dups",
+        "{{ config(materialized='spark_merge', unique_key='id') }}\n"
+        "select * from values {{ var('rows', '(1, 1)') }} as s(id, v)",
+    )
     project.dbt("run", "-s", "dups")
     t = project.table("dups")
     before = snapshot(db, t)
@@ -248,42 +274,62 @@ def test_a_live_commit_lock_makes_the_model_wait_then_fail_clean(session_project
     from merge_core.catalog import describe_table
 
     p = session_project
-    p.model("held", "{{ config(materialized='spark_merge', unique_key='id') }}\n"
-                    "select * from values {{ var('rows', '(1, 1)') }} as s(id, v)")
+    p.model(
+        "held",
+        "{{ config(materialized='spark_merge', unique_key='id') }}\n"
+        "select * from values {{ var('rows', '(1, 1)') }} as s(id, v)",
+    )
     p.dbt("run", "-s", "held")
     t = p.table("held")
     table = describe_table(spark, [p.schema, "held"])
-    spark.sql(macros.render("lock_sql", table, "other", "2026-11-25T00:00:00+00:00", "2999-01-01T00:00:00+00:00",
-                            "host-a pid 1"))
+    spark.sql(
+        macros.render(
+            "lock_sql", table, "other", "2026-11-25T00:00:00+00:00", "2999-01-01T00:00:00+00:00", "host-a pid 1"
+        )
+    )
     try:
         before = snapshot(spark, t)
         p.dbt("run", "-s", "held", vars={"rows": "(1, 5), (2, 6)", "spark_merge_lock_wait_seconds": 2}, ok=False)
         message = p.run_results()["held"]["message"]
-        for part in ("MERGE_CONFLICT", "being committed by merge other on host-a pid 1", "which is alive",
-                     "gave up after"):
+        for part in (
+            "MERGE_CONFLICT",
+            "being committed by merge other on host-a pid 1",
+            "which is alive",
+            "gave up after",
+        ):
             assert part in message, message
         assert snapshot(spark, t) == before
-        assert spark.sql(f"SHOW TBLPROPERTIES {macros.render('lock_relation', table)}").where(
-            "key = 'spark_merge.lock.merge_id'").first()["value"] == "other"
+        assert (
+            spark.sql(f"SHOW TBLPROPERTIES {macros.render('lock_relation', table)}")
+            .where("key = 'spark_merge.lock.merge_id'")
+            .first()["value"]
+            == "other"
+        )
     finally:
         spark.sql(macros.render("unlock_sql", table))
     p.dbt("run", "-s", "held", vars={"rows": "(1, 5), (2, 6)"})
     assert sorted(map(tuple, spark.table(t).collect())) == [(1, 5), (2, 6)]
 
 
-@pytest.mark.parametrize("mode, ok, expected", [
-    ("ignore", True, [(1, "a"), (2, "b")]),
-    ("append_new_columns", True, [(1, "a", None), (2, "b", "x")]),
-    ("sync_all_columns", True, [(1, "a", None), (2, "b", "x")]),
-    ("fail", False, "columns differ"),
-    ("schema_evolution", True, [(1, "a", None), (2, "b", "x")]),  # the merge option: dbt's append_new_columns
-])
+@pytest.mark.parametrize(
+    "mode, ok, expected",
+    [
+        ("ignore", True, [(1, "a"), (2, "b")]),
+        ("append_new_columns", True, [(1, "a", None), (2, "b", "x")]),
+        ("sync_all_columns", True, [(1, "a", None), (2, "b", "x")]),
+        ("fail", False, "columns differ"),
+        ("schema_evolution", True, [(1, "a", None), (2, "b", "x")]),  # the merge option: dbt's append_new_columns
+    ],
+)
 def test_on_schema_change(project, mode, ok, expected):
     db = project.sql  # the test's session, or the Thrift server's tables
     name = f"osc_{mode}"
     config = "schema_evolution=true" if mode == "schema_evolution" else f"on_schema_change='{mode}'"
-    project.model(name, f"{{{{ config(materialized='spark_merge', unique_key='id', {config}) }}}}\n"
-                        "select * from values {{ var('rows', \"(1, 'a')\") }} as s(id, name{{ var('extra', '') }})")
+    project.model(
+        name,
+        f"{{{{ config(materialized='spark_merge', unique_key='id', {config}) }}}}\n"
+        "select * from values {{ var('rows', \"(1, 'a')\") }} as s(id, name{{ var('extra', '') }})",
+    )
     project.dbt("run", "-s", name)
     t = project.table(name)
     project.dbt("run", "-s", name, vars={"rows": "(2, 'b', 'x')", "extra": ", tag"}, ok=ok)
@@ -294,42 +340,61 @@ def test_on_schema_change(project, mode, ok, expected):
 
 
 def test_sync_all_columns_cannot_drop_a_column(project):
-    project.model("osc_drop", "{{ config(materialized='spark_merge', unique_key='id', on_schema_change='sync_all_columns') }}\n"
-                              "select 1 as id{{ var('extra', \", 'a' as name\") }}")
+    project.model(
+        "osc_drop",
+        "{{ config(materialized='spark_merge', unique_key='id', on_schema_change='sync_all_columns') }}\n"
+        "select 1 as id{{ var('extra', \", 'a' as name\") }}",
+    )
     project.dbt("run", "-s", "osc_drop")
     project.dbt("run", "-s", "osc_drop", vars={"extra": ""}, ok=False)
     assert "cannot drop or retype columns" in project.run_results()["osc_drop"]["message"]
 
 
-@pytest.mark.parametrize("config, fragment", [
-    ("", "set unique_key"),
-    ("unique_key='id', file_format='delta'", "file_format must be parquet or orc"),
-    ("unique_key='id', on_schema_change='explode'", "on_schema_change must be ignore, fail, append_new_columns or sync_all_columns"),
-    ("unique_key='id', duplicate_rule='first'", "duplicate_rule must be trino, postgres or strict"),
-    ("unique_key='id', merge_clauses=[{'when': 'always', 'action': 'update'}]", "merge_clauses[0].when"),
-    ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'upsert'}]", "merge_clauses[0].action"),
-    ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'sett': {}}]", "unknown key(s) sett"),
-    ("unique_key='id', merge_clauses='update'", "merge_clauses must be a non-empty list"),
-    ("unique_key='id', merge_update_columns=['v'], merge_exclude_columns=['v']", "not both"),
-    ("unique_key='id', retention_hours=-1", "retention_hours must be"),
-    ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'set': {'nope': '1'}}]",
-     "SET assigns unknown column nope"),
-    ("unique_key='id', merge_clauses=[{'when': 'not_matched', 'action': 'delete'}]", "DELETE is only allowed in WHEN MATCHED"),
-    ("unique_key='id', sequence_field='v'", "sequence_field applies only to merge engines"),
-    ("merge_engine='aggregation'", "a merge engine needs unique_key"),
-    ("unique_key='id', merge_engine='aggregation', aggregate_function={'v': 'median'}", "unknown function median for v"),
-    ("unique_key='id', merge_engine='first-row', sequence_field='v'", "sequence_field is not allowed"),
-    # a column a config key names must exist: on the first run (before the CTAS) and on every later one
-    ("unique_key='idd'", "unique_key names column 'idd', which the model does not have (its columns: id, v)"),
-    ("unique_key='id', partition_by=['dt']", "partition_by names column 'dt'"),
-    ("unique_key='id', watermark_key='ts'", "watermark_key names column 'ts'"),
-    ("unique_key='idd', later=True", "unique_key names column 'idd', which the model does not have"),
-])
+@pytest.mark.parametrize(
+    "config, fragment",
+    [
+        ("", "set unique_key"),
+        ("unique_key='id', file_format='delta'", "file_format must be parquet or orc"),
+        (
+            "unique_key='id', on_schema_change='explode'",
+            "on_schema_change must be ignore, fail, append_new_columns or sync_all_columns",
+        ),
+        ("unique_key='id', duplicate_rule='first'", "duplicate_rule must be trino, postgres or strict"),
+        ("unique_key='id', merge_clauses=[{'when': 'always', 'action': 'update'}]", "merge_clauses[0].when"),
+        ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'upsert'}]", "merge_clauses[0].action"),
+        ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'sett': {}}]", "unknown key(s) sett"),
+        ("unique_key='id', merge_clauses='update'", "merge_clauses must be a non-empty list"),
+        ("unique_key='id', merge_update_columns=['v'], merge_exclude_columns=['v']", "not both"),
+        ("unique_key='id', retention_hours=-1", "retention_hours must be"),
+        (
+            "unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'set': {'nope': '1'}}]",
+            "SET assigns unknown column nope",
+        ),
+        (
+            "unique_key='id', merge_clauses=[{'when': 'not_matched', 'action': 'delete'}]",
+            "DELETE is only allowed in WHEN MATCHED",
+        ),
+        ("unique_key='id', sequence_field='v'", "sequence_field applies only to merge engines"),
+        ("merge_engine='aggregation'", "a merge engine needs unique_key"),
+        (
+            "unique_key='id', merge_engine='aggregation', aggregate_function={'v': 'median'}",
+            "unknown function median for v",
+        ),
+        ("unique_key='id', merge_engine='first-row', sequence_field='v'", "sequence_field is not allowed"),
+        # a column a config key names must exist: on the first run (before the CTAS) and on every later one
+        ("unique_key='idd'", "unique_key names column 'idd', which the model does not have (its columns: id, v)"),
+        ("unique_key='id', partition_by=['dt']", "partition_by names column 'dt'"),
+        ("unique_key='id', watermark_key='ts'", "watermark_key names column 'ts'"),
+        ("unique_key='idd', later=True", "unique_key names column 'idd', which the model does not have"),
+    ],
+)
 def test_config_errors_are_compilation_errors(project, config, fragment):
     later = ", later=True" in config
     config = config.replace(", later=True", "")
     project.model("bad", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
-    if later or any(f in fragment for f in ("nope", "DELETE", "median", "not allowed")):  # found against the existing table
+    if later or any(
+        f in fragment for f in ("nope", "DELETE", "median", "not allowed")
+    ):  # found against the existing table
         project.model("bad", "{{ config(materialized='spark_merge', unique_key='id') }}\nselect 1 as id, 2 as v")
         project.dbt("run", "-s", "bad", "--full-refresh")
         project.model("bad", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
@@ -355,7 +420,14 @@ CASES = [
     ("fused_rewrite_select", ["SPEC", "TABLE", "RESOLVED", "CTX", [{"dt": "2026-01-01"}]]),
     ("append_sql", ["TABLE", "CTX"]),
     ("file_stats_sql", ["TABLE", "`db`.`acc`", "dt = '2026-01-01'"]),
-    ("journal_sql", ["TABLE", "m1", [{"partition": {"dt": "2026-01-01"}, "location": "file:/w/n", "old_location": "file:/w/o", "exists": True}]]),
+    (
+        "journal_sql",
+        [
+            "TABLE",
+            "m1",
+            [{"partition": {"dt": "2026-01-01"}, "location": "file:/w/n", "old_location": "file:/w/o", "exists": True}],
+        ],
+    ),
     ("journal_done_sql", ["TABLE", "m1"]),
     ("describe_parts_sql", ["SPEC", "TABLE", "PARTS"]),
     ("lock_sql", ["TABLE", "m1", "2026-11-22T00:00:00+00:00", "2026-11-22T00:00:30+00:00", "host pid 1"]),
@@ -366,16 +438,20 @@ CASES = [
 
 def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(session_project):
     """Each macro, given the same data, through dbt's jinja (run-operation) and merge_core's jinja2."""
+    from merge_core import parse
     from tests.test_macros import DESC, TYPES
 
-    from merge_core import parse
-
     table = macros.fill("table_info", DESC, TYPES)
-    spec = parse("MERGE INTO db.acc t USING src s ON t.id = s.id WHEN MATCHED AND s.v = 'x' THEN DELETE "
-                 "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *").to_dict()
+    spec = parse(
+        "MERGE INTO db.acc t USING src s ON t.id = s.id WHEN MATCHED AND s.v = 'x' THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    ).to_dict()
     resolved = macros.fill("resolve", spec, table)
     ctx = macros.fill("context", spec, table, "m1")
-    ctx["on_keys"] = [{"target": "id", "source": "id", "null_safe": False}, {"target": "dt", "source": "dt", "null_safe": True}]
+    ctx["on_keys"] = [
+        {"target": "id", "source": "id", "null_safe": False},
+        {"target": "dt", "source": "dt", "null_safe": True},
+    ]
     ctx["match_filter"] = "(`id` BETWEEN CAST('1' AS bigint) AND CAST('9' AS bigint))"
     data = {"SPEC": spec, "TABLE": table, "RESOLVED": resolved, "CTX": ctx, "PARTS": resolved["parts"][:2]}
     calls = [(name, [data.get(a, a) if isinstance(a, str) else a for a in args]) for name, args in CASES]
@@ -415,8 +491,13 @@ def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, ses
     monkeypatch.undo()
     assert sorted(r[0] for r in spark.sql(f"SELECT name FROM {t}").collect()) != ["ANN", "BOB", "CY"]  # half done
     session_project.dbt("run", "-s", "accounts", vars={"batch": 3})
-    assert rows(spark, t) == [(1, "ANN", 10.0, "eu"), (2, "BOB", 20.0, "us"), (3, "CY", 30.0, "eu"),
-                              (4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
+    assert rows(spark, t) == [
+        (1, "ANN", 10.0, "eu"),
+        (2, "BOB", 20.0, "us"),
+        (3, "CY", 30.0, "eu"),
+        (4, "di", 45.0, "apac"),
+        (5, "ed", 50.0, "us"),
+    ]
     assert spark.sql(f"SHOW TBLPROPERTIES {t} ('spark_merge.journal.parts')").collect()[0][1] == "0"
     assert any("recovering interrupted merge" in line for line in session_project.logs)
 
@@ -426,8 +507,13 @@ def test_watermark_upsert_model_is_idempotent_across_backfills(project):
     t = project.table("accounts_latest")
     project.dbt("run", "-s", "accounts_latest", "--full-refresh", vars={"batch": 3})
     direct = rows(db, t)
-    assert direct == [(1, "ann", 10.0, 1, False), (2, "bob", 25.0, 2, False), (3, "cy", 0.0, 2, True),
-                      (4, "di", 45.0, 3, False), (5, "ed", 50.0, 3, False)]
+    assert direct == [
+        (1, "ann", 10.0, 1, False),
+        (2, "bob", 25.0, 2, False),
+        (3, "cy", 0.0, 2, True),
+        (4, "di", 45.0, 3, False),
+        (5, "ed", 50.0, 3, False),
+    ]
     project.dbt("run", "-s", "accounts_latest", "--full-refresh", vars={"batch": 1})
     project.dbt("run", "-s", "accounts_latest", vars={"batch": 3})
     project.dbt("run", "-s", "accounts_latest", vars={"batch": 2})  # a backfill of an older day
@@ -455,8 +541,13 @@ def test_aggregation_engine_model(project):
     project.dbt("run", "-s", "account_activity", vars={"batch": 2})
     assert project.run_results()["account_activity"]["adapter_response"]["rows_affected"] == 3  # 2 updated, 1 new
     project.dbt("run", "-s", "account_activity", vars={"batch": 3})
-    expected = [(1, 10.0, 1, 10.0, ["eu"], "ann"), (2, 45.0, 2, 25.0, ["us"], "bob"), (3, 30.0, 2, 30.0, ["eu"], "cy"),
-                (4, 85.0, 2, 45.0, ["apac"], "di"), (5, 50.0, 1, 50.0, ["us"], "ed")]
+    expected = [
+        (1, 10.0, 1, 10.0, ["eu"], "ann"),
+        (2, 45.0, 2, 25.0, ["us"], "bob"),
+        (3, 30.0, 2, 30.0, ["eu"], "cy"),
+        (4, 85.0, 2, 45.0, ["apac"], "di"),
+        (5, 50.0, 1, 50.0, ["us"], "ed"),
+    ]
     assert rows(db, t) == expected
     project.dbt("run", "-s", "account_activity", "--full-refresh", vars={"batches": [1, 2, 3]})
     assert rows(db, t) == expected
@@ -466,23 +557,32 @@ def test_null_partitions_random_sources_and_conditions_through_dbt(project):
     """The dbt path: rows move into and out of the NULL partition (never confused with 'None'), a
     model drawing rand() is read once, and a non-deterministic merge condition is refused."""
     db = project.sql  # the test's session, or the Thrift server's tables
-    project.model("nulls", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
-                           "select * from values {{ var('rows', \"(1, 'a', CAST(NULL AS STRING)), (2, 'b', 'None'), (3, 'c', 'x')\") }} "
-                           "as s(id, v, p)")
+    project.model(
+        "nulls",
+        "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
+        "select * from values {{ var('rows', \"(1, 'a', CAST(NULL AS STRING)), (2, 'b', 'None'), (3, 'c', 'x')\") }} "
+        "as s(id, v, p)",
+    )
     project.dbt("run", "-s", "nulls")
     t = project.table("nulls")
     project.dbt("run", "-s", "nulls", vars={"rows": "(1, 'a2', 'x'), (2, 'b2', CAST(NULL AS STRING)), (4, 'd', NULL)"})
     assert rows(db, t) == [(1, "a2", "x"), (2, "b2", None), (3, "c", "x"), (4, "d", None)]
 
-    project.model("rnd", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
-                         "select CAST(id AS INT) AS id, CAST(floor(rand() * 5) AS INT) AS p from range(0, {{ var('n', 10) }})")
+    project.model(
+        "rnd",
+        "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
+        "select CAST(id AS INT) AS id, CAST(floor(rand() * 5) AS INT) AS p from range(0, {{ var('n', 10) }})",
+    )
     project.dbt("run", "-s", "rnd")
     project.dbt("run", "-s", "rnd", vars={"n": 20})
     assert sorted(r[0] for r in rows(db, project.table("rnd"))) == list(range(20))
 
-    project.model("rnd", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p'], "
-                         "merge_clauses=[{'when': 'matched', 'condition': 'rand() < 0.5', 'action': 'delete'}]) }}\n"
-                         "select CAST(id AS INT) AS id, 0 AS p from range(0, 5)")
+    project.model(
+        "rnd",
+        "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p'], "
+        "merge_clauses=[{'when': 'matched', 'condition': 'rand() < 0.5', 'action': 'delete'}]) }}\n"
+        "select CAST(id AS INT) AS id, 0 AS p from range(0, 5)",
+    )
     before = snapshot(db, project.table("rnd"))
     project.dbt("run", "-s", "rnd", ok=False)
     assert "is not deterministic" in project.run_results()["rnd"]["message"]
@@ -492,11 +592,15 @@ def test_null_partitions_random_sources_and_conditions_through_dbt(project):
 def test_rows_another_application_appended_are_kept_by_the_next_run(session_project, spark):
     """dbt's begin refreshes the table's listing too: a file another application added to a
     partition this session had listed is rewritten with the partition, not dropped."""
-    from .test_corruption import _append_as_another_application
     import pyarrow as pa
 
-    session_project.model("appended", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
-                                      "select * from values {{ var('rows', \"(1, 'a', 'x'), (2, 'b', 'y')\") }} as s(id, v, p)")
+    from .test_corruption import _append_as_another_application
+
+    session_project.model(
+        "appended",
+        "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
+        "select * from values {{ var('rows', \"(1, 'a', 'x'), (2, 'b', 'y')\") }} as s(id, v, p)",
+    )
     session_project.dbt("run", "-s", "appended")
     t = session_project.table("appended")
     assert spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == 2  # listed, cached
@@ -510,14 +614,20 @@ def test_rows_appended_while_a_model_stages_make_a_conflict(session_project, spa
     added to a partition while the model staged its rewrite fails the model (MERGE_CONFLICT) and
     is kept; without the refresh the query read the listing cached while planning, and the commit
     dropped the row."""
-    from .test_corruption import append_once_staging_begins
     import pyarrow as pa
 
-    session_project.model("appended_late", "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
-                                           "select * from values {{ var('rows', \"(1, 'a', 'x'), (2, 'b', 'y')\") }} as s(id, v, p)")
+    from .test_corruption import append_once_staging_begins
+
+    session_project.model(
+        "appended_late",
+        "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
+        "select * from values {{ var('rows', \"(1, 'a', 'x'), (2, 'b', 'y')\") }} as s(id, v, p)",
+    )
     session_project.dbt("run", "-s", "appended_late")
     t = session_project.table("appended_late")
-    thread, done = append_once_staging_begins(spark, t, "p = 'x'", {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]})
+    thread, done = append_once_staging_begins(
+        spark, t, "p = 'x'", {"id": pa.array([7], pa.int32()), "v": ["elsewhere"]}
+    )
     session_project.dbt("run", "-s", "appended_late", vars={"rows": "(1, 'z', 'x')"}, ok=False)
     thread.join()
     assert done.is_set()
@@ -540,8 +650,11 @@ def test_a_long_lived_thrift_session_sees_each_commit(projects):
     reader = ThriftSql(project.sql.server, keep_session=True)
     try:
         for name, partition in (("seen_parts", ", partition_by=['p']"), ("seen_flat", "")):
-            project.model(name, "{{ config(materialized='spark_merge', unique_key='id'" + partition + ") }}\n"
-                                "select * from values {{ var('rows', \"(1, 'a', 1), (2, 'b', 2)\") }} as s(id, v, p)")
+            project.model(
+                name,
+                "{{ config(materialized='spark_merge', unique_key='id'" + partition + ") }}\n"
+                "select * from values {{ var('rows', \"(1, 'a', 1), (2, 'b', 2)\") }} as s(id, v, p)",
+            )
             project.dbt("run", "-s", name)
             t = project.table(name)
             assert rows(reader, t) == [(1, "a", 1), (2, "b", 2)]

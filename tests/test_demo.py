@@ -1,4 +1,5 @@
 """`make demo` must keep working: run its job against the test session and check what it prints."""
+
 from __future__ import annotations
 
 import runpy

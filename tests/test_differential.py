@@ -19,13 +19,13 @@ DELETE matched twice under `strict`, the rows that deleting each matched row onc
 gives. The seed is printed so a failure can be replayed with
 SPARK_MERGE_DIFF_SEED; SPARK_MERGE_DIFF_CASES sets the count (default 70; make test-all runs 200).
 """
+
 from __future__ import annotations
 
 import os
 import random
-from dataclasses import dataclass
-
 from collections import Counter
+from dataclasses import dataclass
 
 import duckdb
 
@@ -44,9 +44,9 @@ RULES = ["trino", "postgres", "strict"]
 @dataclass
 class Clause:
     matched: bool
-    action: str      # update | delete | insert (a NOT MATCHED BY SOURCE clause: matched False, by_source)
-    condition: str   # "" when none
-    text: str        # the WHEN clause as written
+    action: str  # update | delete | insert (a NOT MATCHED BY SOURCE clause: matched False, by_source)
+    condition: str  # "" when none
+    text: str  # the WHEN clause as written
     by_source: bool = False
 
 
@@ -63,8 +63,9 @@ class Case:
 
     @property
     def statement(self) -> str:  # {target} and {source} are filled per engine
-        return (f"MERGE INTO {{target}} AS t USING {self.source_rel} AS s ON {self.on} "
-                + " ".join(c.text for c in self.clauses))
+        return f"MERGE INTO {{target}} AS t USING {self.source_rel} AS s ON {self.on} " + " ".join(
+            c.text for c in self.clauses
+        )
 
 
 def _value(rng: random.Random, column: str, partitioned: bool):
@@ -95,12 +96,18 @@ def _condition(rng, matched: bool) -> str:
 
 
 def _by_source_condition(rng) -> str:
-    return rng.choice(["t.v > 0", "t.v IS NULL", "t.s = 'a'", "t.p = 1", "t.p IS NULL", "t.k = 1", "t.p = 2 AND t.v < 5"])
+    return rng.choice(
+        ["t.v > 0", "t.v IS NULL", "t.s = 'a'", "t.p = 1", "t.p IS NULL", "t.k = 1", "t.p = 2 AND t.v < 5"]
+    )
 
 
 def _by_source_update(rng) -> str:
-    choices = {"v": ["t.v + 1", "NULL", "-t.v"], "s": ["'gone'", "t.s || 'x'"], "k": ["t.k + 1"],
-               "p": ["2", "t.p + 1", "NULL"]}  # moves rows between partitions too
+    choices = {
+        "v": ["t.v + 1", "NULL", "-t.v"],
+        "s": ["'gone'", "t.s || 'x'"],
+        "k": ["t.k + 1"],
+        "p": ["2", "t.p + 1", "NULL"],
+    }  # moves rows between partitions too
     cols = rng.sample(list(choices), rng.randrange(1, 3))
     return ", ".join(f"{c} = {rng.choice(choices[c])}" for c in cols)
 
@@ -121,8 +128,13 @@ def _insert(rng, partitioned: bool) -> str:
     if rng.random() < 0.2:
         return "INSERT VALUES (s.id, s.k, s.v, s.s, s.p)"
     cols = ["id"] + rng.sample(["k", "v", "s"], rng.randrange(0, 4)) + ["p"]
-    values = {"id": "s.id", "k": rng.choice(["s.k", "5"]), "v": rng.choice(["s.v", "s.v * 2", "-1"]),
-              "s": rng.choice(["s.s", "'new'"]), "p": rng.choice(["s.p", "coalesce(s.p, 1)", "NULL"])}
+    values = {
+        "id": "s.id",
+        "k": rng.choice(["s.k", "5"]),
+        "v": rng.choice(["s.v", "s.v * 2", "-1"]),
+        "s": rng.choice(["s.s", "'new'"]),
+        "p": rng.choice(["s.p", "coalesce(s.p, 1)", "NULL"]),
+    }
     return f"INSERT ({', '.join(cols)}) VALUES ({', '.join(values[c] for c in cols)})"
 
 
@@ -135,8 +147,16 @@ def make_case(rng: random.Random, number: int) -> Case:
     source = [_row(rng, partitioned) for _ in range(rng.randrange(0, 7))]
     if source and rng.random() < 0.35:  # a repeated key: a duplicate match when it hits a target row
         source.append((rng.choice(source)[0],) + _row(rng, partitioned)[1:])
-    on = rng.choice(["t.id = s.id", "t.id = s.id", "t.id = s.id AND t.k = s.k", "t.id = s.id AND s.v > 0",
-                     "t.id = s.id AND t.p = s.p", "t.id = s.id + 1"])
+    on = rng.choice(
+        [
+            "t.id = s.id",
+            "t.id = s.id",
+            "t.id = s.id AND t.k = s.k",
+            "t.id = s.id AND s.v > 0",
+            "t.id = s.id AND t.p = s.p",
+            "t.id = s.id + 1",
+        ]
+    )
     pool = ["update", "update", "delete", "insert", "insert"]
     if rng.random() < 0.35:
         pool += ["bys_update", "bys_delete"]
@@ -164,13 +184,25 @@ def _when(kind: str) -> str:
 
 
 def _clause(rng, kind: str, cond: str, partitioned: bool) -> Clause:
-    when = {"matched": "WHEN MATCHED", "not_matched": "WHEN NOT MATCHED",
-            "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE"}[_when(kind)] + (f" AND {cond}" if cond else "")
-    action = {"update": lambda: f"UPDATE SET {_update(rng, partitioned)}", "delete": lambda: "DELETE",
-              "insert": lambda: _insert(rng, partitioned), "bys_update": lambda: f"UPDATE SET {_by_source_update(rng)}",
-              "bys_delete": lambda: "DELETE"}[kind]()
-    return Clause(_when(kind) == "matched", kind.removeprefix("bys_"), cond, f"{when} THEN {action}",
-                  by_source=kind.startswith("bys_"))
+    when = {
+        "matched": "WHEN MATCHED",
+        "not_matched": "WHEN NOT MATCHED",
+        "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE",
+    }[_when(kind)] + (f" AND {cond}" if cond else "")
+    action = {
+        "update": lambda: f"UPDATE SET {_update(rng, partitioned)}",
+        "delete": lambda: "DELETE",
+        "insert": lambda: _insert(rng, partitioned),
+        "bys_update": lambda: f"UPDATE SET {_by_source_update(rng)}",
+        "bys_delete": lambda: "DELETE",
+    }[kind]()
+    return Clause(
+        _when(kind) == "matched",
+        kind.removeprefix("bys_"),
+        cond,
+        f"{when} THEN {action}",
+        by_source=kind.startswith("bys_"),
+    )
 
 
 def _collision_case(rng, number: int, partitioned: bool, rule: str) -> Case:
@@ -178,8 +210,10 @@ def _collision_case(rng, number: int, partitioned: bool, rule: str) -> Case:
     DELETE) for the same target row; sometimes a third source row chooses no clause."""
     key = rng.randrange(3)
     target = [(key,) + _row(rng, partitioned)[1:]] + _target_rows(rng, partitioned)
-    source = [(key, rng.choice([0, 1]), 5, "a", rng.choice([0, 1, None])),
-              (key, rng.choice([0, 1]), -5, "b", rng.choice([0, 1, None]))]
+    source = [
+        (key, rng.choice([0, 1]), 5, "a", rng.choice([0, 1, None])),
+        (key, rng.choice([0, 1]), -5, "b", rng.choice([0, 1, None])),
+    ]
     if rng.random() < 0.3:
         source.append((key, 0, None, "c", 0))
     source += [_row(rng, partitioned) for _ in range(rng.randrange(0, 3))]
@@ -223,7 +257,8 @@ def expected_error(case: Case, con) -> bool:
     pairs = con.execute(
         f"SELECT t.__tid, {f'CASE {choose} ELSE -1 END' if matched else '-1'} "
         f"FROM (SELECT row_number() OVER () AS __tid, * FROM tgt) AS t "
-        f"JOIN (SELECT * FROM {case.source_rel.format(source='src')}) AS s ON {case.on}").fetchall()
+        f"JOIN (SELECT * FROM {case.source_rel.format(source='src')}) AS s ON {case.on}"
+    ).fetchall()
     per_row = Counter(tid for tid, _ in pairs)
     per_clause = Counter(pairs)
     mods = Counter(tid for tid, c in pairs if c >= 0)  # matched clauses all UPDATE or DELETE
@@ -256,13 +291,15 @@ def run_duckdb(case: Case):
         # MATCHED clauses applied to the source rows no target row matches.
         con = _duckdb(case)
         source = case.source_rel.format(source="src")
-        con.execute(f"CREATE TABLE unmatched AS SELECT * FROM {source} AS s WHERE NOT EXISTS "
-                    f"(SELECT 1 FROM tgt AS t WHERE {case.on})")
+        con.execute(
+            f"CREATE TABLE unmatched AS SELECT * FROM {source} AS s WHERE NOT EXISTS "
+            f"(SELECT 1 FROM tgt AS t WHERE {case.on})"
+        )
         con.execute(f"DELETE FROM tgt AS t WHERE EXISTS (SELECT 1 FROM {source} AS s WHERE {case.on})")
         # the NOT MATCHED clauses, and the NOT MATCHED BY SOURCE ones on the target rows left (none matched)
         inserts = [c.text for c in case.clauses if not c.matched]
         if inserts:
-            con.execute(f"MERGE INTO tgt AS t USING unmatched AS s ON false " + " ".join(inserts))
+            con.execute("MERGE INTO tgt AS t USING unmatched AS s ON false " + " ".join(inserts))
     else:
         if must_fail:
             return ("duplicate", f"the {case.rule} rule refuses it")
@@ -275,10 +312,14 @@ def run_spark(spark, db: str, case: Case):
     part = "PARTITIONED BY (p)" if case.partitioned else ""
     rows = case.target_rows or [(None,) * 5]
     where = "" if case.target_rows else "WHERE false"
-    spark.sql(f"CREATE TABLE {target} USING parquet {part} AS SELECT {cols} FROM VALUES {_values(rows)} AS x({', '.join(COLUMNS)}) {where}")
+    spark.sql(
+        f"CREATE TABLE {target} USING parquet {part} AS SELECT {cols} FROM VALUES {_values(rows)} AS x({', '.join(COLUMNS)}) {where}"
+    )
     srows = case.source_rows or [(None,) * 5]
     swhere = "" if case.source_rows else "WHERE false"
-    spark.sql(f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT {cols} FROM VALUES {_values(srows)} AS x({', '.join(COLUMNS)}) {swhere}")
+    spark.sql(
+        f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT {cols} FROM VALUES {_values(srows)} AS x({', '.join(COLUMNS)}) {swhere}"
+    )
     try:
         merge(spark, case.statement.format(target=target, source=source), duplicate_rule=case.rule)
     except DuplicateMatchError as e:
@@ -292,16 +333,21 @@ def run_spark(spark, db: str, case: Case):
 
 def test_random_merges_follow_each_rules_definition(spark, db):
     rng = random.Random(SEED)
-    kinds = {(rule, shape): {"rows": 0, "duplicate": 0, "invalid": 0}
-             for rule in RULES for shape in ("partitioned", "unpartitioned")}
+    kinds = {
+        (rule, shape): {"rows": 0, "duplicate": 0, "invalid": 0}
+        for rule in RULES
+        for shape in ("partitioned", "unpartitioned")
+    }
     by_source = Counter()
     REPORT.update(seed=SEED, cases=CASES, outcomes=kinds, not_matched_by_source=by_source)
     for number in range(CASES):
         case = make_case(rng, number)
         expected = run_duckdb(case)
         got = run_spark(spark, db, case)
-        detail = (f"case {number} (seed {SEED}, partitioned={case.partitioned}, rule={case.rule})\n{case.statement}\n"
-                  f"target={case.target_rows}\nsource={case.source_rows}\nexpected={expected}\nspark-merge={got}")
+        detail = (
+            f"case {number} (seed {SEED}, partitioned={case.partitioned}, rule={case.rule})\n{case.statement}\n"
+            f"target={case.target_rows}\nsource={case.source_rows}\nexpected={expected}\nspark-merge={got}"
+        )
         if expected[0] == "rows":
             assert got == expected, detail
         else:  # the same kind of refusal: a duplicate match, or a statement both reject

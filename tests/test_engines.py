@@ -2,6 +2,7 @@
 documentation, applied as successive merges and as one batch holding all records,
 plus sequence order, deletes, retraction for each function that supports it, and
 configuration errors."""
+
 from __future__ import annotations
 
 import json
@@ -41,41 +42,68 @@ def make_table(spark, db):
             name = f"{db}.t_{suffix}"
             spark.sql(f"CREATE TABLE {name} ({ddl}) USING parquet")
             return name
+
         return create
+
     return make
 
 
 # -- partial-update -----------------------------------------------------------------------------
 
+
 def test_partial_update_fills_fields_with_the_latest_non_null(spark, make_table):
-    records = ["(1, 23.0D, 10, CAST(NULL AS STRING))", "(1, CAST(NULL AS DOUBLE), CAST(NULL AS INT), 'This is a book')",
-               "(1, 25.2D, CAST(NULL AS INT), CAST(NULL AS STRING))"]
-    final = apply_in_both_ways(spark, make_table("k INT, a DOUBLE, b INT, c STRING"), "k, a, b, c",
-                               [[r] for r in records], [None, None, [(1, 25.2, 10, "This is a book")]],
-                               merge_engine="partial-update", primary_key="k")
+    records = [
+        "(1, 23.0D, 10, CAST(NULL AS STRING))",
+        "(1, CAST(NULL AS DOUBLE), CAST(NULL AS INT), 'This is a book')",
+        "(1, 25.2D, CAST(NULL AS INT), CAST(NULL AS STRING))",
+    ]
+    final = apply_in_both_ways(
+        spark,
+        make_table("k INT, a DOUBLE, b INT, c STRING"),
+        "k, a, b, c",
+        [[r] for r in records],
+        [None, None, [(1, 25.2, 10, "This is a book")]],
+        merge_engine="partial-update",
+        primary_key="k",
+    )
     assert final == [(1, 25.2, 10, "This is a book")]
 
 
 def test_sequence_groups(spark, make_table):
-    batches = [["(1, 1, 1, 1, 1, 1, 1)"],
-               ["(1, 2, 2, 2, 2, 2, CAST(NULL AS INT))"],   # g_2 is null: c, d not updated
-               ["(1, 3, 3, 1, 3, 3, 3)"]]                   # g_1 is smaller: a, b not updated
+    batches = [
+        ["(1, 1, 1, 1, 1, 1, 1)"],
+        ["(1, 2, 2, 2, 2, 2, CAST(NULL AS INT))"],  # g_2 is null: c, d not updated
+        ["(1, 3, 3, 1, 3, 3, 3)"],
+    ]  # g_1 is smaller: a, b not updated
     final = apply_in_both_ways(
-        spark, make_table("k INT, a INT, b INT, g_1 INT, c INT, d INT, g_2 INT"), "k, a, b, g_1, c, d, g_2", batches,
+        spark,
+        make_table("k INT, a INT, b INT, g_1 INT, c INT, d INT, g_2 INT"),
+        "k, a, b, g_1, c, d, g_2",
+        batches,
         [None, [(1, 2, 2, 2, 1, 1, 1)], [(1, 2, 2, 2, 3, 3, 3)]],
-        merge_engine="partial-update", primary_key="k", sequence_group={"g_1": "a,b", "g_2": "c,d"})
+        merge_engine="partial-update",
+        primary_key="k",
+        sequence_group={"g_1": "a,b", "g_2": "c,d"},
+    )
     assert final == [(1, 2, 2, 2, 3, 3, 3)]
 
 
 def test_sequence_group_with_two_sequence_fields(spark, make_table):
-    batches = [["(1, 1, 1, 1, 1, 1, 1, 1)"],
-               ["(1, 2, 2, 2, 2, 2, 1, CAST(NULL AS INT))"],   # (g_2, g_3) = (1, NULL) < (1, 1)
-               ["(1, 3, 3, 1, 3, 3, 3, 1)"]]                   # g_1 = 1 < 2
+    batches = [
+        ["(1, 1, 1, 1, 1, 1, 1, 1)"],
+        ["(1, 2, 2, 2, 2, 2, 1, CAST(NULL AS INT))"],  # (g_2, g_3) = (1, NULL) < (1, 1)
+        ["(1, 3, 3, 1, 3, 3, 3, 1)"],
+    ]  # g_1 = 1 < 2
     final = apply_in_both_ways(
-        spark, make_table("k INT, a INT, b INT, g_1 INT, c INT, d INT, g_2 INT, g_3 INT"),
-        "k, a, b, g_1, c, d, g_2, g_3", batches,
+        spark,
+        make_table("k INT, a INT, b INT, g_1 INT, c INT, d INT, g_2 INT, g_3 INT"),
+        "k, a, b, g_1, c, d, g_2, g_3",
+        batches,
         [None, [(1, 2, 2, 2, 1, 1, 1, 1)], [(1, 2, 2, 2, 3, 3, 3, 1)]],
-        merge_engine="partial-update", primary_key="k", sequence_group={"g_1": ["a", "b"], "g_2,g_3": ["c", "d"]})
+        merge_engine="partial-update",
+        primary_key="k",
+        sequence_group={"g_1": ["a", "b"], "g_2,g_3": ["c", "d"]},
+    )
     assert final == [(1, 2, 2, 2, 3, 3, 3, 1)]
 
 
@@ -83,10 +111,16 @@ def test_aggregation_inside_partial_update(spark, make_table):
     n = "CAST(NULL AS INT)"
     batches = [[f"(1, 1, 1, {n}, {n})"], [f"(1, {n}, {n}, 1, 1)"], [f"(1, 2, 2, {n}, {n})"], [f"(1, {n}, {n}, 2, 2)"]]
     final = apply_in_both_ways(
-        spark, make_table("k INT, a INT, b INT, c INT, d INT"), "k, a, b, c, d", batches,
+        spark,
+        make_table("k INT, a INT, b INT, c INT, d INT"),
+        "k, a, b, c, d",
+        batches,
         [None, None, None, [(1, 2, 1, 2, 3)]],
-        merge_engine="partial-update", primary_key="k", sequence_group={"a": "b", "c": "d"},
-        aggregate_function={"b": "first_value", "d": "sum"})
+        merge_engine="partial-update",
+        primary_key="k",
+        sequence_group={"a": "b", "c": "d"},
+        aggregate_function={"b": "first_value", "d": "sum"},
+    )
     assert final == [(1, 2, 1, 2, 3)]
 
 
@@ -94,22 +128,37 @@ def test_default_aggregate_function_in_partial_update(spark, make_table):
     n = "CAST(NULL AS INT)"
     batches = [[f"(1, 1, 1, {n}, {n})"], [f"(1, {n}, {n}, 1, 1)"], [f"(1, 2, 2, {n}, {n})"], [f"(1, {n}, {n}, 2, 2)"]]
     final = apply_in_both_ways(
-        spark, make_table("k INT, a INT, b INT, c INT, d INT"), "k, a, b, c, d", batches,
+        spark,
+        make_table("k INT, a INT, b INT, c INT, d INT"),
+        "k, a, b, c, d",
+        batches,
         [None, None, None, [(1, 2, 2, 2, 3)]],
-        merge_engine="partial-update", primary_key="k", sequence_group={"a": "b", "c": "d"},
-        default_aggregate_function="last_non_null_value", aggregate_function={"d": "sum"})
+        merge_engine="partial-update",
+        primary_key="k",
+        sequence_group={"a": "b", "c": "d"},
+        default_aggregate_function="last_non_null_value",
+        aggregate_function={"d": "sum"},
+    )
     assert final == [(1, 2, 2, 2, 3)]
 
 
 def test_aggregation_in_a_group_with_two_sequence_fields(spark, make_table):
-    batches = [["(1, 1, 1, 1, '1', 1, 1)"],
-               ["(1, 2, 2, 2, '2', CAST(NULL AS INT), 2)"],   # g_2 null: c not updated
-               ["(1, 3, 3, 2, '3', 3, 1)"]]                   # (g_1, g_3) older: a still sums
+    batches = [
+        ["(1, 1, 1, 1, '1', 1, 1)"],
+        ["(1, 2, 2, 2, '2', CAST(NULL AS INT), 2)"],  # g_2 null: c not updated
+        ["(1, 3, 3, 2, '3', 3, 1)"],
+    ]  # (g_1, g_3) older: a still sums
     final = apply_in_both_ways(
-        spark, make_table("k INT, a INT, b INT, g_1 INT, c STRING, g_2 INT, g_3 INT"), "k, a, b, g_1, c, g_2, g_3",
-        batches, [None, [(1, 3, 2, 2, "1", 1, 2)], [(1, 6, 3, 2, "3", 3, 2)]],
-        merge_engine="partial-update", primary_key="k", aggregate_function={"a": "sum"},
-        sequence_group={"g_1,g_3": "a", "g_2": "c"})
+        spark,
+        make_table("k INT, a INT, b INT, g_1 INT, c STRING, g_2 INT, g_3 INT"),
+        "k, a, b, g_1, c, g_2, g_3",
+        batches,
+        [None, [(1, 3, 2, 2, "1", 1, 2)], [(1, 6, 3, 2, "3", 3, 2)]],
+        merge_engine="partial-update",
+        primary_key="k",
+        aggregate_function={"a": "sum"},
+        sequence_group={"g_1,g_3": "a", "g_2": "c"},
+    )
     assert final == [(1, 6, 3, 2, "3", 3, 2)]
 
 
@@ -117,32 +166,71 @@ def test_partial_update_rejects_deletes_unless_ignored_or_retracting_a_group(spa
     t = f"{db}.pu"
     spark.sql(f"CREATE TABLE {t} (k INT, a INT, g INT, b STRING) USING parquet")
     cols = "k, a, g, b, op"
-    engine_merge(spark, t, cols, ["(1, 5, 1, 'x', '+I')"], merge_engine="partial-update", primary_key="k",
-                 row_kind_field="op")
+    engine_merge(
+        spark, t, cols, ["(1, 5, 1, 'x', '+I')"], merge_engine="partial-update", primary_key="k", row_kind_field="op"
+    )
     before = snapshot(spark, t)
     with pytest.raises(EngineRejected, match=r"does not accept DELETE.*\(key \{\"k\":1\}\)"):
-        engine_merge(spark, t, cols, ["(1, 5, 1, 'x', '-D')"], merge_engine="partial-update", primary_key="k",
-                     row_kind_field="op")
+        engine_merge(
+            spark,
+            t,
+            cols,
+            ["(1, 5, 1, 'x', '-D')"],
+            merge_engine="partial-update",
+            primary_key="k",
+            row_kind_field="op",
+        )
     assert snapshot(spark, t) == before
-    engine_merge(spark, t, cols, ["(1, 5, 1, 'x', '-D')", "(2, 7, 1, 'y', '-D')"], merge_engine="partial-update",
-                 primary_key="k", row_kind_field="op", ignore_delete=True)
+    engine_merge(
+        spark,
+        t,
+        cols,
+        ["(1, 5, 1, 'x', '-D')", "(2, 7, 1, 'y', '-D')"],
+        merge_engine="partial-update",
+        primary_key="k",
+        row_kind_field="op",
+        ignore_delete=True,
+    )
     assert snapshot(spark, t) == before
     # with a sequence group, a retraction not older than the group's sequence empties the group's fields
-    engine_merge(spark, t, cols, ["(1, 9, 0, 'x', '-D')"], merge_engine="partial-update", primary_key="k",
-                 row_kind_field="op", sequence_group={"g": "a"})
-    assert rows(spark, t) == [(1, 5, 1, "x")]                   # g = 0 < 1: too old
-    engine_merge(spark, t, cols, ["(1, 9, 2, 'z', '-U')"], merge_engine="partial-update", primary_key="k",
-                 row_kind_field="op", sequence_group={"g": "a"})
-    assert rows(spark, t) == [(1, None, 2, "x")]                # a retracted; b is in no group: kept
+    engine_merge(
+        spark,
+        t,
+        cols,
+        ["(1, 9, 0, 'x', '-D')"],
+        merge_engine="partial-update",
+        primary_key="k",
+        row_kind_field="op",
+        sequence_group={"g": "a"},
+    )
+    assert rows(spark, t) == [(1, 5, 1, "x")]  # g = 0 < 1: too old
+    engine_merge(
+        spark,
+        t,
+        cols,
+        ["(1, 9, 2, 'z', '-U')"],
+        merge_engine="partial-update",
+        primary_key="k",
+        row_kind_field="op",
+        sequence_group={"g": "a"},
+    )
+    assert rows(spark, t) == [(1, None, 2, "x")]  # a retracted; b is in no group: kept
 
 
 # -- aggregation ---------------------------------------------------------------------------------
 
+
 def test_aggregation_max_and_sum(spark, make_table):
     final = apply_in_both_ways(
-        spark, make_table("product_id BIGINT, price DOUBLE, sales BIGINT"), "product_id, price, sales",
-        [["(1, 23.0D, 15)"], ["(1, 30.2D, 20)"]], [[(1, 23.0, 15)], [(1, 30.2, 35)]],
-        merge_engine="aggregation", primary_key="product_id", aggregate_function={"price": "max", "sales": "sum"})
+        spark,
+        make_table("product_id BIGINT, price DOUBLE, sales BIGINT"),
+        "product_id, price, sales",
+        [["(1, 23.0D, 15)"], ["(1, 30.2D, 20)"]],
+        [[(1, 23.0, 15)], [(1, 30.2, 35)]],
+        merge_engine="aggregation",
+        primary_key="product_id",
+        aggregate_function={"price": "max", "sales": "sum"},
+    )
     assert final == [(1, 30.2, 35)]
 
 
@@ -154,30 +242,52 @@ def test_nested_update_builds_a_wide_order(spark, make_table, db):
         return f"array(named_struct('sub_order_id', {i}L, 'product_name', '{name}', 'price', {price}L))"
 
     ns = "CAST(NULL AS STRING)"
-    batches = [[f"(1L, 'Alice', 'Main St 1', {none})"],       # from orders
-               [f"(1L, {ns}, {ns}, {so(1, 'book', 10)})"],    # from sub_orders ...
-               [f"(1L, {ns}, {ns}, {so(2, 'pen', 2)})"],
-               [f"(1L, {ns}, {ns}, {so(1, 'book', 12)})"],    # sub order 1 changed
-               [f"(2L, {ns}, {ns}, {so(3, 'ink', 5)})"],      # a sub order before its order
-               [f"(2L, 'Bob', 'Side St 2', {none})"]]
+    batches = [
+        [f"(1L, 'Alice', 'Main St 1', {none})"],  # from orders
+        [f"(1L, {ns}, {ns}, {so(1, 'book', 10)})"],  # from sub_orders ...
+        [f"(1L, {ns}, {ns}, {so(2, 'pen', 2)})"],
+        [f"(1L, {ns}, {ns}, {so(1, 'book', 12)})"],  # sub order 1 changed
+        [f"(2L, {ns}, {ns}, {so(3, 'ink', 5)})"],  # a sub order before its order
+        [f"(2L, 'Bob', 'Side St 2', {none})"],
+    ]
     apply_in_both_ways(
-        spark, make_table(f"order_id BIGINT, user_name STRING, address STRING, sub_orders {sub}"),
-        "order_id, user_name, address, sub_orders", batches, [None] * len(batches),
-        merge_engine="aggregation", primary_key="order_id", aggregate_function={"sub_orders": "nested_update"},
-        nested_key={"sub_orders": "sub_order_id"})
+        spark,
+        make_table(f"order_id BIGINT, user_name STRING, address STRING, sub_orders {sub}"),
+        "order_id, user_name, address, sub_orders",
+        batches,
+        [None] * len(batches),
+        merge_engine="aggregation",
+        primary_key="order_id",
+        aggregate_function={"sub_orders": "nested_update"},
+        nested_key={"sub_orders": "sub_order_id"},
+    )
     for table in ("one_by_one", "all_at_once"):
         flat = spark.sql(
             f"SELECT order_id, user_name, address, so.sub_order_id, so.product_name, so.price "
             f"FROM {db}.t_{table} LATERAL VIEW explode(sub_orders) AS so "
-            f"ORDER BY order_id, sub_order_id").collect()
-        assert [tuple(r) for r in flat] == [(1, "Alice", "Main St 1", 1, "book", 12), (1, "Alice", "Main St 1", 2, "pen", 2),
-                                            (2, "Bob", "Side St 2", 3, "ink", 5)]
+            f"ORDER BY order_id, sub_order_id"
+        ).collect()
+        assert [tuple(r) for r in flat] == [
+            (1, "Alice", "Main St 1", 1, "book", 12),
+            (1, "Alice", "Main St 1", 2, "pen", 2),
+            (2, "Bob", "Side St 2", 3, "ink", 5),
+        ]
 
 
-RETRACT_DDL = ("k INT, s INT, p BIGINT, n BIGINT, c ARRAY<STRING>, m MAP<STRING, INT>, "
-               "nu ARRAY<STRUCT<id: INT, v: STRING>>, lv STRING, lnn STRING")
-RETRACT_FUNCTIONS = {"s": "sum", "p": "product", "n": "count", "c": "collect", "m": "merge_map",
-                     "nu": "nested_update", "lv": "last_value", "lnn": "last_non_null_value"}
+RETRACT_DDL = (
+    "k INT, s INT, p BIGINT, n BIGINT, c ARRAY<STRING>, m MAP<STRING, INT>, "
+    "nu ARRAY<STRUCT<id: INT, v: STRING>>, lv STRING, lnn STRING"
+)
+RETRACT_FUNCTIONS = {
+    "s": "sum",
+    "p": "product",
+    "n": "count",
+    "c": "collect",
+    "m": "merge_map",
+    "nu": "nested_update",
+    "lv": "last_value",
+    "lnn": "last_non_null_value",
+}
 
 
 def test_retraction_of_every_function_that_supports_it(spark, make_table):
@@ -189,11 +299,21 @@ def test_retraction_of_every_function_that_supports_it(spark, make_table):
         [rec("+I", 5, 7, "'a'", "'y', 2", "named_struct('id', 2, 'v', 'two')", "'v2'", "'w2'")],
         [rec("-U", 10, 6, "'a'", "'x', 0", "named_struct('id', 1, 'v', 'one')", "'v1'", "'w1'")],
     ]
-    options = dict(merge_engine="aggregation", primary_key="k", row_kind_field="op",
-                   aggregate_function=RETRACT_FUNCTIONS, nested_key={"nu": "id"})
-    final = apply_in_both_ways(spark, make_table(RETRACT_DDL), "k, s, p, n, c, m, nu, lv, lnn, op", batches,
-                               [[(1, 10, 6, 1, ["a", "b"], {"x": 1}, [(1, "one")], "v1", "w1")], None, None],
-                               **options)
+    options = dict(
+        merge_engine="aggregation",
+        primary_key="k",
+        row_kind_field="op",
+        aggregate_function=RETRACT_FUNCTIONS,
+        nested_key={"nu": "id"},
+    )
+    final = apply_in_both_ways(
+        spark,
+        make_table(RETRACT_DDL),
+        "k, s, p, n, c, m, nu, lv, lnn, op",
+        batches,
+        [[(1, 10, 6, 1, ["a", "b"], {"x": 1}, [(1, "one")], "v1", "w1")], None, None],
+        **options,
+    )
     # sum 10+5-10, product 6*7/6, count 1+1-1, collect minus one 'a', merge_map minus key x,
     # nested_update minus id 1, last_value and last_non_null_value set to NULL by a retraction
     assert final == [(1, 5, 7, 1, ["b", "a"], {"y": 2}, [(2, "two")], None, None)]
@@ -202,8 +322,12 @@ def test_retraction_of_every_function_that_supports_it(spark, make_table):
 def test_functions_that_cannot_retract_fail_unless_ignore_retract(spark, db):
     t = f"{db}.agg_max"
     spark.sql(f"CREATE TABLE {t} (k INT, hi INT, total INT) USING parquet")
-    opts = dict(merge_engine="aggregation", primary_key="k", row_kind_field="op",
-                aggregate_function={"hi": "max", "total": "sum"})
+    opts = dict(
+        merge_engine="aggregation",
+        primary_key="k",
+        row_kind_field="op",
+        aggregate_function={"hi": "max", "total": "sum"},
+    )
     engine_merge(spark, t, "k, hi, total, op", ["(1, 7, 7, '+I')"], **opts)
     before = snapshot(spark, t)
     with pytest.raises(EngineRejected, match=r"cannot retract: hi \(max\)"):
@@ -225,8 +349,12 @@ FUNCTIONS = [  # function, column type, three values in input order, the result
     ("bool_and", "BOOLEAN", ["true", "CAST(NULL AS BOOLEAN)", "false"], False),
     ("bool_or", "BOOLEAN", ["false", "CAST(NULL AS BOOLEAN)", "true"], True),
     ("collect", "ARRAY<INT>", ["array(1, 2)", "CAST(NULL AS ARRAY<INT>)", "array(2)"], [1, 2, 2]),
-    ("merge_map", "MAP<STRING, INT>", ["map('a', 1)", "map('a', 2, 'b', 3)", "CAST(NULL AS MAP<STRING, INT>)"],
-     {"a": 2, "b": 3}),
+    (
+        "merge_map",
+        "MAP<STRING, INT>",
+        ["map('a', 1)", "map('a', 2, 'b', 3)", "CAST(NULL AS MAP<STRING, INT>)"],
+        {"a": 2, "b": 3},
+    ),
 ]
 
 
@@ -235,9 +363,16 @@ def test_each_function(spark, make_table):
     ddl = ", ".join(f"v_{fn} {ty}" for fn, ty, _, _ in FUNCTIONS)
     columns = ", ".join(f"v_{fn}" for fn, _, _, _ in FUNCTIONS)
     records = [[f"(1, {', '.join(values[i] for _, _, values, _ in FUNCTIONS)})"] for i in range(3)]
-    final = apply_in_both_ways(spark, make_table(f"k INT, {ddl}"), f"k, {columns}", records, [None] * 3,
-                               merge_engine="aggregation", primary_key="k",
-                               aggregate_function={f"v_{fn}": fn for fn, _, _, _ in FUNCTIONS})
+    final = apply_in_both_ways(
+        spark,
+        make_table(f"k INT, {ddl}"),
+        f"k, {columns}",
+        records,
+        [None] * 3,
+        merge_engine="aggregation",
+        primary_key="k",
+        aggregate_function={f"v_{fn}": fn for fn, _, _, _ in FUNCTIONS},
+    )
     got = dict(zip([fn for fn, _, _, _ in FUNCTIONS], final[0][1:]))
     got["min"] = str(got["min"])
     assert got == {fn: expected for fn, _, _, expected in FUNCTIONS}
@@ -245,66 +380,116 @@ def test_each_function(spark, make_table):
 
 def test_distinct_collect_and_listagg_with_delimiter(spark, make_table):
     final = apply_in_both_ways(
-        spark, make_table("k INT, tags ARRAY<STRING>, names STRING"), "k, tags, names",
-        [["(1, array('a', 'b'), 'x;y')"], ["(1, array('b', 'c'), 'y;z')"]], [None, None],
-        merge_engine="aggregation", primary_key="k", aggregate_function={"tags": "collect", "names": "listagg"},
-        distinct=["tags", "names"], listagg_delimiter={"names": ";"})
+        spark,
+        make_table("k INT, tags ARRAY<STRING>, names STRING"),
+        "k, tags, names",
+        [["(1, array('a', 'b'), 'x;y')"], ["(1, array('b', 'c'), 'y;z')"]],
+        [None, None],
+        merge_engine="aggregation",
+        primary_key="k",
+        aggregate_function={"tags": "collect", "names": "listagg"},
+        distinct=["tags", "names"],
+        listagg_delimiter={"names": ";"},
+    )
     assert final == [(1, ["a", "b", "c"], "x;y;z")]
 
 
 # -- deduplicate and first-row -------------------------------------------------------------------
 
+
 def test_deduplicate_keeps_the_latest_by_sequence_field_out_of_order(spark, make_table):
-    batches = [["(1, 'b', 20)", "(2, 'x', 5)"], ["(1, 'a', 10)"], ["(1, 'c', 20)"]]   # 10 is late; 20 ties: later wins
-    final = apply_in_both_ways(spark, make_table("k INT, v STRING, ts INT"), "k, v, ts", batches,
-                               [[(1, "b", 20), (2, "x", 5)], [(1, "b", 20), (2, "x", 5)], [(1, "c", 20), (2, "x", 5)]],
-                               merge_engine="deduplicate", primary_key="k", sequence_field="ts")
+    batches = [["(1, 'b', 20)", "(2, 'x', 5)"], ["(1, 'a', 10)"], ["(1, 'c', 20)"]]  # 10 is late; 20 ties: later wins
+    final = apply_in_both_ways(
+        spark,
+        make_table("k INT, v STRING, ts INT"),
+        "k, v, ts",
+        batches,
+        [[(1, "b", 20), (2, "x", 5)], [(1, "b", 20), (2, "x", 5)], [(1, "c", 20), (2, "x", 5)]],
+        merge_engine="deduplicate",
+        primary_key="k",
+        sequence_field="ts",
+    )
     assert final == [(1, "c", 20), (2, "x", 5)]
 
 
 def test_deduplicate_stale_record_changes_nothing(spark, db):
     t = f"{db}.dd"
     spark.sql(f"CREATE TABLE {t} (k INT, v STRING, ts INT) USING parquet")
-    engine_merge(spark, t, "k, v, ts", ["(1, 'new', 50)"], merge_engine="deduplicate", primary_key="k",
-                 sequence_field="ts")
+    engine_merge(
+        spark, t, "k, v, ts", ["(1, 'new', 50)"], merge_engine="deduplicate", primary_key="k", sequence_field="ts"
+    )
     before = snapshot(spark, t)
-    result = engine_merge(spark, t, "k, v, ts", ["(1, 'old', 40)"], merge_engine="deduplicate", primary_key="k",
-                          sequence_field="ts")
+    result = engine_merge(
+        spark, t, "k, v, ts", ["(1, 'old', 40)"], merge_engine="deduplicate", primary_key="k", sequence_field="ts"
+    )
     assert result.metrics["numTargetRowsUpdated"] == 0
     assert snapshot(spark, t) == before
 
 
 def test_deduplicate_latest_delete_removes_the_key_unless_ignore_delete(spark, make_table, db):
     batches = [["(1, 'a', '+I')", "(2, 'b', '+I')"], ["(1, 'a2', '+U')", "(1, 'a2', '-D')"], ["(3, 'c', '-D')"]]
-    final = apply_in_both_ways(spark, make_table("k INT, v STRING"), "k, v, op", batches,
-                               [None, [(2, "b")], [(2, "b")]],
-                               merge_engine="deduplicate", primary_key="k", row_kind_field="op")
+    final = apply_in_both_ways(
+        spark,
+        make_table("k INT, v STRING"),
+        "k, v, op",
+        batches,
+        [None, [(2, "b")], [(2, "b")]],
+        merge_engine="deduplicate",
+        primary_key="k",
+        row_kind_field="op",
+    )
     assert final == [(2, "b")]
     t = f"{db}.dd_ignore"
     spark.sql(f"CREATE TABLE {t} (k INT, v STRING) USING parquet")
     for batch in batches:
-        engine_merge(spark, t, "k, v, op", batch, merge_engine="deduplicate", primary_key="k", row_kind_field="op",
-                     ignore_delete=True)
+        engine_merge(
+            spark,
+            t,
+            "k, v, op",
+            batch,
+            merge_engine="deduplicate",
+            primary_key="k",
+            row_kind_field="op",
+            ignore_delete=True,
+        )
     assert rows(spark, t) == [(1, "a2"), (2, "b")]
 
 
 def test_first_row_keeps_the_first_row(spark, make_table, db):
     batches = [["(1, 'first', 1)", "(1, 'second', 2)"], ["(1, 'third', 0)", "(2, 'x', 9)"]]
-    final = apply_in_both_ways(spark, make_table("k INT, v STRING, n INT"), "k, v, n", batches,
-                               [[(1, "first", 1)], [(1, "first", 1), (2, "x", 9)]],
-                               merge_engine="first-row", primary_key="k")
+    final = apply_in_both_ways(
+        spark,
+        make_table("k INT, v STRING, n INT"),
+        "k, v, n",
+        batches,
+        [[(1, "first", 1)], [(1, "first", 1), (2, "x", 9)]],
+        merge_engine="first-row",
+        primary_key="k",
+    )
     assert final == [(1, "first", 1), (2, "x", 9)]
     t = f"{db}.fr"
     spark.sql(f"CREATE TABLE {t} (k INT, v STRING) USING parquet")
-    engine_merge(spark, t, "k, v, op", ["(1, 'a', '+I')"], merge_engine="first-row", primary_key="k", row_kind_field="op")
-    again = engine_merge(spark, t, "k, v, op", ["(1, 'b', '+I')"], merge_engine="first-row", primary_key="k",
-                         row_kind_field="op")
+    engine_merge(
+        spark, t, "k, v, op", ["(1, 'a', '+I')"], merge_engine="first-row", primary_key="k", row_kind_field="op"
+    )
+    again = engine_merge(
+        spark, t, "k, v, op", ["(1, 'b', '+I')"], merge_engine="first-row", primary_key="k", row_kind_field="op"
+    )
     assert again.metrics["numTargetRowsUpdated"] == 0
     with pytest.raises(EngineRejected, match="first-row does not accept DELETE"):
-        engine_merge(spark, t, "k, v, op", ["(1, 'a', '-D')"], merge_engine="first-row", primary_key="k",
-                     row_kind_field="op")
-    engine_merge(spark, t, "k, v, op", ["(1, 'a', '-D')", "(5, 'e', '+I')"], merge_engine="first-row",
-                 primary_key="k", row_kind_field="op", ignore_delete=True)
+        engine_merge(
+            spark, t, "k, v, op", ["(1, 'a', '-D')"], merge_engine="first-row", primary_key="k", row_kind_field="op"
+        )
+    engine_merge(
+        spark,
+        t,
+        "k, v, op",
+        ["(1, 'a', '-D')", "(5, 'e', '+I')"],
+        merge_engine="first-row",
+        primary_key="k",
+        row_kind_field="op",
+        ignore_delete=True,
+    )
     assert rows(spark, t) == [(1, "a"), (5, "e")]
 
 
@@ -312,12 +497,14 @@ def test_bad_row_kind_is_rejected(spark, db):
     t = f"{db}.rk"
     spark.sql(f"CREATE TABLE {t} (k INT, v STRING) USING parquet")
     with pytest.raises(EngineRejected, match=r"row_kind_field op must be one of"):
-        engine_merge(spark, t, "k, v, op", ["(1, 'a', 'U')"], merge_engine="deduplicate", primary_key="k",
-                     row_kind_field="op")
+        engine_merge(
+            spark, t, "k, v, op", ["(1, 'a', 'U')"], merge_engine="deduplicate", primary_key="k", row_kind_field="op"
+        )
     assert rows(spark, t) == []
 
 
 # -- command line --------------------------------------------------------------------------------
+
 
 def test_cli_engine_upsert_with_paimon_style_field_options(spark, db, capsys):
     from merge_core.cli import main
@@ -325,49 +512,120 @@ def test_cli_engine_upsert_with_paimon_style_field_options(spark, db, capsys):
     t = f"{db}.cli_agg"
     spark.sql(f"CREATE TABLE {t} (product_id BIGINT, price DOUBLE, sales BIGINT) USING parquet")
     for record in ("(1L, 23.0D, 15L)", "(1L, 30.2D, 20L)"):
-        assert main(["upsert", "--target", t, "--source", f"SELECT * FROM VALUES {record} AS s(product_id, price, sales)",
-                     "--primary-key", "product_id", "--merge-engine", "aggregation", "--json", "-q",
-                     "--field", "price.aggregate-function=max", "--field", "fields.sales.aggregate-function=sum"]) == 0
+        assert (
+            main(
+                [
+                    "upsert",
+                    "--target",
+                    t,
+                    "--source",
+                    f"SELECT * FROM VALUES {record} AS s(product_id, price, sales)",
+                    "--primary-key",
+                    "product_id",
+                    "--merge-engine",
+                    "aggregation",
+                    "--json",
+                    "-q",
+                    "--field",
+                    "price.aggregate-function=max",
+                    "--field",
+                    "fields.sales.aggregate-function=sum",
+                ]
+            )
+            == 0
+        )
         metrics = json.loads(capsys.readouterr().out)
     assert metrics["numTargetRowsUpdated"] == 1 and metrics["numTargetRowsInserted"] == 0
     assert rows(spark, t) == [(1, 30.2, 35)]
-    assert main(["upsert", "--target", t, "--source", "SELECT 1L AS product_id, 1D AS price, 1L AS sales",
-                 "--primary-key", "product_id", "--merge-engine", "aggregation", "--field", "price=max", "-q"]) == 2
+    assert (
+        main(
+            [
+                "upsert",
+                "--target",
+                t,
+                "--source",
+                "SELECT 1L AS product_id, 1D AS price, 1L AS sales",
+                "--primary-key",
+                "product_id",
+                "--merge-engine",
+                "aggregation",
+                "--field",
+                "price=max",
+                "-q",
+            ]
+        )
+        == 2
+    )
     assert "expected NAME.OPTION=VALUE" in capsys.readouterr().err
 
 
 def test_field_options_parse_paimon_names():
     from merge_core.cli import field_options
 
-    assert field_options(["a.aggregate-function=sum", "fields.g_1,g_2.sequence-group=a,b", "c.ignore-retract=true",
-                          "c.distinct=true", "n.nested-key=k1,k2", "l.list-agg-delimiter=;"]) == {
-        "aggregate_function": {"a": "sum"}, "sequence_group": {"g_1,g_2": "a,b"}, "ignore_retract": {"c": "true"},
-        "distinct": {"c": "true"}, "nested_key": {"n": "k1,k2"}, "listagg_delimiter": {"l": ";"}}
+    assert field_options(
+        [
+            "a.aggregate-function=sum",
+            "fields.g_1,g_2.sequence-group=a,b",
+            "c.ignore-retract=true",
+            "c.distinct=true",
+            "n.nested-key=k1,k2",
+            "l.list-agg-delimiter=;",
+        ]
+    ) == {
+        "aggregate_function": {"a": "sum"},
+        "sequence_group": {"g_1,g_2": "a,b"},
+        "ignore_retract": {"c": "true"},
+        "distinct": {"c": "true"},
+        "nested_key": {"n": "k1,k2"},
+        "listagg_delimiter": {"l": ";"},
+    }
 
 
 # -- configuration errors at begin ----------------------------------------------------------------
 
-@pytest.mark.parametrize("options, message", [
-    (dict(merge_engine="replace"), "unknown engine replace"),
-    (dict(merge_engine="aggregation", aggregate_function={"v": "median"}), "unknown function median for v"),
-    (dict(merge_engine="aggregation", aggregate_function={"v": "sum"}), "sum does not take column v of type string"),
-    (dict(merge_engine="aggregation", aggregate_function={"n": "bool_or"}), "bool_or does not take column n of type int"),
-    (dict(merge_engine="aggregation", aggregate_function={"k": "sum"}), "k is a primary key column"),
-    (dict(merge_engine="deduplicate", sequence_field="missing"), "unknown column missing"),
-    (dict(merge_engine="first-row", sequence_field="n"), "first-row keeps the first row"),
-    (dict(merge_engine="deduplicate", aggregate_function={"n": "sum"}), "applies to the partial-update and aggregation"),
-    (dict(merge_engine="aggregation", sequence_group={"n": "v"}), "sequence_group applies to the partial-update"),
-    (dict(merge_engine="partial-update", sequence_group={"n": "v", "ts": "v"}), "v is already in sequence group n"),
-    (dict(merge_engine="partial-update", sequence_group={"v": "n"}), "must be numeric, a date or a timestamp"),
-    (dict(merge_engine="aggregation", aggregate_function={"n": "sum"}, distinct=["n"]), "not aggregated with collect"),
-    (dict(merge_engine="aggregation", nested_key={"n": "id"}), "not aggregated with nested_update"),
-    (dict(merge_engine="aggregation", ignore_retract=["v"]), None),
-    (dict(merge_engine="partial-update", aggregate_function={"n": "sum"}), "sum on n: a partial-update field"),
-    (dict(merge_engine="partial-update", aggregate_function={"n": "last_non_null_value"}), None),
-    (dict(merge_engine="aggregation", default_aggregate_function="avg"), "default_aggregate_function: unknown function avg"),
-    (dict(merge_engine="aggregation", default_aggregate_function="sum"), "sum does not take column v of type string"),
-    (dict(merge_engine="deduplicate", watermark_key="ts"), "choose one"),
-])
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(merge_engine="replace"), "unknown engine replace"),
+        (dict(merge_engine="aggregation", aggregate_function={"v": "median"}), "unknown function median for v"),
+        (
+            dict(merge_engine="aggregation", aggregate_function={"v": "sum"}),
+            "sum does not take column v of type string",
+        ),
+        (
+            dict(merge_engine="aggregation", aggregate_function={"n": "bool_or"}),
+            "bool_or does not take column n of type int",
+        ),
+        (dict(merge_engine="aggregation", aggregate_function={"k": "sum"}), "k is a primary key column"),
+        (dict(merge_engine="deduplicate", sequence_field="missing"), "unknown column missing"),
+        (dict(merge_engine="first-row", sequence_field="n"), "first-row keeps the first row"),
+        (
+            dict(merge_engine="deduplicate", aggregate_function={"n": "sum"}),
+            "applies to the partial-update and aggregation",
+        ),
+        (dict(merge_engine="aggregation", sequence_group={"n": "v"}), "sequence_group applies to the partial-update"),
+        (dict(merge_engine="partial-update", sequence_group={"n": "v", "ts": "v"}), "v is already in sequence group n"),
+        (dict(merge_engine="partial-update", sequence_group={"v": "n"}), "must be numeric, a date or a timestamp"),
+        (
+            dict(merge_engine="aggregation", aggregate_function={"n": "sum"}, distinct=["n"]),
+            "not aggregated with collect",
+        ),
+        (dict(merge_engine="aggregation", nested_key={"n": "id"}), "not aggregated with nested_update"),
+        (dict(merge_engine="aggregation", ignore_retract=["v"]), None),
+        (dict(merge_engine="partial-update", aggregate_function={"n": "sum"}), "sum on n: a partial-update field"),
+        (dict(merge_engine="partial-update", aggregate_function={"n": "last_non_null_value"}), None),
+        (
+            dict(merge_engine="aggregation", default_aggregate_function="avg"),
+            "default_aggregate_function: unknown function avg",
+        ),
+        (
+            dict(merge_engine="aggregation", default_aggregate_function="sum"),
+            "sum does not take column v of type string",
+        ),
+        (dict(merge_engine="deduplicate", watermark_key="ts"), "choose one"),
+    ],
+)
 def test_configuration_errors_name_the_problem(spark, db, options, message):
     t = f"{db}.cfg"
     spark.sql(f"CREATE TABLE {t} (k INT, v STRING, n INT, ts INT) USING parquet")
@@ -394,8 +652,11 @@ def three_files(spark, db):
     spark.sql(f"CREATE TABLE {src} (k INT, a DOUBLE, b INT, c STRING) USING parquet")
     where = Path(location(spark, src).removeprefix("file:"))
     schema = pa.schema([("k", pa.int32()), ("a", pa.float64()), ("b", pa.int32()), ("c", pa.string())])
-    for name, (a, b, c), pad in [("a", (23.0, 10, None), 0), ("b", (None, None, "This is a book"), 4000),
-                                 ("c", (25.2, None, None), 1000)]:
+    for name, (a, b, c), pad in [
+        ("a", (23.0, 10, None), 0),
+        ("b", (None, None, "This is a book"), 4000),
+        ("c", (25.2, None, None), 1000),
+    ]:
         data = pa.table({"k": [1], "a": [a], "b": [b], "c": [c]}, schema=schema)
         pq.write_table(data.replace_schema_metadata({"pad": "x" * pad}), where / f"part-{name}.parquet")
     sizes = {p.name: p.stat().st_size for p in where.glob("part-*")}
@@ -427,16 +688,33 @@ def test_a_query_source_with_a_repeated_key_needs_a_sequence_field(spark, db, th
     orders its records, is refused (naming the key) rather than folded in an order of the day."""
     t = f"{db}.t"
     spark.sql(f"CREATE TABLE {t} (k INT, a DOUBLE, b INT, c STRING) USING parquet")
-    with pytest.raises(EngineRejected, match=r"a key repeats in this batch with records that differ.*sequence_field.*\(key \{\"k\":1\}\)"):
-        merge(spark, {"target": t, "source": f"SELECT * FROM {three_files} WHERE k > 0"},
-              merge_engine="partial-update", primary_key="k")
+    with pytest.raises(
+        EngineRejected,
+        match=r"a key repeats in this batch with records that differ.*sequence_field.*\(key \{\"k\":1\}\)",
+    ):
+        merge(
+            spark,
+            {"target": t, "source": f"SELECT * FROM {three_files} WHERE k > 0"},
+            merge_engine="partial-update",
+            primary_key="k",
+        )
     assert rows(spark, t) == []
-    merge(spark, {"target": t, "source": f"SELECT * FROM {three_files} WHERE k > 0"}, merge_engine="deduplicate",
-          primary_key="k", sequence_field="a")  # the sequence tells the records apart: the largest wins
+    merge(
+        spark,
+        {"target": t, "source": f"SELECT * FROM {three_files} WHERE k > 0"},
+        merge_engine="deduplicate",
+        primary_key="k",
+        sequence_field="a",
+    )  # the sequence tells the records apart: the largest wins
     assert rows(spark, t) == [(1, 25.2, None, None)]
     # an order-insensitive fold needs no order: sums and maxima of a repeated key, from a query
     totals = f"{db}.totals"
     spark.sql(f"CREATE TABLE {totals} (k INT, a DOUBLE, b INT) USING parquet")
-    merge(spark, {"target": totals, "source": f"SELECT k, a, b FROM {three_files} WHERE k > 0"},
-          merge_engine="aggregation", primary_key="k", aggregate_function={"a": "sum", "b": "max"})
+    merge(
+        spark,
+        {"target": totals, "source": f"SELECT k, a, b FROM {three_files} WHERE k > 0"},
+        merge_engine="aggregation",
+        primary_key="k",
+        aggregate_function={"a": "sum", "b": "max"},
+    )
     assert rows(spark, totals) == [(1, 48.2, 10)]

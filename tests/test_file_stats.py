@@ -2,6 +2,7 @@
 metadata columns, Spark's listing), the Python host lists the files and reads their footers
 (host.SparkHost.file_stats). The commit compares such answers with each other, so the two must
 agree exactly, on the values and the directories that are hardest to spell."""
+
 from __future__ import annotations
 
 import json
@@ -19,33 +20,44 @@ def _both(spark, db: str, name: str) -> tuple[list, list]:
     table = describe_table(spark, [db, name])
     sql = macros.render("file_stats_sql", table, table["relation"], None)
     queried = [r.asDict() for r in spark.sql(sql).collect()]
-    partitions = ([r["partition"] for r in macros.fill_list("decode_partitions", table, queried)]
-                  if table["partition_columns"] else [{}])
+    partitions = (
+        [r["partition"] for r in macros.fill_list("decode_partitions", table, queried)]
+        if table["partition_columns"]
+        else [{}]
+    )
     listed = host.SparkHost(spark, "test")._listed_stats(table, name, partitions)
 
     def key(r):
         return json.loads(r["__sm_part"]), r["dir"], r["files"], r["bytes"], r["rows"]
+
     return sorted(map(key, queried), key=json.dumps), sorted(map(key, listed), key=json.dumps)
 
 
 @pytest.mark.parametrize("provider", ["parquet", "orc"])
 def test_the_listing_answers_what_the_query_answers(spark, db, provider):
     spark.sql(f"CREATE TABLE {db}.t (id INT, v STRING, p STRING, d DATE) USING {provider} PARTITIONED BY (p, d)")
-    spark.sql(f"INSERT INTO {db}.t VALUES (1, 'a', 'x', DATE'2024-01-01'), (2, 'b', NULL, DATE'2024-01-02'), "
-              f"(3, 'c', 'a/b c%', NULL), (4, 'd', 'ü+=', DATE'2024-01-03'), (5, 'e', 'None', DATE'2024-01-03')")
+    spark.sql(
+        f"INSERT INTO {db}.t VALUES (1, 'a', 'x', DATE'2024-01-01'), (2, 'b', NULL, DATE'2024-01-02'), "
+        f"(3, 'c', 'a/b c%', NULL), (4, 'd', 'ü+=', DATE'2024-01-03'), (5, 'e', 'None', DATE'2024-01-03')"
+    )
     spark.sql(f"INSERT INTO {db}.t VALUES (6, 'f', 'x', DATE'2024-01-01')")  # a second file in one partition
     spark.sql(f"CREATE TABLE {db}.u (id INT, v STRING) USING {provider}")
     spark.sql(f"INSERT INTO {db}.u VALUES (1, 'a'), (2, 'b')")
     # what Spark's listing does not read: hidden files and directories, and (unseen by the query) a file without rows
-    location = spark.sql(f"DESCRIBE TABLE EXTENDED {db}.t PARTITION (p = 'x', d = DATE'2024-01-01')").where(
-        "col_name = 'Location'").collect()[0][1].removeprefix("file:")
+    location = (
+        spark.sql(f"DESCRIBE TABLE EXTENDED {db}.t PARTITION (p = 'x', d = DATE'2024-01-01')")
+        .where("col_name = 'Location'")
+        .collect()[0][1]
+        .removeprefix("file:")
+    )
     Path(location, "_SUCCESS").write_text("")
     Path(location, ".part-0.crc").write_text("x")
     Path(location, "_temporary", "0").mkdir(parents=True)
     Path(location, "_temporary", "0", "part-9.parquet").write_bytes(b"not parquet")
     if provider == "parquet":
-        pq.write_table(pa.table({"id": pa.array([], pa.int32()), "v": pa.array([], pa.string())}),
-                       f"{location}/part-empty.parquet")
+        pq.write_table(
+            pa.table({"id": pa.array([], pa.int32()), "v": pa.array([], pa.string())}), f"{location}/part-empty.parquet"
+        )
     for name in ("t", "u"):
         queried, listed = _both(spark, db, name)
         assert queried == listed and queried, name
@@ -55,15 +67,24 @@ def test_the_listing_answers_what_the_query_answers(spark, db, provider):
 def test_a_file_in_a_subdirectory_of_a_partition_counts_as_spark_reads_it(tmp_path):
     """Spark's file index lists a partition's location recursively, hiding `_x` (unless it holds
     `=`) and `.x` at every level."""
-    for relative in ("a.parquet", "sub/b.parquet", "k=1/c.parquet", "_hidden/d.parquet", ".dot/e.parquet",
-                     "sub/_f.parquet", "g.parquet._COPYING_"):
+    for relative in (
+        "a.parquet",
+        "sub/b.parquet",
+        "k=1/c.parquet",
+        "_hidden/d.parquet",
+        ".dot/e.parquet",
+        "sub/_f.parquet",
+        "g.parquet._COPYING_",
+    ):
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table({"x": [1, 2]}), str(path))
     found = files.data_files(f"file:{tmp_path}", "parquet")
-    assert found == {f"file:{tmp_path}": [1, path_size(tmp_path / "a.parquet"), 2],
-                     f"file:{tmp_path}/sub": [1, path_size(tmp_path / "sub/b.parquet"), 2],
-                     f"file:{tmp_path}/k=1": [1, path_size(tmp_path / "k=1/c.parquet"), 2]}
+    assert found == {
+        f"file:{tmp_path}": [1, path_size(tmp_path / "a.parquet"), 2],
+        f"file:{tmp_path}/sub": [1, path_size(tmp_path / "sub/b.parquet"), 2],
+        f"file:{tmp_path}/k=1": [1, path_size(tmp_path / "k=1/c.parquet"), 2],
+    }
     assert files.data_files(f"file:{tmp_path}/missing", "parquet") == {}
 
 

@@ -13,6 +13,7 @@ of the rules it relies on, and checks which write ran (the statement trace) and 
 - A non-deterministic value (rand(7), served from a cache yet drawn by row position) keeps the
   cached change set: the summary and the write must see the same values.
 """
+
 from __future__ import annotations
 
 import logging
@@ -52,11 +53,14 @@ def parts(spark, db):
 def test_a_source_row_matched_outside_the_touched_partitions_is_not_inserted(spark, parts, traced):
     """id 1 (partition 0) and id 4 (the NULL partition) are matched and left alone by their
     clauses; only partition 1 is rewritten. Taken for unmatched, they would be inserted again."""
-    r = merge(spark, f"""MERGE INTO {parts} t
+    r = merge(
+        spark,
+        f"""MERGE INTO {parts} t
         USING (SELECT * FROM VALUES (1, 'x', 0), (2, 'y', 1), (4, 'z', CAST(NULL AS INT)), (6, 'n', 1) AS s(id, v, p)) s
         ON t.id = s.id
         WHEN MATCHED AND t.p = 1 THEN UPDATE SET v = s.v
-        WHEN NOT MATCHED THEN INSERT *""")
+        WHEN NOT MATCHED THEN INSERT *""",
+    )
     assert wrote_fused(traced)
     assert r.metrics["numTargetRowsUpdated"] == 1 and r.metrics["numTargetRowsInserted"] == 1
     assert r.metrics["numTargetRowsCopied"] == 1  # id 3 in partition 1
@@ -68,31 +72,46 @@ def test_a_target_row_outside_partition_filter_is_absent_yet_copied(spark, parts
     """partition_filter p = 1: id 1 (partition 0) is not a target row for this merge, so source id 1
     is inserted into partition 0, whose old row is copied beside it; WHEN NOT MATCHED BY SOURCE
     deletes id 3 (inside the filter) but never id 1 or id 5 (outside it)."""
-    r = merge(spark, f"""MERGE INTO {parts} t
+    r = merge(
+        spark,
+        f"""MERGE INTO {parts} t
         USING (SELECT * FROM VALUES (1, 'x', 0), (2, 'y', 1) AS s(id, v, p)) s
         ON t.id = s.id
         WHEN MATCHED THEN UPDATE SET v = s.v
         WHEN NOT MATCHED THEN INSERT *
-        WHEN NOT MATCHED BY SOURCE THEN DELETE""", partition_filter="p = 1")
+        WHEN NOT MATCHED BY SOURCE THEN DELETE""",
+        partition_filter="p = 1",
+    )
     assert wrote_fused(traced)
     m = r.metrics
-    assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetRowsNotMatchedBySourceDeleted"]) == (1, 1, 1)
+    assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetRowsNotMatchedBySourceDeleted"]) == (
+        1,
+        1,
+        1,
+    )
     assert rows(spark, parts, "1, 2") == [(1, "a", 0), (1, "x", 0), (2, "y", 1), (4, "d", None), (5, "e", 2)]
 
 
-@pytest.mark.parametrize("rule,clauses", [
-    # one source row updates id 2, the other chooses no clause: allowed by trino (different
-    # clauses) and postgres (one modifying action)
-    ("trino", "WHEN MATCHED AND s.v = 'y' THEN UPDATE SET v = s.v"),
-    ("postgres", "WHEN MATCHED AND s.v = 'y' THEN UPDATE SET v = s.v"),
-    # no MATCHED clause: strict lets any number of source rows match, none changes the row
-    ("strict", "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.p = 1 THEN UPDATE SET v = 'gone'"),
-])
+@pytest.mark.parametrize(
+    "rule,clauses",
+    [
+        # one source row updates id 2, the other chooses no clause: allowed by trino (different
+        # clauses) and postgres (one modifying action)
+        ("trino", "WHEN MATCHED AND s.v = 'y' THEN UPDATE SET v = s.v"),
+        ("postgres", "WHEN MATCHED AND s.v = 'y' THEN UPDATE SET v = s.v"),
+        # no MATCHED clause: strict lets any number of source rows match, none changes the row
+        ("strict", "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.p = 1 THEN UPDATE SET v = 'gone'"),
+    ],
+)
 def test_a_row_joined_with_several_source_rows_is_written_once(spark, parts, traced, caplog, rule, clauses):
     caplog.set_level(logging.INFO, logger="spark_merge")
-    r = merge(spark, f"""MERGE INTO {parts} t
+    r = merge(
+        spark,
+        f"""MERGE INTO {parts} t
         USING (SELECT * FROM VALUES (2, 'y', 1), (2, 'w', 1), (7, 'n', 1) AS s(id, v, p)) s
-        ON t.id = s.id {clauses}""", duplicate_rule=rule)
+        ON t.id = s.id {clauses}""",
+        duplicate_rule=rule,
+    )
     assert not wrote_fused(traced)
     assert "1 target row(s) joined with several source rows" in caplog.text
     got = [x for x in rows(spark, parts) if x[2] == 1]
@@ -103,8 +122,12 @@ def test_a_row_joined_with_several_source_rows_is_written_once(spark, parts, tra
 
 
 def test_several_source_rows_deleting_one_row_keep_the_fused_write(spark, parts, traced):
-    merge(spark, f"""MERGE INTO {parts} t USING (SELECT * FROM VALUES (2), (2), (3) AS s(id)) s
-        ON t.id = s.id WHEN MATCHED THEN DELETE""", duplicate_rule="strict")
+    merge(
+        spark,
+        f"""MERGE INTO {parts} t USING (SELECT * FROM VALUES (2), (2), (3) AS s(id)) s
+        ON t.id = s.id WHEN MATCHED THEN DELETE""",
+        duplicate_rule="strict",
+    )
     assert wrote_fused(traced)
     assert rows(spark, parts) == [(1, "a", 0), (4, "d", None), (5, "e", 2)]
 
@@ -116,17 +139,27 @@ def test_an_update_statement_writes_in_one_pass(spark, parts, traced):
     assert rows(spark, parts) == [(1, "a", 0), (2, "B", 2), (3, "c", 1), (4, "D", 2), (5, "e", 2)]
 
 
-@pytest.mark.parametrize("ddl,value,error", [
-    ("ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.not_null' = 'v')", "CAST(NULL AS STRING)", "NOT NULL column v"),
-    ("ALTER TABLE {t} ADD COLUMNS (c CHAR(2))", "'abc'", "longer than 2 characters"),
-])
+@pytest.mark.parametrize(
+    "ddl,value,error",
+    [
+        (
+            "ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.not_null' = 'v')",
+            "CAST(NULL AS STRING)",
+            "NOT NULL column v",
+        ),
+        ("ALTER TABLE {t} ADD COLUMNS (c CHAR(2))", "'abc'", "longer than 2 characters"),
+    ],
+)
 def test_a_value_check_fails_in_the_plan_before_anything_is_staged(spark, parts, traced, ddl, value, error):
     spark.sql(ddl.format(t=parts))
     column = "c" if "CHAR" in ddl else "v"
     before = rows(spark, parts)
     with pytest.raises(MergeError, match=error):
-        merge(spark, f"MERGE INTO {parts} t USING (SELECT 2 AS id) s ON t.id = s.id "
-                     f"WHEN MATCHED THEN UPDATE SET {column} = {value}")
+        merge(
+            spark,
+            f"MERGE INTO {parts} t USING (SELECT 2 AS id) s ON t.id = s.id "
+            f"WHEN MATCHED THEN UPDATE SET {column} = {value}",
+        )
     assert stage_statements(traced) == []
     assert rows(spark, parts) == before
 
@@ -145,6 +178,9 @@ def test_a_seeded_random_partition_move_keeps_the_cached_changes(spark, db, trac
 
 def test_a_duplicate_still_fails_before_the_write(spark, parts, traced):
     with pytest.raises(DuplicateMatchError):
-        merge(spark, f"MERGE INTO {parts} t USING (SELECT * FROM VALUES (2, 'y'), (2, 'w') AS s(id, v)) s "
-                     f"ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
+        merge(
+            spark,
+            f"MERGE INTO {parts} t USING (SELECT * FROM VALUES (2, 'y'), (2, 'w') AS s(id, v)) s "
+            f"ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v",
+        )
     assert stage_statements(traced) == []

@@ -3,6 +3,7 @@
 Path readers here: Spark (`spark.read.parquet(root)`) and DuckDB (`read_parquet` with one `*`
 per partition level), both of which skip names starting with `_`, as Hive-style readers do.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,12 +11,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from merge_core import UnsupportedError, faults, files, history, merge, recover, rollback, vacuum
-from merge_core import layout
+from merge_core import UnsupportedError, faults, files, history, layout, merge, recover, rollback, vacuum
 from merge_core.cli import main
 
 from .conftest import location, props, rows, snapshot
-
 
 
 def by_path_spark(spark, root):
@@ -34,13 +33,15 @@ def by_name(spark, table):
     return sorted(rows(spark, table))
 
 
-
 def test_after_vacuum_a_path_reader_reads_the_table(spark, sales):
     root = location(spark, sales)
     merge(spark, f"UPDATE {sales} SET v = -v WHERE p IN (1, 2)")
-    merge(spark, f"DELETE FROM {sales} WHERE p = 1")   # p=1 now points at an empty directory
-    merge(spark, f"""MERGE INTO {sales} t USING (SELECT 0 AS id, 5 AS v, 0 AS p UNION ALL SELECT 90, 9, 9) s
-        ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *""")  # creates p=9
+    merge(spark, f"DELETE FROM {sales} WHERE p = 1")  # p=1 now points at an empty directory
+    merge(
+        spark,
+        f"""MERGE INTO {sales} t USING (SELECT 0 AS id, 5 AS v, 0 AS p UNION ALL SELECT 90, 9, 9) s
+        ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *""",
+    )  # creates p=9
     table = by_name(spark, sales)
     stale = by_path_duckdb(root)
     assert stale != table and (1, 10, 1) in stale and (90, 9, 9) not in stale  # the problem this step solves
@@ -59,12 +60,16 @@ def test_after_vacuum_a_path_reader_reads_the_table(spark, sales):
     entry = history(spark, sales)[0]
     assert entry["kind"] == "canonicalize" and entry["merge_id"] == result.layout.merge_id
     assert len(entry["repoints"]) == 4 and entry["metrics"]["numTargetPartitionsRewritten"] == 4
-    assert sorted(p.name for p in Path(root.removeprefix("file:")).iterdir() if p.is_dir()) == \
-        ["_spark_merge"] + [f"p={p}" for p in (0, 1, 2, 3, 9)]
+    assert sorted(p.name for p in Path(root.removeprefix("file:")).iterdir() if p.is_dir()) == ["_spark_merge"] + [
+        f"p={p}" for p in (0, 1, 2, 3, 9)
+    ]
 
     # an append goes to the canonical directory, where the path reader sees it
-    merge(spark, f"MERGE INTO {sales} t USING (SELECT 100 AS id, 1 AS v, 2 AS p) s ON t.id = s.id "
-                 f"WHEN NOT MATCHED THEN INSERT *")
+    merge(
+        spark,
+        f"MERGE INTO {sales} t USING (SELECT 100 AS id, 1 AS v, 2 AS p) s ON t.id = s.id "
+        f"WHEN NOT MATCHED THEN INSERT *",
+    )
     assert by_path_duckdb(root) == by_name(spark, sales)
     # nothing left to move: no commit, no history entry
     again = vacuum(spark, sales, retain_hours=0)
@@ -77,12 +82,12 @@ def test_inside_retention_the_canonical_directory_waits(spark, sales):
     root = location(spark, sales)
     before = by_name(spark, sales)
     a = merge(spark, f"UPDATE {sales} SET v = 0 WHERE p = 1")
-    dry = vacuum(spark, sales, dry_run=True)   # default retention: 7 days
+    dry = vacuum(spark, sales, dry_run=True)  # default retention: 7 days
     result = vacuum(spark, sales)
     for r in (dry, result):
         assert r.layout.moved == [] and r.layout.waiting == [f"{root}/p=1"]
     assert "wait until no version inside retention" in result.summary()
-    assert by_path_duckdb(root) == before   # still the version before the merge, as the README says
+    assert by_path_duckdb(root) == before  # still the version before the merge, as the README says
     rollback(spark, sales, a.merge_id)
     assert by_name(spark, sales) == before
 
@@ -93,12 +98,12 @@ def test_dry_run_lists_the_real_runs_work_and_changes_nothing(spark, sales, caps
     before = snapshot(spark, sales)
     dry = vacuum(spark, sales, retain_hours=0, dry_run=True)
     assert dry.layout.moved == [f"{root}/p=0"] and dry.layout.files >= 1
-    assert dry.removed == [f"{root}/_merge_{a.merge_id}"]   # not p=0: the real run refills it
+    assert dry.removed == [f"{root}/_merge_{a.merge_id}"]  # not p=0: the real run refills it
     assert snapshot(spark, sales) == before and len(history(spark, sales)) == 1
     real = vacuum(spark, sales, retain_hours=0)
     assert real.layout.moved == dry.layout.moved and real.removed == dry.removed
     assert main(["vacuum", sales, "--retain", "0", "--dry-run", "-q"]) == 0
-    assert "refill" not in capsys.readouterr().out   # nothing left to put back
+    assert "refill" not in capsys.readouterr().out  # nothing left to put back
 
 
 def test_rollback_never_trusts_a_refilled_directory(spark, sales):
@@ -106,7 +111,7 @@ def test_rollback_never_trusts_a_refilled_directory(spark, sales):
     before = by_name(spark, sales)
     a = merge(spark, f"UPDATE {sales} SET v = 0 WHERE p = 1")
     after_a = by_name(spark, sales)
-    moved = layout.canonicalize(spark, sales, retain_hours=0)   # the step alone: A's directory stays on disk
+    moved = layout.canonicalize(spark, sales, retain_hours=0)  # the step alone: A's directory stays on disk
     assert moved.moved == [f"{root}/p=1"] and by_path_duckdb(root) == after_a
     state = snapshot(spark, sales)
     # p=1's directory held the version before A, and now holds A's rows: that version is gone
@@ -149,7 +154,7 @@ def test_a_failure_before_the_commit_point_leaves_the_table_and_after_it_complet
     monkeypatch.setattr(files, "refill", crash_on_second)
     with pytest.raises(OSError, match="disk went away"):
         layout.canonicalize(spark, sales, retain_hours=0)
-    assert snapshot(spark, sales) == state and len(history(spark, sales)) == 1   # nothing committed
+    assert snapshot(spark, sales) == state and len(history(spark, sales)) == 1  # nothing committed
     monkeypatch.setattr(files, "refill", real_refill)
 
     def die_after_journal(point):
@@ -160,7 +165,7 @@ def test_a_failure_before_the_commit_point_leaves_the_table_and_after_it_complet
     with pytest.raises(KeyboardInterrupt):
         layout.canonicalize(spark, sales, retain_hours=0)
     monkeypatch.undo()
-    assert recover(spark, sales)   # the journal rolls the commit forward
+    assert recover(spark, sales)  # the journal rolls the commit forward
     assert by_name(spark, sales) == table == by_path_duckdb(root)
     assert {location(spark, sales, f"p={p}") for p in (1, 3)} == {f"{root}/p=1", f"{root}/p=3"}
     entry = history(spark, sales)[0]
@@ -175,7 +180,7 @@ def test_a_merge_committed_meanwhile_is_planned_again(spark, sales, monkeypatch)
     def plan_then_merge_elsewhere(spark_, table, hours):
         planned = real_plan(spark_, table, hours)
         calls.append(planned)
-        if len(calls) == 1:   # another merge commits between this plan and its lock
+        if len(calls) == 1:  # another merge commits between this plan and its lock
             merge(spark, f"UPDATE {sales} SET v = 2 WHERE p = 2")
         return planned
 
@@ -196,7 +201,6 @@ def test_a_location_the_user_chose_is_left_alone(spark, sales):
     assert result.layout.moved == [] and location(spark, sales, "p=3") == elsewhere
 
 
-
 @pytest.mark.slow
 def test_another_session_reads_a_refilled_directory_once_its_listing_expired(tmp_path):
     """README "Readers in other sessions": the canonical-layout step refills a directory another session
@@ -205,8 +209,13 @@ def test_another_session_reads_a_refilled_directory_once_its_listing_expired(tmp
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-m", "tests.session_cache_driver", str(tmp_path)], capture_output=True,
-                         text=True, cwd=Path(__file__).resolve().parents[1], timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.session_cache_driver", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     assert seen["before"] == [[1, 1, 1], [2, 2, 1], [3, 3, 2]]

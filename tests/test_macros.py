@@ -1,14 +1,21 @@
 """The SQL macros are pure: plain data in, SQL out (no Spark needed to check them)."""
+
 from __future__ import annotations
 
 import pytest
 
 from merge_core import macros, parse
 
-DESC = {"namespace": ["db"], "table_name": "acc", "type": "MANAGED", "provider": "parquet",
-        "location": "file:/w/acc", "partition_columns": ["dt"],
-        "columns": [{"name": "id", "nullable": True}, {"name": "v", "nullable": True}, {"name": "dt", "nullable": True}],
-        "table_properties": {"spark_merge.not_null": "id"}}
+DESC = {
+    "namespace": ["db"],
+    "table_name": "acc",
+    "type": "MANAGED",
+    "provider": "parquet",
+    "location": "file:/w/acc",
+    "partition_columns": ["dt"],
+    "columns": [{"name": "id", "nullable": True}, {"name": "v", "nullable": True}, {"name": "dt", "nullable": True}],
+    "table_properties": {"spark_merge.not_null": "id"},
+}
 TYPES = [["id", "int"], ["v", "string"], ["dt", "date"]]
 
 
@@ -25,25 +32,48 @@ def test_table_info(table):
 def test_table_info_reads_describe_table_rows_with_char_columns():
     """DESCRIBE TABLE's rows: the columns, then its sections; CHAR/VARCHAR columns compute as strings and
     keep their declared length, nested ones become strings (their lengths are not checked)."""
-    rows = [["id", "int"], ["v", "varchar(3)"], ["c", "char(5)"], ["s", "struct<a:varchar(2),n:int>"], ["dt", "date"],
-            ["# Partition Information", ""], ["# col_name", "data_type"], ["dt", "date"]]
+    rows = [
+        ["id", "int"],
+        ["v", "varchar(3)"],
+        ["c", "char(5)"],
+        ["s", "struct<a:varchar(2),n:int>"],
+        ["dt", "date"],
+        ["# Partition Information", ""],
+        ["# col_name", "data_type"],
+        ["dt", "date"],
+    ]
     desc = dict(DESC, columns=[{"name": r[0], "nullable": True} for r in rows[:5]])
     table = macros.fill("table_info", desc, rows)
     assert [(c["name"], c["type"], c["char_length"], c["char_type"]) for c in table["columns"]] == [
-        ("id", "int", None, None), ("v", "string", 3, "varchar(3)"), ("c", "string", 5, "char(5)"),
-        ("s", "struct<a:string,n:int>", None, None), ("dt", "date", None, None)]
+        ("id", "int", None, None),
+        ("v", "string", 3, "varchar(3)"),
+        ("c", "string", 5, "char(5)"),
+        ("s", "struct<a:string,n:int>", None, None),
+        ("dt", "date", None, None),
+    ]
 
 
-@pytest.mark.parametrize("src, dst, ok", [
-    ("int", "bigint", True), ("decimal(10,2)", "double", True), ("string", "int", False),
-    ("int", "string", True), ("date", "timestamp", True), ("array<int>", "array<bigint>", True),
-    ("array<string>", "date", False), ("boolean", "int", False), ("void", "date", True),
-    # field by field, by position: NULL fields take any type, names need not agree, shapes must
-    ("struct<a:void,b:int>", "struct<x:array<int>,y:bigint>", True), ("struct<x:string>", "struct<x:int>", False),
-    ("struct<a:int>", "struct<a:int,b:int>", False), ("map<string,void>", "map<string,string>", True),
-    ("map<string,array<int>>", "map<string,string>", False),
-    ("struct<d:decimal(10,2),m:map<string,int>>", "struct<d:double,m:map<string,bigint>>", True),
-])
+@pytest.mark.parametrize(
+    "src, dst, ok",
+    [
+        ("int", "bigint", True),
+        ("decimal(10,2)", "double", True),
+        ("string", "int", False),
+        ("int", "string", True),
+        ("date", "timestamp", True),
+        ("array<int>", "array<bigint>", True),
+        ("array<string>", "date", False),
+        ("boolean", "int", False),
+        ("void", "date", True),
+        # field by field, by position: NULL fields take any type, names need not agree, shapes must
+        ("struct<a:void,b:int>", "struct<x:array<int>,y:bigint>", True),
+        ("struct<x:string>", "struct<x:int>", False),
+        ("struct<a:int>", "struct<a:int,b:int>", False),
+        ("map<string,void>", "map<string,string>", True),
+        ("map<string,array<int>>", "map<string,string>", False),
+        ("struct<d:decimal(10,2),m:map<string,int>>", "struct<d:double,m:map<string,bigint>>", True),
+    ],
+)
 def test_store_assignment_rules(src, dst, ok):
     assert macros.render("can_assign", src, dst) == ("true" if ok else "false")
 
@@ -56,8 +86,16 @@ def test_literals_escape_quotes_and_backslashes():
 def test_journal_is_chunked_and_round_trips(table):
     import json
     import re
-    repoints = [{"partition": {"dt": f"2024-01-{d:02d}"}, "location": f"file:/w/acc/_merge_m/dt=2024-01-{d:02d}",
-                 "old_location": None, "exists": True} for d in range(1, 31)]
+
+    repoints = [
+        {
+            "partition": {"dt": f"2024-01-{d:02d}"},
+            "location": f"file:/w/acc/_merge_m/dt=2024-01-{d:02d}",
+            "old_location": None,
+            "exists": True,
+        }
+        for d in range(1, 31)
+    ]
     sql = macros.render("journal_sql", table, "m", repoints)
     parts = dict(re.findall(r"'spark_merge\.journal\.(\d+)' = '((?:[^'\\]|\\.)*)'", sql))
     assert len(parts) > 1  # long journals are split for metastores with 4000-character values
@@ -77,20 +115,33 @@ def test_rendering_is_deterministic(table):
 def test_a_struct_field_assignment_rebuilds_the_struct_from_its_old_fields():
     """SET s.c2.m = ... (a dict spec's, or dbt merge_clauses' set, key): every field from its old value
     but the assigned one, as Spark's AssignmentUtils; an unknown field names the ones there are."""
-    struct = {"name": "struct", "fields": [
-        {"name": "c1", "type": {"name": "int"}},
-        {"name": "c2", "type": {"name": "struct", "fields": [{"name": "a", "type": {"name": "array"}},
-                                                             {"name": "m", "type": {"name": "map"}}]}}]}
+    struct = {
+        "name": "struct",
+        "fields": [
+            {"name": "c1", "type": {"name": "int"}},
+            {
+                "name": "c2",
+                "type": {
+                    "name": "struct",
+                    "fields": [{"name": "a", "type": {"name": "array"}}, {"name": "m", "type": {"name": "map"}}],
+                },
+            },
+        ],
+    }
     desc = dict(DESC, columns=DESC["columns"] + [{"name": "s", "type": struct, "nullable": True}])
-    table = macros.fill("table_info", desc, TYPES + [["s", "struct<c1:int,c2:struct<a:array<int>,m:map<string,string>>>"]])
+    table = macros.fill(
+        "table_info", desc, TYPES + [["s", "struct<c1:int,c2:struct<a:array<int>,m:map<string,string>>>"]]
+    )
     spec = parse("UPDATE db.acc SET s.c2.m = map('k', 'v'), v = 'x' WHERE id = 1").to_dict()
     resolved = macros.fill("resolve", spec, table)
     assert resolved["errors"] == []
     assert resolved["clauses"][0]["outputs"]["s"] == (
-        "named_struct('c1', `acc`.`s`.`c1`, 'c2', named_struct('a', `acc`.`s`.`c2`.`a`, 'm', (MAP('k', 'v'))))")
+        "named_struct('c1', `acc`.`s`.`c1`, 'c2', named_struct('a', `acc`.`s`.`c2`.`a`, 'm', (MAP('k', 'v'))))"
+    )
     spec["clauses"][0]["assignments"] = [["s.c3", "1"]]
     assert macros.fill("resolve", spec, table)["errors"] == [
-        "WHEN MATCHED clause 1 (UPDATE): SET s.c3: struct s has no field c3 (it has: c1, c2)"]
+        "WHEN MATCHED clause 1 (UPDATE): SET s.c3: struct s has no field c3 (it has: c1, c2)"
+    ]
 
 
 def _narrow(table, keys, stats):
@@ -102,41 +153,79 @@ def _narrow(table, keys, stats):
 
 
 def test_match_filter_lists_partition_values_and_ranges_keys(table):
-    out = _narrow(table, [("id", False), ("dt", False)], {
-        "numSourceRows": 3,
-        "__sm_key0": {"type": "int", "lo": "5", "hi": "40"},
-        "__sm_key1": {"type": "date", "lo": "2026-01-01", "hi": "2026-01-09", "values": ["2026-01-09", "2026-01-01"]}})
-    assert out["filter"] == ("(`id` BETWEEN CAST('5' AS int) AND CAST('40' AS int)) AND "
-                             "(`dt` IN (CAST('2026-01-01' AS date), CAST('2026-01-09' AS date)))")
+    out = _narrow(
+        table,
+        [("id", False), ("dt", False)],
+        {
+            "numSourceRows": 3,
+            "__sm_key0": {"type": "int", "lo": "5", "hi": "40"},
+            "__sm_key1": {
+                "type": "date",
+                "lo": "2026-01-01",
+                "hi": "2026-01-09",
+                "values": ["2026-01-09", "2026-01-01"],
+            },
+        },
+    )
+    assert out["filter"] == (
+        "(`id` BETWEEN CAST('5' AS int) AND CAST('40' AS int)) AND "
+        "(`dt` IN (CAST('2026-01-01' AS date), CAST('2026-01-09' AS date)))"
+    )
     assert out["matched_by"] == "filter"  # every partition column listed: no join needed
 
 
-@pytest.mark.parametrize("key, rows, matched_by", [
-    ({"type": "int", "lo": "5", "hi": "16"}, 3, "range"),      # 12 values for 3 rows: dense
-    ({"type": "int", "lo": "5", "hi": "17"}, 3, "join"),       # 13 > 4 x 3: sparse
-])
+@pytest.mark.parametrize(
+    "key, rows, matched_by",
+    [
+        ({"type": "int", "lo": "5", "hi": "16"}, 3, "range"),  # 12 values for 3 rows: dense
+        ({"type": "int", "lo": "5", "hi": "17"}, 3, "join"),  # 13 > 4 x 3: sparse
+    ],
+)
 def test_a_dense_integer_key_finds_partitions_by_range(table, key, rows, matched_by):
     assert _narrow(table, [("id", False)], {"numSourceRows": rows, "__sm_key0": key})["matched_by"] == matched_by
 
 
 def test_match_filter_skips_what_it_cannot_order_the_same_way(table):
     # a source column of another type (ON would coerce both sides), e.g. strings '10' < '9'
-    assert _narrow(table, [("id", False)], {"numSourceRows": 2, "__sm_key0": {"type": "string", "lo": "10", "hi": "9"}}) \
-        == {"filter": "", "matched_by": "join"}
+    assert _narrow(
+        table, [("id", False)], {"numSourceRows": 2, "__sm_key0": {"type": "string", "lo": "10", "hi": "9"}}
+    ) == {"filter": "", "matched_by": "join"}
     # a TIMESTAMP's text is local time: in a daylight-saving fall-back hour it names two instants
     stamped = macros.fill("table_info", DESC, [["id", "timestamp"], ["v", "string"], ["dt", "date"]])
-    assert _narrow(stamped, [("id", False)], {"numSourceRows": 2, "__sm_key0": {
-        "type": "timestamp", "lo": "2026-11-01 01:30:00", "hi": "2026-11-01 01:40:00"}})["filter"] == ""
+    assert (
+        _narrow(
+            stamped,
+            [("id", False)],
+            {
+                "numSourceRows": 2,
+                "__sm_key0": {"type": "timestamp", "lo": "2026-11-01 01:30:00", "hi": "2026-11-01 01:40:00"},
+            },
+        )["filter"]
+        == ""
+    )
     # too many partition values for a list: their range
     many = [f"2026-01-{d:02d}" for d in range(1, 29)] * 40
-    out = _narrow(table, [("dt", False)], {"numSourceRows": 9, "__sm_key0": {
-        "type": "date", "lo": "2026-01-01", "hi": "2026-01-28", "values": [f"{v}-{i}" for i, v in enumerate(many)]}})
+    out = _narrow(
+        table,
+        [("dt", False)],
+        {
+            "numSourceRows": 9,
+            "__sm_key0": {
+                "type": "date",
+                "lo": "2026-01-01",
+                "hi": "2026-01-28",
+                "values": [f"{v}-{i}" for i, v in enumerate(many)],
+            },
+        },
+    )
     assert out["filter"].startswith("(`dt` BETWEEN") and out["matched_by"] == "join"
 
 
 def test_match_filter_of_an_empty_source_and_of_null_safe_keys(table):
-    assert _narrow(table, [("id", False)], {"numSourceRows": 0, "__sm_key0": {"type": "int"}}) == \
-        {"filter": "false", "matched_by": "filter"}
+    assert _narrow(table, [("id", False)], {"numSourceRows": 0, "__sm_key0": {"type": "int"}}) == {
+        "filter": "false",
+        "matched_by": "filter",
+    }
     out = _narrow(table, [("id", True)], {"numSourceRows": 1, "__sm_key0": {"type": "int"}})
     assert out["filter"] == "(false OR `id` IS NULL)"  # <=> matches a NULL key to a NULL key
     out = _narrow(table, [("id", True)], {"numSourceRows": 50, "__sm_key0": {"type": "int", "lo": "1", "hi": "2"}})

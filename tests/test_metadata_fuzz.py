@@ -7,6 +7,7 @@ vacuum, compact. Each must either work correctly or fail with a one-line MergeEr
 may ever be lost. SPARK_MERGE_CORRUPTION_CASES picks how many of the 18 (object, kind) cases run (CI
 a random 3, `make test-all` all of them); SPARK_MERGE_CORRUPTION_SEED replays a draw.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,22 +26,29 @@ from .conftest import rows
 OBJECTS = ["root", "journal", "lock", "version", "history", "not_null"]
 KINDS = ["not json", "wrong shape", "another table's"]
 SEED = int(os.environ.get("SPARK_MERGE_CORRUPTION_SEED", random.SystemRandom().randrange(1 << 30)))
-CASES = random.Random(SEED).sample([(o, k) for o in OBJECTS for k in KINDS],
-                                   min(18, int(os.environ.get("SPARK_MERGE_CORRUPTION_CASES", "3"))))
+CASES = random.Random(SEED).sample(
+    [(o, k) for o in OBJECTS for k in KINDS], min(18, int(os.environ.get("SPARK_MERGE_CORRUPTION_CASES", "3")))
+)
 REPORT = {"seed": SEED, "worked": 0, "refused": 0, "cases": 0}
-UPDATE = "MERGE INTO {t} t USING (SELECT 1 AS id, {v} AS v, 'a' AS p) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v"
+UPDATE = (
+    "MERGE INTO {t} t USING (SELECT 1 AS id, {v} AS v, 'a' AS p) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v"
+)
 
 
 def _garbage(rng: random.Random) -> str:
-    return rng.choice(["{garbage", "\\x00\\x01", "not json at all", "".join(rng.choices(string.printable, k=12))]).replace("'", "")
+    return rng.choice(
+        ["{garbage", "\\x00\\x01", "not json at all", "".join(rng.choices(string.printable, k=12))]
+    ).replace("'", "")
 
 
 def _wrong_shape(rng: random.Random) -> str:
-    return rng.choice(['[1, 2]', '{"a": 1}', '"text"', '42', 'null', '{"merge_id": 7, "repoints": "x"}'])
+    return rng.choice(["[1, 2]", '{"a": 1}', '"text"', "42", "null", '{"merge_id": 7, "repoints": "x"}'])
 
 
 def _set(spark, table: str, key: str, value: str) -> None:
-    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({macros.render('literal', key)} = {macros.render('literal', value)})")
+    spark.sql(
+        f"ALTER TABLE {table} SET TBLPROPERTIES ({macros.render('literal', key)} = {macros.render('literal', value)})"
+    )
 
 
 def corrupt(spark, db: str, t: str, other: str, obj: str, kind: str, rng: random.Random) -> None:
@@ -53,20 +61,33 @@ def corrupt(spark, db: str, t: str, other: str, obj: str, kind: str, rng: random
         _set(spark, t, key, value if value is not None else theirs["properties"].get(key) or "w")
     elif obj == "journal":
         if value is None:  # another table's journal, as its commit wrote it
-            value = json.dumps({"merge_id": theirs["properties"]["spark_merge.last_merge_id"],
-                                "table_id": theirs["table_id"], "repoints": []})
+            value = json.dumps(
+                {
+                    "merge_id": theirs["properties"]["spark_merge.last_merge_id"],
+                    "table_id": theirs["table_id"],
+                    "repoints": [],
+                }
+            )
         _set(spark, t, "spark_merge.journal.parts", "1")
         _set(spark, t, "spark_merge.journal.0", value)
     elif obj == "lock":
         lock = f"{db}.__sm_lock_{mine['table_name']}"
         if value is None:  # a live, well-formed lock of the other table
-            value = macros.render("lock_sql", {**theirs, "table_name": mine["table_name"]}, "20990101000000_abcdef12",
-                                  "2099-01-01T00:00:00+00:00", "2099-01-01T00:01:00+00:00", "elsewhere")
+            value = macros.render(
+                "lock_sql",
+                {**theirs, "table_name": mine["table_name"]},
+                "20990101000000_abcdef12",
+                "2099-01-01T00:00:00+00:00",
+                "2099-01-01T00:01:00+00:00",
+                "elsewhere",
+            )
             spark.sql(value)
         else:
-            spark.sql(f"CREATE TABLE {lock} (merge_id STRING) USING parquet TBLPROPERTIES "
-                      f"('spark_merge.lock.merge_id' = {macros.render('literal', value)}, "
-                      f"'spark_merge.lock.expires' = {macros.render('literal', value)})")
+            spark.sql(
+                f"CREATE TABLE {lock} (merge_id STRING) USING parquet TBLPROPERTIES "
+                f"('spark_merge.lock.merge_id' = {macros.render('literal', value)}, "
+                f"'spark_merge.lock.expires' = {macros.render('literal', value)})"
+            )
     elif obj == "history":
         root = Path(mine["root"].removeprefix("file:")) / "_spark_merge" / "history"
         newest = max(p.name for p in root.iterdir())

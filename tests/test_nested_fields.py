@@ -5,6 +5,7 @@ takes its assigned value or its old one, so assigning a field of a NULL struct g
 other fields are NULL. Whole and field assignments of one column conflict; only struct fields can be
 assigned; an INSERT column cannot be a field.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,10 @@ def nested(spark, db):
     """t: one full struct (1), one NULL struct (2); src(id, v): 1 and 2 match, 3 is new."""
     t = f"{db}.t"
     spark.sql(f"CREATE TABLE {t} ({SCHEMA}) USING parquet")
-    spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('c1', 1, 'c2', named_struct('a', array(1), 'm', map('k', 'v'))), "
-              f"array('x')), (2, NULL, NULL)")
+    spark.sql(
+        f"INSERT INTO {t} VALUES (1, named_struct('c1', 1, 'c2', named_struct('a', array(1), 'm', map('k', 'v'))), "
+        f"array('x')), (2, NULL, NULL)"
+    )
     spark.sql(f"CREATE TABLE {db}.src (id INT, v INT) USING parquet")
     spark.sql(f"INSERT INTO {db}.src VALUES (1, 10), (2, 20), (3, 30)")
     return t, f"{db}.src"
@@ -35,10 +38,14 @@ def read(spark, t):
 
 def test_merge_assigns_struct_fields_and_inserts_structs_with_null_fields(spark, nested):
     t, src = nested
-    merge(spark, f"MERGE INTO {t} AS t USING {src} AS s ON t.id = s.id "
-                 f"WHEN MATCHED THEN UPDATE SET s.c1 = s.v, s.c2.m = map('a', 'b') "
-                 f"WHEN NOT MATCHED THEN INSERT (id, s) VALUES (s.id, named_struct('c1', s.v, 'c2', "
-                 f"named_struct('a', NULL, 'm', NULL)))", duplicate_rule="strict")
+    merge(
+        spark,
+        f"MERGE INTO {t} AS t USING {src} AS s ON t.id = s.id "
+        f"WHEN MATCHED THEN UPDATE SET s.c1 = s.v, s.c2.m = map('a', 'b') "
+        f"WHEN NOT MATCHED THEN INSERT (id, s) VALUES (s.id, named_struct('c1', s.v, 'c2', "
+        f"named_struct('a', NULL, 'm', NULL)))",
+        duplicate_rule="strict",
+    )
     got = read(spark, t)
     # the untouched field keeps its value; `tags` is not assigned at all
     assert got[1] == Row(id=1, s=Row(c1=10, c2=Row(a=[1], m={"a": "b"})), tags=["x"])
@@ -59,26 +66,40 @@ def test_update_assigns_a_deep_field_qualified_or_not(spark, nested):
 
 def test_dataframe_builder_assigns_a_field(spark, nested):
     t, src = nested
-    (merge_into(spark.table(src), t, "t.id = source.id")
-     .whenMatched("source.id = 1").update({"s.c1": "source.v + 1"})
-     .merge())
+    (
+        merge_into(spark.table(src), t, "t.id = source.id")
+        .whenMatched("source.id = 1")
+        .update({"s.c1": "source.v + 1"})
+        .merge()
+    )
     assert read(spark, t)[1].s.c1 == 11
 
 
-@pytest.mark.parametrize("statement, message", [
-    ("UPDATE {t} SET s.c1 = 1, s = NULL", "column s is assigned whole and by field"),
-    ("UPDATE {t} SET s.c2.a = array(1), s.c2 = NULL", "field s.c2 is assigned more than once"),
-    ("UPDATE {t} SET s.x = 1", r"SET s.x: struct s has no field x \(it has: c1, c2\)"),
-    ("UPDATE {t} SET tags.x = 1", "SET tags.x: only struct fields can be assigned, and tags has type array<string>"),
-    ("UPDATE {t} SET s.c1.z = 1", "SET s.c1.z: only struct fields can be assigned, and s.c1 has type int"),
-    ("UPDATE {t} SET q.c1 = 1", "SET assigns unknown column q.c1"),
-    ("MERGE INTO {t} AS t USING {src} AS s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, s.c1) VALUES (s.id, 1)",
-     r"an INSERT column cannot be a nested field \(s.c1\)"),
-    # store assignment, field by field: a string is not stored in an INT field, a struct of another shape nowhere
-    ("UPDATE {t} SET s = named_struct('x', 'str', 'y', NULL)", "cannot store a value of type struct<x:string,y:void>"),
-    ("UPDATE {t} SET s = named_struct('x', 5)", "cannot store a value of type struct<x:int>"),
-    ("UPDATE {t} SET s.c2.m = map('k', array(1))", "cannot store a value of type struct<"),
-])
+@pytest.mark.parametrize(
+    "statement, message",
+    [
+        ("UPDATE {t} SET s.c1 = 1, s = NULL", "column s is assigned whole and by field"),
+        ("UPDATE {t} SET s.c2.a = array(1), s.c2 = NULL", "field s.c2 is assigned more than once"),
+        ("UPDATE {t} SET s.x = 1", r"SET s.x: struct s has no field x \(it has: c1, c2\)"),
+        (
+            "UPDATE {t} SET tags.x = 1",
+            "SET tags.x: only struct fields can be assigned, and tags has type array<string>",
+        ),
+        ("UPDATE {t} SET s.c1.z = 1", "SET s.c1.z: only struct fields can be assigned, and s.c1 has type int"),
+        ("UPDATE {t} SET q.c1 = 1", "SET assigns unknown column q.c1"),
+        (
+            "MERGE INTO {t} AS t USING {src} AS s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, s.c1) VALUES (s.id, 1)",
+            r"an INSERT column cannot be a nested field \(s.c1\)",
+        ),
+        # store assignment, field by field: a string is not stored in an INT field, a struct of another shape nowhere
+        (
+            "UPDATE {t} SET s = named_struct('x', 'str', 'y', NULL)",
+            "cannot store a value of type struct<x:string,y:void>",
+        ),
+        ("UPDATE {t} SET s = named_struct('x', 5)", "cannot store a value of type struct<x:int>"),
+        ("UPDATE {t} SET s.c2.m = map('k', array(1))", "cannot store a value of type struct<"),
+    ],
+)
 def test_refused_before_anything_is_written(spark, nested, statement, message):
     t, src = nested
     before = snapshot(spark, t)
@@ -93,14 +114,16 @@ def test_a_not_null_struct_field_is_enforced_where_its_struct_exists(spark, nest
     t, src = nested
     spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.not_null' = 's.c1,s.c2.a')")
     before = snapshot(spark, t)
-    for statement in (f"UPDATE {t} SET s.c1 = NULL WHERE id = 1",
-                      f"UPDATE {t} SET s.c2.a = NULL WHERE id = 1",
-                      f"MERGE INTO {t} AS t USING {src} AS s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, s) "
-                      f"VALUES (s.id, named_struct('c1', CAST(NULL AS INT), 'c2', named_struct('a', array(1), 'm', NULL)))"):
+    for statement in (
+        f"UPDATE {t} SET s.c1 = NULL WHERE id = 1",
+        f"UPDATE {t} SET s.c2.a = NULL WHERE id = 1",
+        f"MERGE INTO {t} AS t USING {src} AS s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, s) "
+        f"VALUES (s.id, named_struct('c1', CAST(NULL AS INT), 'c2', named_struct('a', array(1), 'm', NULL)))",
+    ):
         with pytest.raises(MergeError, match=r"MERGE_NOT_NULL_VIOLATION: .* NOT NULL field s\.c"):
             merge(spark, statement)
         assert snapshot(spark, t) == before
-    merge(spark, f"UPDATE {t} SET s = NULL WHERE id = 1")   # no struct, no field to be NULL
-    merge(spark, f"UPDATE {t} SET s.c1 = 5 WHERE id = 2")   # c2 becomes a struct-less NULL: fine
+    merge(spark, f"UPDATE {t} SET s = NULL WHERE id = 1")  # no struct, no field to be NULL
+    merge(spark, f"UPDATE {t} SET s.c1 = 5 WHERE id = 2")  # c2 becomes a struct-less NULL: fine
     got = read(spark, t)
     assert (got[1].s, got[2].s) == (None, Row(c1=5, c2=None))

@@ -5,6 +5,7 @@ and refuses others; the CLI offers each declared flag and hands its value to the
 the Airflow operator documents every option merge() takes. (dbt's config check reads the same table:
 tests/test_dbt.py::test_config_errors_are_compilation_errors.)
 """
+
 from __future__ import annotations
 
 import pytest
@@ -33,8 +34,13 @@ def test_merge_takes_every_declared_keyword_and_refuses_others():
     assert set(options.names("merge")) <= fields  # a statement's options are the spec's own fields
     spec = to_spec(MERGE, duplicate_rule="strict", partition_filter="t.dt = '1'", key_columns=["id"])
     assert (spec.duplicate_rule, spec.partition_filter, spec.key_columns) == ("strict", "t.dt = '1'", ["id"])
-    upsert = to_spec({"target": "db.t", "source": "db.s"}, primary_key="id", merge_engine="aggregation",
-                     default_aggregate_function="sum", aggregate_function={"v": "max"})
+    upsert = to_spec(
+        {"target": "db.t", "source": "db.s"},
+        primary_key="id",
+        merge_engine="aggregation",
+        default_aggregate_function="sum",
+        aggregate_function={"v": "max"},
+    )
     assert upsert.upsert["primary_key"] == ["id"] and upsert.upsert["default_aggregate_function"] == "sum"
     with pytest.raises(SpecError, match="unknown option"):
         to_spec(MERGE).with_options(duplicate_rules="strict")
@@ -83,7 +89,11 @@ def test_codes_are_declared_once():
     declared = set(codes["error"].values())
     assert len(declared) == len(codes["error"]) and sorted(codes["op"].values()) == [-1, 1, 2, 3]
     spelled = []
-    for path in [*root.glob("dbt_macros/macros/**/*.sql"), *root.glob("merge_core/*.py"), *root.glob("airflow_provider/*.py")]:
+    for path in [
+        *root.glob("dbt_macros/macros/**/*.sql"),
+        *root.glob("merge_core/*.py"),
+        *root.glob("airflow_provider/*.py"),
+    ]:
         if path.name == "spark_merge_codes.sql":
             continue
         text = re.sub(r"\{#.*?#\}", "", path.read_text(), flags=re.S)  # Jinja comments
@@ -97,17 +107,23 @@ def test_codes_are_declared_once():
     assert isinstance(errors.error_for(codes["error"]["version_moved"], "x"), errors.RetryableConflict)
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"sequence_field": "ts", "row_kind_field": "op", "ignore_delete": True},
-     "sequence_field, row_kind_field, ignore_delete apply only to merge engines"),
-    ({"aggregate_function": {"v": "sum"}}, "aggregate_function applies only to merge engines"),
-    ({"tombstone_key": "op"}, "tombstone_key applies only to watermark upserts"),
-    ({"upsert_mode": "merge-on-read"}, "upsert_mode applies only to watermark upserts and merge engines"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (
+            {"sequence_field": "ts", "row_kind_field": "op", "ignore_delete": True},
+            "sequence_field, row_kind_field, ignore_delete apply only to merge engines",
+        ),
+        ({"aggregate_function": {"v": "sum"}}, "aggregate_function applies only to merge engines"),
+        ({"tombstone_key": "op"}, "tombstone_key applies only to watermark upserts"),
+        ({"upsert_mode": "merge-on-read"}, "upsert_mode applies only to watermark upserts and merge engines"),
+    ],
+)
 def test_an_option_that_would_do_nothing_is_refused(options, message):
     """Given without the option that makes it apply, an option is refused before anything runs,
     never accepted and ignored (the same check dbt's config makes: option_errors)."""
     with pytest.raises(SpecError, match=message):
         to_spec({"target": "db.t", "source": "db.s"}, primary_key="id", **options)
-    assert to_spec({"target": "db.t", "source": "db.s"}, primary_key="id", merge_engine="deduplicate",
-                   sequence_field="ts").upsert["sequence_field"] == ["ts"]
+    assert to_spec(
+        {"target": "db.t", "source": "db.s"}, primary_key="id", merge_engine="deduplicate", sequence_field="ts"
+    ).upsert["sequence_field"] == ["ts"]

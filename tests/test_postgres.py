@@ -1,6 +1,7 @@
 """PostgreSQL targets (CHANGE_ONLY_UPDATED_COLUMNS) against a real, throwaway PostgreSQL server:
 semantics, only assigned columns written, a concurrent session's changes kept, conflicts rolled
 back, killed merges leaving no trace, and random MERGE statements agreeing with the file-table path."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,13 +17,18 @@ from pathlib import Path
 import pytest
 
 from merge_core import (
-    ConflictError, DuplicateMatchError, NotNullViolation, SpecError, TargetError, TargetRefused, ValidationError, merge,
+    DuplicateMatchError,
+    NotNullViolation,
+    SpecError,
+    TargetError,
+    TargetRefused,
+    ValidationError,
+    merge,
 )
 from merge_core.engine import run
 from merge_core.postgres import PostgresTarget, history
 
 from . import test_differential as diff
-from .conftest import rows
 
 ACCOUNTS = """CREATE TABLE {name} (id int PRIMARY KEY, name text NOT NULL, balance numeric(10, 2),
     status varchar(10) NOT NULL DEFAULT 'new', note text)"""
@@ -44,8 +50,9 @@ def pg_rows(conn, table):
 
 
 def staging_tables(conn, schema):
-    return conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE '\\_\\_sm\\_stage\\_%%'",
-                        (schema,)).fetchall()
+    return conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE '\\_\\_sm\\_stage\\_%%'", (schema,)
+    ).fetchall()
 
 
 @pytest.fixture
@@ -53,17 +60,23 @@ def accounts(spark, db, pg):
     target, schema, conn = pg
     table = f"{schema}.accounts"
     conn.execute(ACCOUNTS.format(name=table))
-    conn.execute(f"INSERT INTO {table} VALUES (1, 'ann', 10, 'open', 'a'), (2, 'bob', 20, 'open', 'b'), "
-                 f"(3, 'cy', 30, 'open', 'c')")
-    spark.sql(f"CREATE TABLE {db}.changes USING parquet AS SELECT * FROM VALUES (1, 'ANN', 5.0D, 'U'), "
-              f"(2, 'BOB', 0.0D, 'D'), (4, 'di', 40.0D, 'I') AS s(id, name, amount, op)")
+    conn.execute(
+        f"INSERT INTO {table} VALUES (1, 'ann', 10, 'open', 'a'), (2, 'bob', 20, 'open', 'b'), "
+        f"(3, 'cy', 30, 'open', 'c')"
+    )
+    spark.sql(
+        f"CREATE TABLE {db}.changes USING parquet AS SELECT * FROM VALUES (1, 'ANN', 5.0D, 'U'), "
+        f"(2, 'BOB', 0.0D, 'D'), (4, 'di', 40.0D, 'I') AS s(id, name, amount, op)"
+    )
     return target, table, conn
 
 
-MERGE = ("MERGE INTO {table} t USING {db}.changes s ON t.id = s.id "
-         "WHEN MATCHED AND s.op = 'D' THEN DELETE "
-         "WHEN MATCHED THEN UPDATE SET balance = t.balance + s.amount "
-         "WHEN NOT MATCHED THEN INSERT (id, name, balance) VALUES (s.id, s.name, s.amount)")
+MERGE = (
+    "MERGE INTO {table} t USING {db}.changes s ON t.id = s.id "
+    "WHEN MATCHED AND s.op = 'D' THEN DELETE "
+    "WHEN MATCHED THEN UPDATE SET balance = t.balance + s.amount "
+    "WHEN NOT MATCHED THEN INSERT (id, name, balance) VALUES (s.id, s.name, s.amount)"
+)
 
 
 def test_merge_writes_only_assigned_columns_and_keeps_a_concurrent_change(spark, db, accounts):
@@ -76,9 +89,9 @@ def test_merge_writes_only_assigned_columns_and_keeps_a_concurrent_change(spark,
 
     result = run(spark, to_spec(MERGE.format(table=table, db=db)), on_planned=meanwhile, target=target)
     assert pg_rows(conn, table) == [
-        (1, "ann", 15, "frozen", "by another session"),   # balance updated; name, status, note untouched
+        (1, "ann", 15, "frozen", "by another session"),  # balance updated; name, status, note untouched
         (3, "cy", 30, "open", "c"),
-        (4, "di", 40, "new", None),                       # columns the INSERT does not list take their defaults
+        (4, "di", 40, "new", None),  # columns the INSERT does not list take their defaults
     ]
     m = result.metrics
     assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == (1, 1, 1)
@@ -93,20 +106,36 @@ def test_update_and_delete_statements_and_engines_work_on_postgres(spark, db, ac
     merge(spark, f"UPDATE {table} SET note = upper(note) WHERE balance >= 20", jdbc_url=target.url)
     merge(spark, f"DELETE FROM {table} WHERE id = 3", jdbc_url=target.url)
     assert pg_rows(conn, table) == [(1, "ann", 10, "open", "a"), (2, "bob", 20, "open", "B")]
-    merge(spark, {"target": table, "source": "SELECT * FROM VALUES (1, 'x', 7.0D, 'open', CAST(NULL AS STRING)), "
-                                              "(1, 'y', 8.0D, 'open', NULL) AS s(id, name, balance, status, note)"},
-          jdbc_url=target.url, merge_engine="aggregation", primary_key="id",
-          aggregate_function={"balance": "sum", "name": "last_value"})
+    merge(
+        spark,
+        {
+            "target": table,
+            "source": "SELECT * FROM VALUES (1, 'x', 7.0D, 'open', CAST(NULL AS STRING)), "
+            "(1, 'y', 8.0D, 'open', NULL) AS s(id, name, balance, status, note)",
+        },
+        jdbc_url=target.url,
+        merge_engine="aggregation",
+        primary_key="id",
+        aggregate_function={"balance": "sum", "name": "last_value"},
+    )
     assert pg_rows(conn, table)[0] == (1, "y", 25, "open", "a")  # note: last_non_null_value keeps 'a'
 
 
 def test_not_matched_by_source_on_postgres(spark, db, accounts):
     """The rows the source lacks (3) are changed by key, only the assigned column written."""
     target, table, conn = accounts
-    r = merge(spark, f"MERGE INTO {table} t USING {db}.changes s ON t.id = s.id "
-                     f"WHEN NOT MATCHED BY SOURCE AND t.balance > 25 THEN UPDATE SET note = 'gone' "
-                     f"WHEN NOT MATCHED BY SOURCE THEN DELETE", jdbc_url=target.url)
-    assert pg_rows(conn, table) == [(1, "ann", 10, "open", "a"), (2, "bob", 20, "open", "b"), (3, "cy", 30, "open", "gone")]
+    r = merge(
+        spark,
+        f"MERGE INTO {table} t USING {db}.changes s ON t.id = s.id "
+        f"WHEN NOT MATCHED BY SOURCE AND t.balance > 25 THEN UPDATE SET note = 'gone' "
+        f"WHEN NOT MATCHED BY SOURCE THEN DELETE",
+        jdbc_url=target.url,
+    )
+    assert pg_rows(conn, table) == [
+        (1, "ann", 10, "open", "a"),
+        (2, "bob", 20, "open", "b"),
+        (3, "cy", 30, "open", "gone"),
+    ]
     assert r.metrics["numTargetRowsNotMatchedBySourceUpdated"] == 1
 
 
@@ -114,8 +143,12 @@ def test_duplicate_match_changes_nothing(spark, db, accounts):
     target, table, conn = accounts
     before = pg_rows(conn, table)
     with pytest.raises(DuplicateMatchError, match="MERGE_TARGET_ROW_MULTIPLE_MATCHES"):
-        merge(spark, f"MERGE INTO {table} t USING (SELECT 1 AS id UNION ALL SELECT 1) s ON t.id = s.id "
-                     f"WHEN MATCHED THEN UPDATE SET note = 'x'", jdbc_url=target.url)
+        merge(
+            spark,
+            f"MERGE INTO {table} t USING (SELECT 1 AS id UNION ALL SELECT 1) s ON t.id = s.id "
+            f"WHEN MATCHED THEN UPDATE SET note = 'x'",
+            jdbc_url=target.url,
+        )
     assert pg_rows(conn, table) == before and staging_tables(conn, table.split(".")[0]) == []
 
 
@@ -129,11 +162,15 @@ def test_a_row_deleted_meanwhile_is_judged_as_it_is_at_the_commit(spark, db, acc
     def meanwhile(info):
         with target.connect() as other:
             other.execute(f"DELETE FROM {table} WHERE id = 1")
+
     result = run(spark, to_spec(MERGE.format(table=table, db=db)), on_planned=meanwhile, target=target)
     assert pg_rows(conn, table) == [(1, "ANN", 5, "new", None), (3, "cy", 30, "open", "c"), (4, "di", 40, "new", None)]
     m = result.metrics
     assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == (2, 0, 1)
-    assert staging_tables(conn, table.split(".")[0]) == [] and history(target, table)[0]["metrics"]["numTargetRowsInserted"] == 2
+    assert (
+        staging_tables(conn, table.split(".")[0]) == []
+        and history(target, table)[0]["metrics"]["numTargetRowsInserted"] == 2
+    )
 
 
 def test_targets_without_primary_key_or_missing_are_refused(spark, db, pg):
@@ -169,9 +206,20 @@ def test_killed_merge_leaves_no_trace(spark, db, pg, tmp_path, point):
     before = pg_rows(conn, table)
     flag = tmp_path / "flag"
     env = {**os.environ, "SPARK_MERGE_FAULT": point, "SPARK_MERGE_FAULT_FLAG": str(flag)}
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("pg_crash_driver.py")), str(tmp_path / "home"),
-                             target.url, table], env=env, start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("pg_crash_driver.py")),
+            str(tmp_path / "home"),
+            target.url,
+            table,
+        ],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 300
     while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -205,8 +253,10 @@ def run_postgres(spark, target: PostgresTarget, conn, schema: str, case: diff.Ca
     source = f"pgsrc{case.number}"
     cols = ", ".join(f"CAST({c} AS {diff.TYPES[c]}) AS {c}" for c in diff.COLUMNS)
     srows = case.source_rows or [(None,) * 5]
-    spark.sql(f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT {cols} FROM VALUES {diff._values(srows)} "
-              f"AS x({', '.join(diff.COLUMNS)}) {'' if case.source_rows else 'WHERE false'}")
+    spark.sql(
+        f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT {cols} FROM VALUES {diff._values(srows)} "
+        f"AS x({', '.join(diff.COLUMNS)}) {'' if case.source_rows else 'WHERE false'}"
+    )
     try:
         merge(spark, case.statement.format(target=table, source=source), duplicate_rule="postgres", jdbc_url=target.url)
     except DuplicateMatchError as e:
@@ -236,7 +286,9 @@ def test_random_merges_agree_with_the_file_table_path(spark, db, pg):
         case = pk_case(diff.make_case(rng, number))
         expected = diff.run_spark(spark, db, case)
         got = run_postgres(spark, target, conn, schema, case)
-        detail = f"case {number} (seed {seed})\n{case.statement}\n{case.target_rows}\n{case.source_rows}\n{expected}\n{got}"
+        detail = (
+            f"case {number} (seed {seed})\n{case.statement}\n{case.target_rows}\n{case.source_rows}\n{expected}\n{got}"
+        )
         if got[0] == "key violation":  # the file table took rows a primary key forbids, or refused too
             if expected[0] == "rows":  # (the NOT NULL key is checked while planning, before duplicates)
                 ids = [r[0] for r in expected[1]]

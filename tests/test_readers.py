@@ -4,6 +4,7 @@ Twenty partitions of five rows, v = 0; each merge adds 19 to every row of partit
 from every other row, so the table's sum stays 0 at every version, while a read that mixes versions
 (some partitions new, some old) does not. A reader loops in another thread while merges commit.
 """
+
 from __future__ import annotations
 
 import threading
@@ -29,7 +30,9 @@ def _read_during_merges(spark, t) -> list[list[tuple]]:
 
     def reader():
         while not done.is_set():
-            reads.append(sorted(tuple(r) for r in spark.sql(f"SELECT p, sum(v), count(*) FROM {t} GROUP BY p").collect()))
+            reads.append(
+                sorted(tuple(r) for r in spark.sql(f"SELECT p, sum(v), count(*) FROM {t} GROUP BY p").collect())
+            )
 
     thread = threading.Thread(target=reader)
     thread.start()
@@ -63,9 +66,9 @@ def test_statement_by_statement_commits_keep_each_partition_whole(spark, twenty,
     reads = _read_during_merges(spark, twenty)
     assert len(reads) > MERGES
     for r in reads:
-        assert len(r) == 20 and all(n == 5 for _, _, n in r)   # no partition is ever partly rewritten
-        for p, s, n in r:                                       # each partition at some whole version
+        assert len(r) == 20 and all(n == 5 for _, _, n in r)  # no partition is ever partly rewritten
+        for p, s, _ in r:  # each partition at some whole version
             assert (s % 95 == 0) if p == 0 else (s % 5 == 0)
-        assert max(_versions(r)) - min(_versions(r)) <= 1       # and at most one commit apart
+        assert max(_versions(r)) - min(_versions(r)) <= 1  # and at most one commit apart
     torn = sum(1 for r in reads if len(_versions(r)) != 1)
     print(f"statement-by-statement commits: {torn} of {len(reads)} reads saw two versions")

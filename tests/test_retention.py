@@ -1,10 +1,11 @@
 """Vacuum keeps what versions inside retention use and removes the rest; rollback repoints to an older version.
 
 The removal rule is tested with vacuum's canonical-layout step off (test_layout.py tests that step)."""
+
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,14 +16,12 @@ from merge_core.cli import main
 from .conftest import location, props, rows, snapshot
 
 
-
 def on_disk(loc: str) -> bool:
     return Path(loc.removeprefix("file:")).exists()
 
 
 def hours_since(moment: datetime) -> float:
-    return (datetime.now(timezone.utc) - moment).total_seconds() / 3600
-
+    return (datetime.now(UTC) - moment).total_seconds() / 3600
 
 
 def test_vacuum_keeps_versions_inside_retention_and_removes_older_ones(spark, sales):
@@ -33,7 +32,7 @@ def test_vacuum_keeps_versions_inside_retention_and_removes_older_ones(spark, sa
     a_p1 = location(spark, sales, "p=1")
     after_a = rows(spark, sales)
     time.sleep(1.0)
-    between = datetime.now(timezone.utc)
+    between = datetime.now(UTC)
     time.sleep(1.0)
     merge(spark, f"UPDATE {sales} SET v = v + 1 WHERE p IN (1, 2)")
     after_b = rows(spark, sales)
@@ -60,8 +59,10 @@ def test_vacuum_keeps_versions_inside_retention_and_removes_older_ones(spark, sa
 
 def append(spark, table, values):
     """An insert-only merge: it appends files in place instead of rewriting."""
-    r = merge(spark, f"MERGE INTO {table} t USING (SELECT {values}) s (id, v, p) ON t.id = s.id "
-                     f"WHEN NOT MATCHED THEN INSERT *")
+    r = merge(
+        spark,
+        f"MERGE INTO {table} t USING (SELECT {values}) s (id, v, p) ON t.id = s.id WHEN NOT MATCHED THEN INSERT *",
+    )
     assert r.metrics["numTargetRowsInserted"] == 1 and r.metrics["numTargetPartitionsRewritten"] == 0
     return r
 
@@ -135,8 +136,8 @@ def test_reader_that_started_before_the_merge_finishes_after_vacuum(spark, sales
 
 def test_orphan_staging_is_removed_only_when_old(spark, sales):
     root = location(spark, sales)
-    stale_id = (datetime.now(timezone.utc) - timedelta(hours=3)).strftime("%Y%m%d%H%M%S") + "_deadbeef"
-    fresh_id = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S") + "_0badcafe"
+    stale_id = (datetime.now(UTC) - timedelta(hours=3)).strftime("%Y%m%d%H%M%S") + "_deadbeef"
+    fresh_id = datetime.now(UTC).strftime("%Y%m%d%H%M%S") + "_0badcafe"
     for merge_id in (stale_id, fresh_id):
         d = Path(root.removeprefix("file:")) / f"_merge_{merge_id}" / "p=1"
         d.mkdir(parents=True)
@@ -167,8 +168,11 @@ def test_merge_whose_staging_was_vacuumed_fails_with_nothing_written(spark, sale
 
 def test_rollback_undoes_a_merge_and_the_later_ones_and_can_itself_be_undone(spark, sales):
     before = rows(spark, sales)
-    a = merge(spark, f"""MERGE INTO {sales} t USING (SELECT 1 AS id, 0 AS v, 1 AS p UNION ALL SELECT 99, 99, 9) s
-        ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *""")
+    a = merge(
+        spark,
+        f"""MERGE INTO {sales} t USING (SELECT 1 AS id, 0 AS v, 1 AS p UNION ALL SELECT 99, 99, 9) s
+        ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *""",
+    )
     merge(spark, f"DELETE FROM {sales} WHERE p = 2")
     # an append into p=1, which A rewrote: rolling back to before A removes its row too
     append(spark, sales, "100, 100, 1")
@@ -210,7 +214,6 @@ def history_of(spark, table):
     from merge_core import history
 
     return history(spark, table)
-
 
 
 def test_cli_vacuum_and_rollback(spark, sales, capsys):

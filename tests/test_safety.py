@@ -1,9 +1,10 @@
 """What a user can get wrong, and what other tools leave behind: bad metadata and options, tables
 of another format registered as parquet, catalog tables of killed merges. Every failure is a
 MergeError that names the problem and the fix; the table stays byte-identical."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -28,10 +29,15 @@ def _location(spark, name) -> Path:
 
 
 def test_a_corrupt_journal_stops_merges_with_a_repair_command_that_changes_nothing_else(spark, t, capsys):
-    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.journal.parts' = '2', "
-              f"'spark_merge.journal.0' = '{{\"merge_id\": \"m\", \"repo', 'spark_merge.journal.merge_id' = 'm')")
+    spark.sql(
+        f"ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.journal.parts' = '2', "
+        f"'spark_merge.journal.0' = '{{\"merge_id\": \"m\", \"repo', 'spark_merge.journal.merge_id' = 'm')"
+    )
     before = snapshot(spark, t)
-    with pytest.raises(CorruptJournal, match=r"cannot be used: its 2 part\(s\) are not the JSON a commit wrote.*spark-merge repair-journal"):
+    with pytest.raises(
+        CorruptJournal,
+        match=r"cannot be used: its 2 part\(s\) are not the JSON a commit wrote.*spark-merge repair-journal",
+    ):
         merge(spark, f"UPDATE {t} SET d = 0 WHERE id = 1")
     assert snapshot(spark, t) == before
     assert main(["recover", t, "-q"]) == 2
@@ -49,8 +55,10 @@ def test_a_corrupt_journal_stops_merges_with_a_repair_command_that_changes_nothi
 
 
 def test_a_readable_journal_is_never_cleared_by_repair(spark, t):
-    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.journal.parts' = '1', "
-              f"'spark_merge.journal.0' = '{{\"merge_id\": \"m\", \"repoints\": []}}')")
+    spark.sql(
+        f"ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.journal.parts' = '1', "
+        f'\'spark_merge.journal.0\' = \'{{"merge_id": "m", "repoints": []}}\')'
+    )
     with pytest.raises(SpecError, match="can be used: `spark-merge recover"):
         repair_journal(spark, t)
 
@@ -73,11 +81,14 @@ def test_a_decimal_overflow_is_a_merge_error_before_any_write(spark, t):
     assert snapshot(spark, t) == before
 
 
-@pytest.mark.parametrize("marker,format_name", [
-    ("_delta_log/00000000000000000000.json", "Delta Lake"),
-    ("metadata/v1.metadata.json", "Apache Iceberg"),
-    (".hoodie/hoodie.properties", "Apache Hudi"),
-])
+@pytest.mark.parametrize(
+    "marker,format_name",
+    [
+        ("_delta_log/00000000000000000000.json", "Delta Lake"),
+        ("metadata/v1.metadata.json", "Apache Iceberg"),
+        (".hoodie/hoodie.properties", "Apache Hudi"),
+    ],
+)
 def test_a_table_of_another_format_registered_as_parquet_is_refused(spark, t, marker, format_name):
     path = _location(spark, t) / marker
     path.parent.mkdir(parents=True)
@@ -91,7 +102,7 @@ def test_a_table_of_another_format_registered_as_parquet_is_refused(spark, t, ma
 
 
 def test_catalog_tables_of_killed_merges_are_dropped_by_begin_and_vacuum(spark, t, db, tmp_path):
-    young = f"__sm_stage_{datetime.now(timezone.utc):%Y%m%d%H%M%S}_0000beef"
+    young = f"__sm_stage_{datetime.now(UTC):%Y%m%d%H%M%S}_0000beef"
     for name in ("__sm_stage_20200101000000_deadbeef", "__sm_chg_20200101000000_deadbeef", young):
         spark.sql(f"CREATE TABLE {db}.{name} (x INT) USING parquet LOCATION '{tmp_path / name}'")
     merge(spark, f"UPDATE {t} SET d = 0 WHERE id = 1")
@@ -99,4 +110,6 @@ def test_catalog_tables_of_killed_merges_are_dropped_by_begin_and_vacuum(spark, 
     assert left == [young]  # a younger one may belong to a merge of another process still running
     spark.sql(f"CREATE TABLE {db}.__sm_src_20200101000000_deadbeef (x INT) USING parquet")
     vacuum(spark, t)
-    assert sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {db} LIKE '__sm_*'").collect() if not r.isTemporary) == [young]
+    assert sorted(
+        r.tableName for r in spark.sql(f"SHOW TABLES IN {db} LIKE '__sm_*'").collect() if not r.isTemporary
+    ) == [young]

@@ -1,4 +1,5 @@
 """SQL MERGE rules, one test each, on real Spark tables."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -9,7 +10,7 @@ from merge_core import DuplicateMatchError, MergeError, explain, history, merge
 
 from .conftest import rows, snapshot, table_files, tree
 
-pytestmark = pytest.mark.cluster   # also run on a standalone cluster (test_cluster.py)
+pytestmark = pytest.mark.cluster  # also run on a standalone cluster (test_cluster.py)
 
 
 @pytest.fixture
@@ -26,8 +27,10 @@ def kv(spark, db):
     return f"{db}.kv", source
 
 
-UPSERT = "MERGE INTO {t} t USING {s} s ON t.id = s.id " \
-         "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, s.v, s.p)"
+UPSERT = (
+    "MERGE INTO {t} t USING {s} s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, s.v, s.p)"
+)
 
 
 def test_null_keys_never_match(spark, kv):
@@ -41,10 +44,13 @@ def test_null_keys_never_match(spark, kv):
 def test_first_matching_clause_wins(spark, kv):
     t, source = kv
     s = source("(1, 'x', 1), (2, 'y', 1)")
-    merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id "
-                 f"WHEN MATCHED AND s.v = 'x' THEN UPDATE SET v = 'first' "
-                 f"WHEN MATCHED AND s.v IN ('x', 'y') THEN UPDATE SET v = 'second' "
-                 f"WHEN MATCHED THEN DELETE")
+    merge(
+        spark,
+        f"MERGE INTO {t} t USING {s} s ON t.id = s.id "
+        f"WHEN MATCHED AND s.v = 'x' THEN UPDATE SET v = 'first' "
+        f"WHEN MATCHED AND s.v IN ('x', 'y') THEN UPDATE SET v = 'second' "
+        f"WHEN MATCHED THEN DELETE",
+    )
     assert rows(spark, t, "id, v")[1:3] == [(1, "first", 1), (2, "second", 1)]
 
 
@@ -75,7 +81,9 @@ class TestDuplicateRules:
         for rule in ("trino", "postgres", "strict"):
             e = self._run(spark, kv, "(1, 'x', 1), (1, 'y', 1)", "WHEN MATCHED THEN UPDATE SET v = s.v", rule)
             assert e is not None, rule
-            assert str(e).startswith("MERGE_TARGET_ROW_MULTIPLE_MATCHES: One MERGE target table row matched more than one source row")
+            assert str(e).startswith(
+                "MERGE_TARGET_ROW_MULTIPLE_MATCHES: One MERGE target table row matched more than one source row"
+            )
             assert "id='1'" in str(e) and e.examples == [{"id": "1", "source_rows": 2}]
 
     def test_no_clause_twice(self, spark, kv):
@@ -97,7 +105,9 @@ class TestDuplicateRules:
 
     def test_at_most_five_examples(self, spark, db):
         spark.sql(f"CREATE TABLE {db}.big USING parquet AS SELECT id, 'v' AS v FROM range(20)")
-        spark.sql(f"CREATE TABLE {db}.dup USING parquet AS SELECT id, 'w' AS v FROM range(20) UNION ALL SELECT id, 'w' FROM range(20)")
+        spark.sql(
+            f"CREATE TABLE {db}.dup USING parquet AS SELECT id, 'w' AS v FROM range(20) UNION ALL SELECT id, 'w' FROM range(20)"
+        )
         with pytest.raises(DuplicateMatchError) as e:
             merge(spark, f"MERGE INTO {db}.big t USING {db}.dup s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
         assert len(e.value.examples) == 5
@@ -106,11 +116,14 @@ class TestDuplicateRules:
 def test_subquery_source_and_conditions_on_both_sides(spark, kv):
     t, source = kv
     s = source("(1, 'x', 1), (1, 'y', 1), (3, 'z', 2), (9, 'q', 3)")
-    merge(spark, f"""MERGE INTO {t} AS tgt
+    merge(
+        spark,
+        f"""MERGE INTO {t} AS tgt
         USING (SELECT id, max(v) AS v, min(p) AS p FROM {s} GROUP BY id) AS u
         ON tgt.id = u.id AND u.v <> 'q'
         WHEN MATCHED AND tgt.v < u.v AND tgt.p = u.p THEN UPDATE SET v = concat(tgt.v, u.v)
-        WHEN NOT MATCHED AND u.id > 5 THEN INSERT (id, v, p) VALUES (u.id, upper(u.v), u.p)""")
+        WHEN NOT MATCHED AND u.id > 5 THEN INSERT (id, v, p) VALUES (u.id, upper(u.v), u.p)""",
+    )
     assert rows(spark, t, "id") == [(None, "n", 2), (1, "ay", 1), (2, "b", 1), (3, "cz", 2), (9, "Q", 3)]
 
 
@@ -121,14 +134,20 @@ def test_one_sided_clauses_resolve_unqualified_names_on_their_side(spark, kv):
     unqualified name both sides have is ambiguous, and refused before anything is written."""
     t, source = kv
     s = source("(1, 'A', 1), (4, 'D', 2), (5, 'E', 1)")
-    r = merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id "
-                     f"WHEN NOT MATCHED AND v <> 'E' THEN INSERT (id, v, p) VALUES (id, upper(v) || '!', p) "
-                     f"WHEN NOT MATCHED BY SOURCE AND v = 'b' THEN UPDATE SET v = v || '?'")
+    r = merge(
+        spark,
+        f"MERGE INTO {t} t USING {s} s ON t.id = s.id "
+        f"WHEN NOT MATCHED AND v <> 'E' THEN INSERT (id, v, p) VALUES (id, upper(v) || '!', p) "
+        f"WHEN NOT MATCHED BY SOURCE AND v = 'b' THEN UPDATE SET v = v || '?'",
+    )
     assert rows(spark, t, "id, v") == [(None, "n", 2), (1, "a", 1), (2, "b?", 1), (3, "c", 2), (4, "D!", 2)]
     assert (r.metrics["numTargetRowsInserted"], r.metrics["numTargetRowsNotMatchedBySourceUpdated"]) == (1, 1)
     # inside a subquery a name is its own FROM's first: count(id) counts the subquery's rows
-    merge(spark, f"MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN NOT MATCHED AND id = 5 "
-                 f"THEN INSERT (id, v, p) VALUES (id, CAST((SELECT count(id) FROM {s}) AS STRING), p)")
+    merge(
+        spark,
+        f"MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN NOT MATCHED AND id = 5 "
+        f"THEN INSERT (id, v, p) VALUES (id, CAST((SELECT count(id) FROM {s}) AS STRING), p)",
+    )
     assert (5, "3", 1) in rows(spark, t, "id, v")
     before = snapshot(spark, t)
     with pytest.raises(MergeError, match="AMBIGUOUS_REFERENCE"):
@@ -139,18 +158,27 @@ def test_one_sided_clauses_resolve_unqualified_names_on_their_side(spark, kv):
 def test_values_are_cast_to_target_types(spark, db):
     spark.sql(f"CREATE TABLE {db}.money (id BIGINT, amount DECIMAL(10,2), d DATE, n STRING) USING parquet")
     spark.sql(f"INSERT INTO {db}.money VALUES (1, 1.00, DATE'2024-01-01', 'x')")
-    merge(spark, f"""MERGE INTO {db}.money t
+    merge(
+        spark,
+        f"""MERGE INTO {db}.money t
         USING (SELECT 1 AS id, 2.555D AS amount, TIMESTAMP'2024-02-03 10:00:00' AS d, 42 AS n
                UNION ALL SELECT 2, 7, TIMESTAMP'2024-03-04 00:00:00', 7) s
         ON t.id = s.id
         WHEN MATCHED THEN UPDATE SET amount = s.amount, d = s.d, n = s.n
-        WHEN NOT MATCHED THEN INSERT *""")
+        WHEN NOT MATCHED THEN INSERT *""",
+    )
     import datetime
+
     assert rows(spark, f"{db}.money") == [
         (1, Decimal("2.56"), datetime.date(2024, 2, 3), "42"),
         (2, Decimal("7.00"), datetime.date(2024, 3, 4), "7"),
     ]
-    assert [f.dataType.simpleString() for f in spark.table(f"{db}.money").schema] == ["bigint", "decimal(10,2)", "date", "string"]
+    assert [f.dataType.simpleString() for f in spark.table(f"{db}.money").schema] == [
+        "bigint",
+        "decimal(10,2)",
+        "date",
+        "string",
+    ]
 
 
 def test_update_and_delete_statements(spark, kv):
@@ -168,11 +196,14 @@ def test_a_leading_with_clause(spark, kv):
     """WITH before MERGE, UPDATE and DELETE: the CTEs are read where the statement names them
     (the source, and subqueries in ON, WHERE and SET)."""
     t, _ = kv
-    r = merge(spark, f"WITH changes(id, v) AS (VALUES (1, 'one'), (5, 'five')), "
-                     f"big AS (SELECT id FROM changes WHERE id > 2) "
-                     f"MERGE INTO {t} t USING changes c ON t.id = c.id "
-                     f"WHEN MATCHED THEN UPDATE SET v = c.v "
-                     f"WHEN NOT MATCHED AND c.id IN (SELECT id FROM big) THEN INSERT (id, v, p) VALUES (c.id, c.v, 3)")
+    r = merge(
+        spark,
+        f"WITH changes(id, v) AS (VALUES (1, 'one'), (5, 'five')), "
+        f"big AS (SELECT id FROM changes WHERE id > 2) "
+        f"MERGE INTO {t} t USING changes c ON t.id = c.id "
+        f"WHEN MATCHED THEN UPDATE SET v = c.v "
+        f"WHEN NOT MATCHED AND c.id IN (SELECT id FROM big) THEN INSERT (id, v, p) VALUES (c.id, c.v, 3)",
+    )
     assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (1, 1)
     merge(spark, f"WITH gone AS (SELECT 2 AS id) DELETE FROM {t} WHERE id IN (SELECT id FROM gone)")
     merge(spark, f"WITH top AS (SELECT max(id) AS m FROM {t}) UPDATE {t} SET v = 'max' WHERE id = (SELECT m FROM top)")
@@ -187,10 +218,16 @@ def test_column_defaults(spark, db):
     spark.sql(f"ALTER TABLE {t} ADD COLUMN w DOUBLE DEFAULT 1.5")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1, 7, 0.0), (2, 'b', 2, 8, 0.0)")
     merge(spark, f"UPDATE {t} SET v = DEFAULT, n = `default`, w = default WHERE id = 1")
-    merge(spark, f"MERGE INTO {t} t USING (SELECT 3 AS id) s ON t.id = s.id "
-                 f"WHEN NOT MATCHED THEN INSERT (id, n) VALUES (s.id, DEFAULT)")
-    merge(spark, f"MERGE INTO {t} t USING (SELECT 4 AS id) s ON t.id = s.id "
-                 f"WHEN NOT MATCHED THEN INSERT (id, v, n, `default`, w) VALUES (s.id, 'z', 0, DEFAULT, DEFAULT)")
+    merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT 3 AS id) s ON t.id = s.id "
+        f"WHEN NOT MATCHED THEN INSERT (id, n) VALUES (s.id, DEFAULT)",
+    )
+    merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT 4 AS id) s ON t.id = s.id "
+        f"WHEN NOT MATCHED THEN INSERT (id, v, n, `default`, w) VALUES (s.id, 'z', 0, DEFAULT, DEFAULT)",
+    )
     assert rows(spark, t) == [(1, "x", 7, 7, 1.5), (2, "b", 2, 8, 0.0), (3, "x", 42, None, 1.5), (4, "z", 0, None, 1.5)]
 
 
@@ -220,20 +257,32 @@ def test_emptied_partition_and_table(spark, kv, db):
 def test_orc_table(spark, db):
     spark.sql(f"CREATE TABLE {db}.o (id INT, v STRING, p INT) USING orc PARTITIONED BY (p)")
     spark.sql(f"INSERT INTO {db}.o VALUES (1, 'a', 1), (1, 'a', 1), (2, 'b', 1), (3, 'c', 2)")
-    merge(spark, f"MERGE INTO {db}.o t USING (SELECT 1 AS id, 'z' AS v UNION ALL SELECT 4, 'd') s ON t.id = s.id "
-                 f"WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, s.v, 3)")
+    merge(
+        spark,
+        f"MERGE INTO {db}.o t USING (SELECT 1 AS id, 'z' AS v UNION ALL SELECT 4, 'd') s ON t.id = s.id "
+        f"WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, s.v, 3)",
+    )
     # identical rows in one file share their fate: both updated, none lost
     assert rows(spark, f"{db}.o", "id") == [(1, "z", 1), (1, "z", 1), (2, "b", 1), (3, "c", 2), (4, "d", 3)]
     with pytest.raises(DuplicateMatchError):
-        merge(spark, f"MERGE INTO {db}.o t USING (SELECT 2 AS id UNION ALL SELECT 2) s ON t.id = s.id "
-                     f"WHEN MATCHED THEN DELETE", duplicate_rule="postgres")
+        merge(
+            spark,
+            f"MERGE INTO {db}.o t USING (SELECT 2 AS id UNION ALL SELECT 2) s ON t.id = s.id WHEN MATCHED THEN DELETE",
+            duplicate_rule="postgres",
+        )
     # the trino rule: two identical target rows and one source row are no duplicate
-    r = merge(spark, f"MERGE INTO {db}.o t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'y'",
-              duplicate_rule="trino")
+    r = merge(
+        spark,
+        f"MERGE INTO {db}.o t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'y'",
+        duplicate_rule="trino",
+    )
     assert r.metrics["numTargetRowsUpdated"] == 2
     # strict, a lone DELETE: two source rows delete the two identical rows, counted once each
-    r = merge(spark, f"MERGE INTO {db}.o t USING (SELECT 1 AS id UNION ALL SELECT 1) s ON t.id = s.id "
-                     f"WHEN MATCHED THEN DELETE", duplicate_rule="strict")
+    r = merge(
+        spark,
+        f"MERGE INTO {db}.o t USING (SELECT 1 AS id UNION ALL SELECT 1) s ON t.id = s.id WHEN MATCHED THEN DELETE",
+        duplicate_rule="strict",
+    )
     assert r.metrics["numTargetRowsDeleted"] == 2
     assert rows(spark, f"{db}.o", "id") == [(2, "b", 1), (3, "c", 2), (4, "d", 3)]
 
@@ -258,6 +307,7 @@ def test_explain_runs_nothing_and_history_records_runs(spark, kv):
     s = source("(1, 'x', 1), (5, 'y', 1)")
     location = spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0]
     import json
+
     root = json.loads(location)["location"]
     files_before = tree(root)
     plan = explain(spark, UPSERT.format(t=t, s=s))
@@ -279,23 +329,45 @@ def test_string_partitions_moved_by_matched_and_by_source_updates(spark, db):
     t = f"{db}.sp"
     spark.sql(f"CREATE TABLE {t} (id INT, v STRING, region STRING) USING parquet PARTITIONED BY (region)")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 'eu'), (2, 'b', 'eu'), (3, 'c', 'us'), (4, 'd', NULL), (5, 'e', 'old')")
-    r = merge(spark, f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 'x', 'us'), (1, 'y', 'us'), (3, 'z', NULL), "
-                     f"(6, 'n', 'apac') AS s(id, v, region)) s ON t.id = s.id "
-                     "WHEN MATCHED AND s.v = 'x' THEN UPDATE SET v = s.v, region = s.region "
-                     "WHEN MATCHED AND s.v = 'z' THEN UPDATE SET region = s.region "
-                     "WHEN NOT MATCHED THEN INSERT * "
-                     "WHEN NOT MATCHED BY SOURCE AND t.region = 'old' THEN UPDATE SET region = 'eu'",
-              duplicate_rule="trino")
-    assert rows(spark, t, "id") == [(1, "x", "us"), (2, "b", "eu"), (3, "c", None), (4, "d", None), (5, "e", "eu"),
-                                   (6, "n", "apac")]
+    r = merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 'x', 'us'), (1, 'y', 'us'), (3, 'z', NULL), "
+        f"(6, 'n', 'apac') AS s(id, v, region)) s ON t.id = s.id "
+        "WHEN MATCHED AND s.v = 'x' THEN UPDATE SET v = s.v, region = s.region "
+        "WHEN MATCHED AND s.v = 'z' THEN UPDATE SET region = s.region "
+        "WHEN NOT MATCHED THEN INSERT * "
+        "WHEN NOT MATCHED BY SOURCE AND t.region = 'old' THEN UPDATE SET region = 'eu'",
+        duplicate_rule="trino",
+    )
+    assert rows(spark, t, "id") == [
+        (1, "x", "us"),
+        (2, "b", "eu"),
+        (3, "c", None),
+        (4, "d", None),
+        (5, "e", "eu"),
+        (6, "n", "apac"),
+    ]
     m = r.metrics
-    assert (m["numTargetRowsUpdated"], m["numTargetRowsNotMatchedBySourceUpdated"], m["numTargetRowsInserted"],
-            m["numTargetRowsDeleted"]) == (3, 1, 1, 0)
+    assert (
+        m["numTargetRowsUpdated"],
+        m["numTargetRowsNotMatchedBySourceUpdated"],
+        m["numTargetRowsInserted"],
+        m["numTargetRowsDeleted"],
+    ) == (3, 1, 1, 0)
     assert sorted(p["region"] or "" for p in r.partitions) == ["", "apac", "eu", "old", "us"]
     # no MATCHED clause moves rows (the summary's hash path); a by-source update still does
-    r = merge(spark, f"MERGE INTO {t} t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'w' "
-                     "WHEN NOT MATCHED BY SOURCE AND t.region = 'apac' THEN UPDATE SET region = NULL")
-    assert rows(spark, t, "id") == [(1, "x", "us"), (2, "w", "eu"), (3, "c", None), (4, "d", None), (5, "e", "eu"),
-                                   (6, "n", None)]
+    r = merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'w' "
+        "WHEN NOT MATCHED BY SOURCE AND t.region = 'apac' THEN UPDATE SET region = NULL",
+    )
+    assert rows(spark, t, "id") == [
+        (1, "x", "us"),
+        (2, "w", "eu"),
+        (3, "c", None),
+        (4, "d", None),
+        (5, "e", "eu"),
+        (6, "n", None),
+    ]
     assert sorted(p["region"] or "" for p in r.partitions) == ["", "apac", "eu"]
     assert r.metrics["numTargetRowsUpdated"] == 2

@@ -1,4 +1,5 @@
 """`spark-merge server start|stop|status`: later commands on the warehouse use the warm server."""
+
 from __future__ import annotations
 
 import subprocess
@@ -20,9 +21,11 @@ def test_server_start_run_history_stop(tmp_path):
     try:
         assert url in cli("server", "start", "--warehouse", w, "--port", port).stdout
         assert cli("server", "status", "--warehouse", w).stdout.strip() == url
-        setup = ("from merge_core.session import get_session; s = get_session(remote='%s'); "
-                 "s.sql('CREATE DATABASE d'); s.sql('CREATE TABLE d.t (id INT, v STRING) USING parquet'); "
-                 "s.sql(\"INSERT INTO d.t VALUES (1, 'a'), (2, 'b')\")" % url)
+        setup = (
+            f"from merge_core.session import get_session; s = get_session(remote='{url}'); "
+            "s.sql('CREATE DATABASE d'); s.sql('CREATE TABLE d.t (id INT, v STRING) USING parquet'); "
+            "s.sql(\"INSERT INTO d.t VALUES (1, 'a'), (2, 'b')\")"
+        )
         subprocess.run([sys.executable, "-c", setup], check=True, capture_output=True)
         # the CLI runs through the server: the embedded Derby metastore, held by the server, admits
         # no second process, so a command that started its own Spark here would fail

@@ -17,6 +17,7 @@ into overlapping (p=0) and disjoint (their own p) partitions at once. Afterwards
 Counts are printed in the test summary. SPARK_MERGE_APPS_SOAK_MERGES sets the merges per writer
 (default 3; `make test-all` runs 6).
 """
+
 from __future__ import annotations
 
 import json
@@ -65,7 +66,7 @@ def test_the_cli_does_not_hand_a_named_metastore_to_a_warm_server(tmp_path, monk
     assert asked[-1]["metastore"] == "thrift://h:9083" and asked[-1]["remote"] is None
     args = cli._parser().parse_args(["history", "d.t", "--warehouse", str(tmp_path)])
     cli._session(args)
-    assert asked[-1] == {"remote": "sc://127.0.0.1:15002"}   # without one, the warm server serves
+    assert asked[-1] == {"remote": "sc://127.0.0.1:15002"}  # without one, the warm server serves
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +90,10 @@ def state(successes: list[int], k: int) -> dict:
 
 def seen(rows: list[list], k: int) -> dict:
     """Writer k's part of what one read returned (rows: id, w0..w3, p)."""
-    return {"counters": {r[0]: r[1 + k] for r in rows if r[0] < new_id(0, 0)},
-            "inserted": {r[0] for r in rows if new_id(k, 0) <= r[0] < new_id(k + 1, 0)}}
+    return {
+        "counters": {r[0]: r[1 + k] for r in rows if r[0] < new_id(0, 0)},
+        "inserted": {r[0] for r in rows if new_id(k, 0) <= r[0] < new_id(k + 1, 0)},
+    }
 
 
 def _lines(path: Path) -> list[dict]:
@@ -103,8 +106,9 @@ def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metasto
 
     def start(*args: str, name: str) -> subprocess.Popen:
         log = open(tmp_path / f"{name}.log", "w")
-        return subprocess.Popen([sys.executable, str(DRIVER), *args], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, str(DRIVER), *args], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
 
     uri, folder = hive_metastore.uri, str(tmp_path)
     started = time.monotonic()
@@ -155,9 +159,15 @@ def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metasto
             prefixes.append(matching[0])
         versions.add(tuple(prefixes))
     conflicts = Counter(o["error"] for o in failures)
-    REPORT.update(writers=WRITERS, merges=WRITERS * MERGES, succeeded=sum(map(len, successes.values())),
-                  conflicts=conflicts.get("ConflictError", 0), reads=len(reads), versions=len(versions),
-                  seconds=round(time.monotonic() - started))
+    REPORT.update(
+        writers=WRITERS,
+        merges=WRITERS * MERGES,
+        succeeded=sum(map(len, successes.values())),
+        conflicts=conflicts.get("ConflictError", 0),
+        reads=len(reads),
+        versions=len(versions),
+        seconds=round(time.monotonic() - started),
+    )
     assert REPORT["succeeded"] > 0 and len(reads) > 0
 
 
@@ -171,21 +181,65 @@ def test_a_dbt_session_profile_merges_through_the_shared_metastore(hive_metastor
     from tests.test_dbt import example_project
 
     project = example_project(tmp_path / "project")
-    conf = {"spark.hadoop.hive.metastore.uris": hive_metastore.uri,
-            "spark.sql.warehouse.dir": str(tmp_path / "warehouse"), "spark.sql.catalogImplementation": "hive",
-            "spark.master": "local[1]", "spark.log.level": "ERROR", "spark.ui.showConsoleProgress": "false", **FAST_CONF}
-    (project / "profiles.yml").write_text(json.dumps({"spark_merge_example": {"target": "shared", "outputs": {"shared": {
-        "type": "spark", "method": "session", "host": "NA", "schema": "{{ env_var('SPARK_MERGE_DBT_SCHEMA') }}",
-        "server_side_parameters": conf}}}}))  # JSON is YAML
-    done = subprocess.run([sys.executable, str(DRIVER.with_name("dbt_metastore_driver.py")), str(project), "dbt_shared"],
-                          capture_output=True, text=True, timeout=900)
+    conf = {
+        "spark.hadoop.hive.metastore.uris": hive_metastore.uri,
+        "spark.sql.warehouse.dir": str(tmp_path / "warehouse"),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.master": "local[1]",
+        "spark.log.level": "ERROR",
+        "spark.ui.showConsoleProgress": "false",
+        **FAST_CONF,
+    }
+    (project / "profiles.yml").write_text(
+        json.dumps(
+            {
+                "spark_merge_example": {
+                    "target": "shared",
+                    "outputs": {
+                        "shared": {
+                            "type": "spark",
+                            "method": "session",
+                            "host": "NA",
+                            "schema": "{{ env_var('SPARK_MERGE_DBT_SCHEMA') }}",
+                            "server_side_parameters": conf,
+                        }
+                    },
+                }
+            }
+        )
+    )  # JSON is YAML
+    done = subprocess.run(
+        [sys.executable, str(DRIVER.with_name("dbt_metastore_driver.py")), str(project), "dbt_shared"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["metastore"] == hive_metastore.uri
-    assert out["rows"] == [[1, "ann", 10.0, "eu"], [2, "bob", 25.0, "us"], [3, "cy", 0.0, "eu"], [4, "di", 40.0, "apac"]]
+    assert out["rows"] == [
+        [1, "ann", 10.0, "eu"],
+        [2, "bob", 25.0, "us"],
+        [3, "cy", 0.0, "eu"],
+        [4, "di", 40.0, "apac"],
+    ]
     assert out["history"][0] == "merge"  # the second run merged, and recorded it
-    tables = subprocess.run([str(binaries() / "psql"), "-h", hive_metastore.pg_host, "-p", hive_metastore.pg_port,
-                             "-U", "postgres", "-d", hive_metastore.database, "-Atc",
-                             'SELECT "TBL_NAME" FROM "TBLS" JOIN "DBS" USING ("DB_ID") WHERE "NAME" = \'dbt_shared\''],
-                            capture_output=True, text=True, check=True).stdout.split()
+    tables = subprocess.run(
+        [
+            str(binaries() / "psql"),
+            "-h",
+            hive_metastore.pg_host,
+            "-p",
+            hive_metastore.pg_port,
+            "-U",
+            "postgres",
+            "-d",
+            hive_metastore.database,
+            "-Atc",
+            'SELECT "TBL_NAME" FROM "TBLS" JOIN "DBS" USING ("DB_ID") WHERE "NAME" = \'dbt_shared\'',
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert "accounts" in tables

@@ -11,6 +11,7 @@ Outcomes are counted (old / new / corrupt / recovery-failed) and printed in the 
 corrupt and recovery-failed must be 0. SPARK_MERGE_SOAK_ITERATIONS sets the count (default 4, a random half of the
 operations; `make test-all` runs 8, each operation once), SPARK_MERGE_SOAK_SEED replays one.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,13 +63,20 @@ def expected(kind: str) -> tuple[list, list]:
 
 
 # the random delay after each mark, about as long as what follows it takes here, so kills land inside
-DELAY_S = {"after_validation": 2.0, "after_staging": 0.8, "after_journal": 0.3, "after_last_repoint": 0.2,
-           "before_append": 1.0}
+DELAY_S = {
+    "after_validation": 2.0,
+    "after_staging": 0.8,
+    "after_journal": 0.3,
+    "after_last_repoint": 0.2,
+    "before_append": 1.0,
+}
 KINDS = ["merge", "update", "move", "delete", "insert", "upsert", "rollback", "compact"]
 
 
 def _phases(kind: str) -> list[str]:
-    return ["after_validation", "before_append"] if kind == "insert" else [p for p in SOAK_POINTS if p != "before_append"]
+    return (
+        ["after_validation", "before_append"] if kind == "insert" else [p for p in SOAK_POINTS if p != "before_append"]
+    )
 
 
 @pytest.mark.slow
@@ -86,9 +94,15 @@ def test_random_kills_leave_the_old_or_the_new_table(tmp_path):
         home = tmp_path / f"i{n}"
         home.mkdir()
         flag = home / "fault.flag"
-        proc = subprocess.Popen([sys.executable, str(DRIVER), str(home), "run", kind], cwd=home,
-                                env={**os.environ, "SOAK_PHASE": phase, "SPARK_MERGE_FAULT_FLAG": str(flag)},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(DRIVER), str(home), "run", kind],
+            cwd=home,
+            env={**os.environ, "SOAK_PHASE": phase, "SPARK_MERGE_FAULT_FLAG": str(flag)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 300
         while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -101,8 +115,13 @@ def test_random_kills_leave_the_old_or_the_new_table(tmp_path):
         if not (home / "ready").exists():
             pytest.fail(f"iteration {n} ({kind}): the set-up did not finish: {stderr[-3000:]}")
         finished = (home / "done").exists()
-        verify = subprocess.run([sys.executable, str(DRIVER), str(home), "verify", kind], cwd=home,
-                                capture_output=True, text=True, timeout=300)
+        verify = subprocess.run(
+            [sys.executable, str(DRIVER), str(home), "verify", kind],
+            cwd=home,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         lines = [line for line in verify.stdout.splitlines() if line.startswith("RESULT ")]
         result = json.loads(lines[-1].removeprefix("RESULT ")) if lines else {"recovery_failed": verify.stderr[-2000:]}
         old, new = expected(kind)
@@ -115,8 +134,10 @@ def test_random_kills_leave_the_old_or_the_new_table(tmp_path):
         else:
             outcome = "corrupt"
         counts[outcome] += 1
-        detail = (f"iteration {n}: {kind}, killed {delay:.2f} s after {phase}"
-                  f"{' (it had finished)' if finished else ''} -> {outcome}")
+        detail = (
+            f"iteration {n}: {kind}, killed {delay:.2f} s after {phase}"
+            f"{' (it had finished)' if finished else ''} -> {outcome}"
+        )
         REPORT["details"].append(detail)
         if outcome in ("corrupt", "recovery-failed"):
             failures.append(f"{detail}\n{result}\nold={old}\nnew={new}\n{stderr[-1500:]}")

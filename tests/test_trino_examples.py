@@ -1,7 +1,6 @@
 """The examples of Trino's MERGE documentation, on partitioned and unpartitioned parquet tables."""
-from __future__ import annotations
 
-from decimal import Decimal as D
+from __future__ import annotations
 
 import pytest
 
@@ -28,9 +27,16 @@ UPDATES = [
 @pytest.fixture(params=["partitioned", "unpartitioned"])
 def accounts(request, spark, db):
     part = "PARTITIONED BY (address)" if request.param == "partitioned" else ""
-    spark.sql(f"CREATE TABLE {db}.accounts (customer STRING, purchases DECIMAL(10,2), address STRING) USING parquet {part}")
-    spark.sql(f"CREATE TABLE {db}.monthly_accounts_update (customer STRING, purchases DECIMAL(10,2), address STRING) USING parquet")
-    values = lambda data: ", ".join(f"('{c}', {p}, '{a}')" for c, p, a in data)
+    spark.sql(
+        f"CREATE TABLE {db}.accounts (customer STRING, purchases DECIMAL(10,2), address STRING) USING parquet {part}"
+    )
+    spark.sql(
+        f"CREATE TABLE {db}.monthly_accounts_update (customer STRING, purchases DECIMAL(10,2), address STRING) USING parquet"
+    )
+
+    def values(data):
+        return ", ".join(f"('{c}', {p}, '{a}')" for c, p, a in data)
+
     spark.sql(f"INSERT INTO {db}.accounts VALUES {values(ACCOUNTS)}")
     spark.sql(f"INSERT INTO {db}.monthly_accounts_update VALUES {values(UPDATES)}")
     spark.sql(f"USE {db}")
@@ -43,34 +49,48 @@ def result(spark, table):
 
 
 def test_delete_all_customers_mentioned_in_source(spark, accounts):
-    r = merge(spark, """
+    r = merge(
+        spark,
+        """
         MERGE INTO accounts t USING monthly_accounts_update s
             ON t.customer = s.customer
             WHEN MATCHED
-                THEN DELETE""")
+                THEN DELETE""",
+    )
     assert result(spark, accounts) == [("Dave Jones", 300, "Menlo Park")]
     assert r.metrics["numTargetRowsDeleted"] == 4
     assert r.metrics["numSourceRows"] == 5
 
 
 def test_increment_purchases_or_insert(spark, accounts):
-    r = merge(spark, """
+    r = merge(
+        spark,
+        """
         MERGE INTO accounts t USING monthly_accounts_update s
             ON (t.customer = s.customer)
             WHEN MATCHED
                 THEN UPDATE SET purchases = s.purchases + t.purchases
             WHEN NOT MATCHED
                 THEN INSERT (customer, purchases, address)
-                      VALUES(s.customer, s.purchases, s.address)""")
-    assert result(spark, accounts) == sorted([
-        ("Aaron Smith", 600, "San Jose"), ("Carla Ferrari", 1050, "Berkeley"), ("Joe Shmoe", 225, "Centreville"),
-        ("Dave Jones", 300, "Menlo Park"), ("Ann Lee", 805, "Berkeley"), ("Eve Adams", 70, "Oakland"),
-    ])
+                      VALUES(s.customer, s.purchases, s.address)""",
+    )
+    assert result(spark, accounts) == sorted(
+        [
+            ("Aaron Smith", 600, "San Jose"),
+            ("Carla Ferrari", 1050, "Berkeley"),
+            ("Joe Shmoe", 225, "Centreville"),
+            ("Dave Jones", 300, "Menlo Park"),
+            ("Ann Lee", 805, "Berkeley"),
+            ("Eve Adams", 70, "Oakland"),
+        ]
+    )
     assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (4, 1)
 
 
 def test_delete_centreville_update_others_insert_new(spark, accounts):
-    merge(spark, """
+    merge(
+        spark,
+        """
         MERGE INTO accounts t USING monthly_accounts_update s
             ON (t.customer = s.customer)
             WHEN MATCHED AND s.address = 'Centreville'
@@ -80,11 +100,16 @@ def test_delete_centreville_update_others_insert_new(spark, accounts):
                     SET purchases = s.purchases + t.purchases, address = s.address
             WHEN NOT MATCHED
                 THEN INSERT (customer, purchases, address)
-                      VALUES(s.customer, s.purchases, s.address)""")
-    assert result(spark, accounts) == sorted([
-        ("Aaron Smith", 600, "San Francisco"), ("Carla Ferrari", 1050, "Berkeley"),
-        ("Dave Jones", 300, "Menlo Park"), ("Eve Adams", 70, "Oakland"),
-    ])
+                      VALUES(s.customer, s.purchases, s.address)""",
+    )
+    assert result(spark, accounts) == sorted(
+        [
+            ("Aaron Smith", 600, "San Francisco"),
+            ("Carla Ferrari", 1050, "Berkeley"),
+            ("Dave Jones", 300, "Menlo Park"),
+            ("Eve Adams", 70, "Oakland"),
+        ]
+    )
 
 
 FOUR_CLAUSES = """
@@ -104,13 +129,15 @@ FOUR_CLAUSES = """
 
 def test_four_clauses_first_matching_clause_wins(spark, accounts):
     r = merge(spark, FOUR_CLAUSES.format(purchases="t.purchases"))
-    assert result(spark, accounts) == sorted([
-        ("Aaron Smith", 600, "San Francisco"),  # third clause; moves to another partition
-        ("Joe Shmoe", 300, "Centreville"),      # second clause only: address kept
-        ("Dave Jones", 300, "Menlo Park"),      # not in source: untouched
-        ("Ann Lee", 805, "Centreville"),        # third clause; moves partition
-        ("Eve Adams", 70, "Oakland"),           # inserted
-    ])                                          # Carla (Berkeley in source): deleted
+    assert result(spark, accounts) == sorted(
+        [
+            ("Aaron Smith", 600, "San Francisco"),  # third clause; moves to another partition
+            ("Joe Shmoe", 300, "Centreville"),  # second clause only: address kept
+            ("Dave Jones", 300, "Menlo Park"),  # not in source: untouched
+            ("Ann Lee", 805, "Centreville"),  # third clause; moves partition
+            ("Eve Adams", 70, "Oakland"),  # inserted
+        ]
+    )  # Carla (Berkeley in source): deleted
     m = r.metrics
     assert (m["numTargetRowsDeleted"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == (1, 3, 1)
 
@@ -127,7 +154,10 @@ def test_four_clauses_as_documented_is_ambiguous(spark, accounts):
 
 def test_trino_dialect_text_is_accepted(spark, accounts):
     """A Trino function in a SET expression is transpiled to Spark SQL."""
-    merge(spark, """
+    merge(
+        spark,
+        """
         MERGE INTO accounts t USING monthly_accounts_update s ON t.customer = s.customer
-        WHEN MATCHED AND s.customer = 'Joe Shmoe' THEN UPDATE SET address = element_at(split(s.address, 'e'), 1)""")
+        WHEN MATCHED AND s.customer = 'Joe Shmoe' THEN UPDATE SET address = element_at(split(s.address, 'e'), 1)""",
+    )
     assert ("Joe Shmoe", 200, "C") in result(spark, accounts)

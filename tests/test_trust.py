@@ -7,6 +7,7 @@ entry, a journal of the wrong shape, garbage properties, an INSERT landing after
 commit lock. Every one must now either work or stop with a one-line MergeError naming the repair,
 and no live row may be lost.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,14 +18,25 @@ import pyarrow as pa
 import pytest
 
 from merge_core import (
-    CorruptJournal, MetadataError, adopt, history, merge, recover, repair_history, repair_journal, rollback, vacuum,
+    CorruptJournal,
+    MetadataError,
+    adopt,
+    history,
+    merge,
+    recover,
+    repair_history,
+    repair_journal,
+    rollback,
+    vacuum,
 )
 from merge_core.catalog import describe_table
 
 from .conftest import location, props, rows
 from .test_corruption import _append_as_another_application
 
-UPDATE_A = "MERGE INTO {t} t USING (SELECT 1 AS id, {v} AS v, 'a' AS p) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v"
+UPDATE_A = (
+    "MERGE INTO {t} t USING (SELECT 1 AS id, {v} AS v, 'a' AS p) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v"
+)
 
 
 @pytest.fixture
@@ -51,21 +63,31 @@ def test_a_table_created_from_another_tables_ddl_is_refused_until_adopted(spark,
     spark.sql(ddl.replace(f"spark_catalog.{merged} (", f"spark_catalog.{copy} (", 1))
     spark.sql(f"INSERT INTO {copy} VALUES (5, 50, 'a')")
     original = rows(spark, merged)
-    for command in (lambda: merge(spark, UPDATE_A.format(t=copy, v=51)), lambda: vacuum(spark, copy, retain_hours=0),
-                    lambda: history(spark, copy), lambda: recover(spark, copy)):
+    for command in (
+        lambda: merge(spark, UPDATE_A.format(t=copy, v=51)),
+        lambda: vacuum(spark, copy, retain_hours=0),
+        lambda: history(spark, copy),
+        lambda: recover(spark, copy),
+    ):
         with pytest.raises(MetadataError, match=rf"belong to table \"{merged}\".*spark-merge adopt {copy}"):
             command()
     assert rows(spark, merged) == original and rows(spark, copy) == [(5, 50, "a")]
 
     done = adopt(spark, copy)
     assert done["set"]["spark_merge.root"] == location(spark, copy) and "spark_merge.last_merge_id" in done["unset"]
-    merge(spark, f"MERGE INTO {copy} t USING (SELECT 5 AS id, 51 AS v, 'a' AS p) s ON t.id = s.id "
-                 f"WHEN MATCHED THEN UPDATE SET v = s.v")
+    merge(
+        spark,
+        f"MERGE INTO {copy} t USING (SELECT 5 AS id, 51 AS v, 'a' AS p) s ON t.id = s.id "
+        f"WHEN MATCHED THEN UPDATE SET v = s.v",
+    )
     vacuum(spark, copy, retain_hours=0)
     vacuum(spark, merged, retain_hours=0)
     assert rows(spark, merged) == original and rows(spark, copy) == [(5, 51, "a")]
     assert {e["table_id"] for e in history(spark, copy)} == {props(spark, copy)["spark_merge.table_id"]}
-    assert len(history(spark, merged)) >= 2 and history(spark, merged)[-1]["table_id"] != props(spark, copy)["spark_merge.table_id"]
+    assert (
+        len(history(spark, merged)) >= 2
+        and history(spark, merged)[-1]["table_id"] != props(spark, copy)["spark_merge.table_id"]
+    )
     assert adopt(spark, copy)["reasons"] == []  # its own now
 
 
@@ -91,14 +113,18 @@ def _entry_file(root: Path, merge_id: str) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["not json", "wrong shape", "emptied", "another table's"])
-def test_a_history_entry_that_cannot_be_used_stops_vacuum_and_rollback_until_repaired(spark, merged, db, damage, caplog):
+def test_a_history_entry_that_cannot_be_used_stops_vacuum_and_rollback_until_repaired(
+    spark, merged, db, damage, caplog
+):
     root = root_of(spark, merged)
     first, second = sorted(e["merge_id"] for e in history(spark, merged))
     part = _entry_file(root, second)
     if damage == "not json":
         part.write_text("{garbage")  # its .crc stays: Spark's own reader would fail on the checksum
     elif damage == "wrong shape":
-        part.write_text(json.dumps({"merge_id": second, "finished_at": "2026-01-01T00:00:00", "entry": json.dumps({"a": 1})}) + "\n")
+        part.write_text(
+            json.dumps({"merge_id": second, "finished_at": "2026-01-01T00:00:00", "entry": json.dumps({"a": 1})}) + "\n"
+        )
     elif damage == "emptied":
         part.write_text("")
     else:
@@ -111,9 +137,13 @@ def test_a_history_entry_that_cannot_be_used_stops_vacuum_and_rollback_until_rep
     with caplog.at_level(logging.WARNING, logger="spark_merge"):
         assert [e["merge_id"] for e in history(spark, merged)] == [first]
     assert f"history entry {root}" in caplog.text.replace("file:", "") or second in caplog.text
-    for command, what in ((lambda: vacuum(spark, merged, retain_hours=0), "vacuum"),
-                          (lambda: rollback(spark, merged, first), "rollback")):
-        with pytest.raises(MetadataError, match=rf"{what} of {merged} needs every history entry.*{second}.*repair-history"):
+    for command, what in (
+        (lambda: vacuum(spark, merged, retain_hours=0), "vacuum"),
+        (lambda: rollback(spark, merged, first), "rollback"),
+    ):
+        with pytest.raises(
+            MetadataError, match=rf"{what} of {merged} needs every history entry.*{second}.*repair-history"
+        ):
             command()
     assert rows(spark, merged) == live
     merge(spark, UPDATE_A.format(t=merged, v=14))  # merging does not read the history
@@ -124,22 +154,31 @@ def test_a_history_entry_that_cannot_be_used_stops_vacuum_and_rollback_until_rep
 
 
 def _set_journal(spark, table: str, text: str) -> None:
-    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('spark_merge.journal.parts' = '1', "
-              f"'spark_merge.journal.0' = '{text}')")
+    spark.sql(
+        f"ALTER TABLE {table} SET TBLPROPERTIES ('spark_merge.journal.parts' = '1', 'spark_merge.journal.0' = '{text}')"
+    )
 
 
-@pytest.mark.parametrize("journal, why", [
-    ('{"merge_id": "x", "repoints": [{"a": 1}]}', "the journal.repoints\\[0\\].location is missing"),
-    ('{"merge_id": "x", "table_id": "someone_else", "repoints": []}', "belongs to another table"),
-    ('{"merge_id": "x", "repoints": [{"partition": null, "location": "file:/elsewhere", "exists": true}]}',
-     "outside the root of the table"),
-    ('[1, 2]', "the journal is not an object"),
-])
+@pytest.mark.parametrize(
+    "journal, why",
+    [
+        ('{"merge_id": "x", "repoints": [{"a": 1}]}', "the journal.repoints\\[0\\].location is missing"),
+        ('{"merge_id": "x", "table_id": "someone_else", "repoints": []}', "belongs to another table"),
+        (
+            '{"merge_id": "x", "repoints": [{"partition": null, "location": "file:/elsewhere", "exists": true}]}',
+            "outside the root of the table",
+        ),
+        ("[1, 2]", "the journal is not an object"),
+    ],
+)
 def test_a_journal_that_cannot_be_used_is_refused_and_repair_journal_clears_it(spark, merged, journal, why):
     _set_journal(spark, merged, journal)
     live = rows(spark, merged)
-    for command in (lambda: merge(spark, UPDATE_A.format(t=merged, v=15)), lambda: recover(spark, merged),
-                    lambda: vacuum(spark, merged, retain_hours=0)):
+    for command in (
+        lambda: merge(spark, UPDATE_A.format(t=merged, v=15)),
+        lambda: recover(spark, merged),
+        lambda: vacuum(spark, merged, retain_hours=0),
+    ):
         with pytest.raises(CorruptJournal, match=why + ".*repair-journal"):
             command()
     assert repair_journal(spark, merged, dry_run=True)["text"] == journal
@@ -153,14 +192,16 @@ def test_garbage_in_the_version_lock_and_not_null_properties_is_named_with_its_r
     from merge_core import lock
 
     spark.sql(f"ALTER TABLE {merged} SET TBLPROPERTIES ('spark_merge.version' = 'seven')")
-    with pytest.raises(MetadataError, match="spark_merge.version .* is \"seven\", not a version number.*adopt"):
+    with pytest.raises(MetadataError, match='spark_merge.version .* is "seven", not a version number.*adopt'):
         merge(spark, UPDATE_A.format(t=merged, v=16))
     assert adopt(spark, merged)["set"] == {"spark_merge.version": "2"}  # the newest history entry's
     merge(spark, UPDATE_A.format(t=merged, v=16))
 
     table = describe_table(spark, merged.split("."))
-    spark.sql(f"CREATE TABLE {db}.__sm_lock_t (merge_id STRING) USING parquet "
-              f"TBLPROPERTIES ('spark_merge.lock.merge_id' = 'x y', 'spark_merge.lock.expires' = 'soon')")
+    spark.sql(
+        f"CREATE TABLE {db}.__sm_lock_t (merge_id STRING) USING parquet "
+        f"TBLPROPERTIES ('spark_merge.lock.merge_id' = 'x y', 'spark_merge.lock.expires' = 'soon')"
+    )
     with pytest.raises(MetadataError, match="commit lock of .* is not one spark-merge wrote.*--break-lock"):
         merge(spark, UPDATE_A.format(t=merged, v=17))
     recover(spark, merged, break_lock=True)
@@ -186,17 +227,25 @@ def paused_insert(monkeypatch):
             if name == point and not done:
                 done.append(action())
             real(name)
+
         monkeypatch.setattr(faults, "reached", reached)
         return done
+
     return arm
 
 
-def test_an_insert_that_lands_after_the_check_under_the_lock_is_carried_into_the_new_version(spark, merged, paused_insert, caplog):
+def test_an_insert_that_lands_after_the_check_under_the_lock_is_carried_into_the_new_version(
+    spark, merged, paused_insert, caplog
+):
     """Another application's INSERT into a partition this merge rewrites, after the merge checked the
     partition under the lock: its file lands in the replaced directory. It was lost without a word;
     now the commit carries it into the new version and says so (MERGE_LATE_APPEND)."""
-    done = paused_insert("after_journal", lambda: _append_as_another_application(
-        spark, merged, "p = 'a'", {"id": pa.array([7], pa.int32()), "v": pa.array([70], pa.int32())}))
+    done = paused_insert(
+        "after_journal",
+        lambda: _append_as_another_application(
+            spark, merged, "p = 'a'", {"id": pa.array([7], pa.int32()), "v": pa.array([70], pa.int32())}
+        ),
+    )
     with caplog.at_level(logging.WARNING, logger="spark_merge"):
         merge(spark, UPDATE_A.format(t=merged, v=19))
     assert done and "MERGE_LATE_APPEND" in caplog.text
@@ -213,8 +262,12 @@ def test_vacuum_keeps_and_reports_a_late_append_no_version_reads(spark, merged, 
 
     monkeypatch.setattr(SparkHost, "carry_late", lambda self, table, repoints: None)
     old = location(spark, merged, "p = 'a'")
-    paused_insert("after_journal", lambda: _append_as_another_application(
-        spark, merged, "p = 'a'", {"id": pa.array([7], pa.int32()), "v": pa.array([70], pa.int32())}))
+    paused_insert(
+        "after_journal",
+        lambda: _append_as_another_application(
+            spark, merged, "p = 'a'", {"id": pa.array([7], pa.int32()), "v": pa.array([70], pa.int32())}
+        ),
+    )
     merge(spark, UPDATE_A.format(t=merged, v=19))
     [late] = [p for p in Path(old.removeprefix("file:")).iterdir() if p.name.startswith("part-elsewhere")]
     result = vacuum(spark, merged, retain_hours=0)
@@ -230,8 +283,13 @@ def test_a_fresh_session_runs_python_udfs_and_prints_no_stack_for_an_existing_da
     import sys
 
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("fresh_session_driver.py")), str(tmp_path)],
-                          capture_output=True, text=True, timeout=600, env=env)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("fresh_session_driver.py")), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ROWS [(1, 'B!')]" in done.stdout
     assert "AlreadyExistsException" not in done.stderr and "No module named" not in done.stderr

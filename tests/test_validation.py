@@ -1,4 +1,5 @@
 """Bad input gets a clear error naming the problem, and the target stays exactly as it was."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,10 @@ from .conftest import snapshot
 
 @pytest.fixture
 def tables(spark, db):
-    spark.sql(f"CREATE TABLE {db}.acc (id INT, name STRING, amount DOUBLE, opened DATE, dt STRING) "
-              f"USING parquet PARTITIONED BY (dt) TBLPROPERTIES ('spark_merge.not_null' = 'id')")
+    spark.sql(
+        f"CREATE TABLE {db}.acc (id INT, name STRING, amount DOUBLE, opened DATE, dt STRING) "
+        f"USING parquet PARTITIONED BY (dt) TBLPROPERTIES ('spark_merge.not_null' = 'id')"
+    )
     spark.sql(f"INSERT INTO {db}.acc VALUES (1, 'a', 10.0, DATE'2024-01-01', 'x'), (2, 'b', 20.0, NULL, 'y')")
     spark.sql(f"CREATE TABLE {db}.src (id INT, name STRING, amount DOUBLE, tags ARRAY<STRING>) USING parquet")
     spark.sql(f"INSERT INTO {db}.src VALUES (1, 'A', 1.5, array('t')), (3, 'c', 3.0, NULL)")
@@ -33,70 +36,197 @@ def M(tables, clauses: str, on: str = "t.id = s.id") -> str:
 
 CASES = [
     # (id, statement builder, error class, expected fragments of the message)
-    ("unknown SET column", lambda T: M(T, "WHEN MATCHED THEN UPDATE SET amout = s.amount"),
-     ValidationError, ["WHEN MATCHED clause 1 (UPDATE)", "unknown column amout", "has: id, name, amount, opened, dt"]),
-    ("unknown source column", lambda T: M(T, "WHEN MATCHED THEN UPDATE SET amount = s.amout"),
-     ValidationError, ["WHEN MATCHED clause 1 (UPDATE) value for column amount", "UNRESOLVED_COLUMN", "amout"]),
-    ("unknown column in ON", lambda T: M(T, "WHEN MATCHED THEN DELETE", on="t.id = s.idd"),
-     ValidationError, ["ON condition", "UNRESOLVED_COLUMN", "idd"]),
-    ("ambiguous column", lambda T: M(T, "WHEN MATCHED AND name = 'A' THEN DELETE"),
-     ValidationError, ["WHEN MATCHED clause 1 (DELETE) condition", "AMBIGUOUS_REFERENCE", "name"]),
-    ("string into double", lambda T: M(T, "WHEN MATCHED THEN UPDATE SET amount = s.name"),
-     ValidationError, ["value for column amount", "cannot store a value of type string in column amount of type double"]),
-    ("array into string is fine, array into date is not", lambda T: M(T, "WHEN MATCHED THEN UPDATE SET opened = s.tags"),
-     ValidationError, ["cannot store a value of type array<string> in column opened of type date"]),
-    ("insert misses NOT NULL column", lambda T: M(T, "WHEN NOT MATCHED THEN INSERT (name) VALUES (s.name)"),
-     ValidationError, ["WHEN NOT MATCHED clause 1 (INSERT)", "no value for NOT NULL column id"]),
-    ("NULL into NOT NULL column", lambda T: M(T, "WHEN MATCHED THEN UPDATE SET id = NULL"),
-     ValidationError, ["value for column id", "assigns NULL to NOT NULL column id"]),
-    ("column assigned twice", lambda T: M(T, "WHEN MATCHED THEN UPDATE SET name = s.name, NAME = 'x'"),
-     ValidationError, ["column NAME is assigned more than once"]),
-    ("insert count mismatch", lambda T: M(T, "WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id)"),
-     ValidationError, ["INSERT lists 2 column(s) but 1 value(s)"]),
-    ("NOT MATCHED sees no target row", lambda T: M(T, "WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, t.name)"),
-     ValidationError, ["WHEN NOT MATCHED clause 1 (INSERT) value for column name", "UNRESOLVED_COLUMN"]),
-    ("condition is not boolean", lambda T: M(T, "WHEN MATCHED AND s.amount THEN DELETE"),
-     ValidationError, ["WHEN MATCHED clause 1 (DELETE) condition: must be a boolean condition, got double"]),
-    ("unreachable clause", lambda T: M(T, "WHEN MATCHED THEN DELETE WHEN MATCHED AND s.id = 1 THEN UPDATE SET name = 'q'"),
-     ValidationError, ["WHEN MATCHED clause 2 (UPDATE): unreachable", "clause 1 (DELETE) before it has no condition"]),
-    ("missing source", lambda T: f"MERGE INTO {T[0]} t USING {T[0]}_nope s ON t.id = s.id WHEN MATCHED THEN DELETE",
-     ValidationError, ["source", "_nope", "TABLE_OR_VIEW_NOT_FOUND"]),
-    ("several problems at once", lambda T: M(T, "WHEN MATCHED THEN UPDATE SET nope = 1 WHEN NOT MATCHED THEN INSERT (id) VALUES (s.zzz)"),
-     ValidationError, ["unknown column nope", "WHEN NOT MATCHED clause 2 (INSERT) value for column id", "zzz"]),
-    ("UPDATE unknown column", lambda T: f"UPDATE {T[0]} SET nope = 1 WHERE id = 1",
-     ValidationError, ["WHEN MATCHED clause 1 (UPDATE): SET assigns unknown column nope"]),
-    ("DELETE bad WHERE", lambda T: f"DELETE FROM {T[0]} WHERE nope = 1",
-     ValidationError, ["WHERE condition", "UNRESOLVED_COLUMN", "nope"]),
-    ("unparsable SQL", lambda T: f"MERGE INTO {T[0]} t USING {T[1]} s ON t.id = s.id WHEN MATCHED THEN DELET",
-     ParseError, ["cannot parse statement"]),
-    ("MERGE without ON", lambda T: f"MERGE INTO {T[0]} t USING {T[1]} s WHEN MATCHED THEN DELETE",
-     ParseError, ["MERGE needs an ON condition after USING"]),
+    (
+        "unknown SET column",
+        lambda T: M(T, "WHEN MATCHED THEN UPDATE SET amout = s.amount"),
+        ValidationError,
+        ["WHEN MATCHED clause 1 (UPDATE)", "unknown column amout", "has: id, name, amount, opened, dt"],
+    ),
+    (
+        "unknown source column",
+        lambda T: M(T, "WHEN MATCHED THEN UPDATE SET amount = s.amout"),
+        ValidationError,
+        ["WHEN MATCHED clause 1 (UPDATE) value for column amount", "UNRESOLVED_COLUMN", "amout"],
+    ),
+    (
+        "unknown column in ON",
+        lambda T: M(T, "WHEN MATCHED THEN DELETE", on="t.id = s.idd"),
+        ValidationError,
+        ["ON condition", "UNRESOLVED_COLUMN", "idd"],
+    ),
+    (
+        "ambiguous column",
+        lambda T: M(T, "WHEN MATCHED AND name = 'A' THEN DELETE"),
+        ValidationError,
+        ["WHEN MATCHED clause 1 (DELETE) condition", "AMBIGUOUS_REFERENCE", "name"],
+    ),
+    (
+        "string into double",
+        lambda T: M(T, "WHEN MATCHED THEN UPDATE SET amount = s.name"),
+        ValidationError,
+        ["value for column amount", "cannot store a value of type string in column amount of type double"],
+    ),
+    (
+        "array into string is fine, array into date is not",
+        lambda T: M(T, "WHEN MATCHED THEN UPDATE SET opened = s.tags"),
+        ValidationError,
+        ["cannot store a value of type array<string> in column opened of type date"],
+    ),
+    (
+        "insert misses NOT NULL column",
+        lambda T: M(T, "WHEN NOT MATCHED THEN INSERT (name) VALUES (s.name)"),
+        ValidationError,
+        ["WHEN NOT MATCHED clause 1 (INSERT)", "no value for NOT NULL column id"],
+    ),
+    (
+        "NULL into NOT NULL column",
+        lambda T: M(T, "WHEN MATCHED THEN UPDATE SET id = NULL"),
+        ValidationError,
+        ["value for column id", "assigns NULL to NOT NULL column id"],
+    ),
+    (
+        "column assigned twice",
+        lambda T: M(T, "WHEN MATCHED THEN UPDATE SET name = s.name, NAME = 'x'"),
+        ValidationError,
+        ["column NAME is assigned more than once"],
+    ),
+    (
+        "insert count mismatch",
+        lambda T: M(T, "WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id)"),
+        ValidationError,
+        ["INSERT lists 2 column(s) but 1 value(s)"],
+    ),
+    (
+        "NOT MATCHED sees no target row",
+        lambda T: M(T, "WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, t.name)"),
+        ValidationError,
+        ["WHEN NOT MATCHED clause 1 (INSERT) value for column name", "UNRESOLVED_COLUMN"],
+    ),
+    (
+        "condition is not boolean",
+        lambda T: M(T, "WHEN MATCHED AND s.amount THEN DELETE"),
+        ValidationError,
+        ["WHEN MATCHED clause 1 (DELETE) condition: must be a boolean condition, got double"],
+    ),
+    (
+        "unreachable clause",
+        lambda T: M(T, "WHEN MATCHED THEN DELETE WHEN MATCHED AND s.id = 1 THEN UPDATE SET name = 'q'"),
+        ValidationError,
+        ["WHEN MATCHED clause 2 (UPDATE): unreachable", "clause 1 (DELETE) before it has no condition"],
+    ),
+    (
+        "missing source",
+        lambda T: f"MERGE INTO {T[0]} t USING {T[0]}_nope s ON t.id = s.id WHEN MATCHED THEN DELETE",
+        ValidationError,
+        ["source", "_nope", "TABLE_OR_VIEW_NOT_FOUND"],
+    ),
+    (
+        "several problems at once",
+        lambda T: M(T, "WHEN MATCHED THEN UPDATE SET nope = 1 WHEN NOT MATCHED THEN INSERT (id) VALUES (s.zzz)"),
+        ValidationError,
+        ["unknown column nope", "WHEN NOT MATCHED clause 2 (INSERT) value for column id", "zzz"],
+    ),
+    (
+        "UPDATE unknown column",
+        lambda T: f"UPDATE {T[0]} SET nope = 1 WHERE id = 1",
+        ValidationError,
+        ["WHEN MATCHED clause 1 (UPDATE): SET assigns unknown column nope"],
+    ),
+    (
+        "DELETE bad WHERE",
+        lambda T: f"DELETE FROM {T[0]} WHERE nope = 1",
+        ValidationError,
+        ["WHERE condition", "UNRESOLVED_COLUMN", "nope"],
+    ),
+    (
+        "unparsable SQL",
+        lambda T: f"MERGE INTO {T[0]} t USING {T[1]} s ON t.id = s.id WHEN MATCHED THEN DELET",
+        ParseError,
+        ["cannot parse statement"],
+    ),
+    (
+        "MERGE without ON",
+        lambda T: f"MERGE INTO {T[0]} t USING {T[1]} s WHEN MATCHED THEN DELETE",
+        ParseError,
+        ["MERGE needs an ON condition after USING"],
+    ),
     # a NOT MATCHED BY SOURCE clause has no source row: Spark resolves it against the target alone
-    ("NOT MATCHED BY SOURCE reads the source", lambda T: M(T, "WHEN NOT MATCHED BY SOURCE AND s.amount > 1 THEN DELETE"),
-     ValidationError, ["WHEN NOT MATCHED BY SOURCE clause 1 (DELETE) condition", "UNRESOLVED_COLUMN", "amount"]),
-    ("NOT MATCHED BY SOURCE assigns from the source", lambda T: M(T, "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET name = s.name"),
-     ValidationError, ["WHEN NOT MATCHED BY SOURCE clause 1 (UPDATE) value for column name", "UNRESOLVED_COLUMN"]),
-    ("NOT MATCHED BY SOURCE inserts", lambda T: M(T, "WHEN NOT MATCHED BY SOURCE THEN INSERT (id) VALUES (1)"),
-     ValidationError, ["WHEN NOT MATCHED BY SOURCE clause 1 (INSERT): INSERT is only allowed in WHEN NOT MATCHED clauses"]),
-    ("NOT MATCHED BY SOURCE sets star", lambda T: M(T, "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET *"),
-     ValidationError, ["WHEN NOT MATCHED BY SOURCE clause 1 (UPDATE): UPDATE SET * needs a source row"]),
-    ("NOT MATCHED BY SOURCE unreachable", lambda T: M(T, "WHEN NOT MATCHED BY SOURCE THEN DELETE WHEN NOT MATCHED BY SOURCE AND t.id = 1 THEN UPDATE SET name = 'q'"),
-     ValidationError, ["WHEN NOT MATCHED BY SOURCE clause 2 (UPDATE): unreachable"]),
-    ("NOT MATCHED BY SOURCE non-deterministic", lambda T: M(T, "WHEN NOT MATCHED BY SOURCE AND rand() < 0.5 THEN DELETE"),
-     ValidationError, ["WHEN NOT MATCHED BY SOURCE clause 1 (DELETE) condition is not deterministic"]),
-    ("not a DML statement", lambda T: f"SELECT * FROM {T[0]}",
-     UnsupportedError, ["expected MERGE INTO, UPDATE or DELETE FROM, got SELECT"]),
-    ("two statements", lambda T: f"DELETE FROM {T[0]} WHERE id = 1; DELETE FROM {T[0]} WHERE id = 2",
-     ParseError, ["expected exactly one statement, got 2"]),
+    (
+        "NOT MATCHED BY SOURCE reads the source",
+        lambda T: M(T, "WHEN NOT MATCHED BY SOURCE AND s.amount > 1 THEN DELETE"),
+        ValidationError,
+        ["WHEN NOT MATCHED BY SOURCE clause 1 (DELETE) condition", "UNRESOLVED_COLUMN", "amount"],
+    ),
+    (
+        "NOT MATCHED BY SOURCE assigns from the source",
+        lambda T: M(T, "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET name = s.name"),
+        ValidationError,
+        ["WHEN NOT MATCHED BY SOURCE clause 1 (UPDATE) value for column name", "UNRESOLVED_COLUMN"],
+    ),
+    (
+        "NOT MATCHED BY SOURCE inserts",
+        lambda T: M(T, "WHEN NOT MATCHED BY SOURCE THEN INSERT (id) VALUES (1)"),
+        ValidationError,
+        ["WHEN NOT MATCHED BY SOURCE clause 1 (INSERT): INSERT is only allowed in WHEN NOT MATCHED clauses"],
+    ),
+    (
+        "NOT MATCHED BY SOURCE sets star",
+        lambda T: M(T, "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET *"),
+        ValidationError,
+        ["WHEN NOT MATCHED BY SOURCE clause 1 (UPDATE): UPDATE SET * needs a source row"],
+    ),
+    (
+        "NOT MATCHED BY SOURCE unreachable",
+        lambda T: M(
+            T,
+            "WHEN NOT MATCHED BY SOURCE THEN DELETE WHEN NOT MATCHED BY SOURCE AND t.id = 1 THEN UPDATE SET name = 'q'",
+        ),
+        ValidationError,
+        ["WHEN NOT MATCHED BY SOURCE clause 2 (UPDATE): unreachable"],
+    ),
+    (
+        "NOT MATCHED BY SOURCE non-deterministic",
+        lambda T: M(T, "WHEN NOT MATCHED BY SOURCE AND rand() < 0.5 THEN DELETE"),
+        ValidationError,
+        ["WHEN NOT MATCHED BY SOURCE clause 1 (DELETE) condition is not deterministic"],
+    ),
+    (
+        "not a DML statement",
+        lambda T: f"SELECT * FROM {T[0]}",
+        UnsupportedError,
+        ["expected MERGE INTO, UPDATE or DELETE FROM, got SELECT"],
+    ),
+    (
+        "two statements",
+        lambda T: f"DELETE FROM {T[0]} WHERE id = 1; DELETE FROM {T[0]} WHERE id = 2",
+        ParseError,
+        ["expected exactly one statement, got 2"],
+    ),
     # a literal that cannot take the type it is compared with: Spark fails while folding constants
-    ("string id in an IN list", lambda T: f"DELETE FROM {T[0]} WHERE id IN (17, 'x42')",
-     ValidationError, ["WHERE condition fails when Spark folds its constants", "id IN (17, 'x42')"]),
-    ("malformed date literal", lambda T: f"UPDATE {T[0]} SET name = 'z' WHERE opened = '2024-13-45'",
-     ValidationError, ["WHERE condition fails when Spark folds its constants", "DATE'2026-11-23'"]),
-    ("bad literal in a WHEN condition", lambda T: M(T, "WHEN MATCHED AND s.amount > 'many' THEN DELETE"),
-     ValidationError, ["WHEN MATCHED clause 1 (DELETE) condition fails when Spark folds its constants"]),
-    ("missing target", lambda T: f"MERGE INTO {T[0]}_gone t USING {T[1]} s ON t.id = s.id WHEN MATCHED THEN DELETE",
-     TargetError, ["target table", "acc_gone not found"]),
+    (
+        "string id in an IN list",
+        lambda T: f"DELETE FROM {T[0]} WHERE id IN (17, 'x42')",
+        ValidationError,
+        ["WHERE condition fails when Spark folds its constants", "id IN (17, 'x42')"],
+    ),
+    (
+        "malformed date literal",
+        lambda T: f"UPDATE {T[0]} SET name = 'z' WHERE opened = '2024-13-45'",
+        ValidationError,
+        ["WHERE condition fails when Spark folds its constants", "DATE'2026-11-23'"],
+    ),
+    (
+        "bad literal in a WHEN condition",
+        lambda T: M(T, "WHEN MATCHED AND s.amount > 'many' THEN DELETE"),
+        ValidationError,
+        ["WHEN MATCHED clause 1 (DELETE) condition fails when Spark folds its constants"],
+    ),
+    (
+        "missing target",
+        lambda T: f"MERGE INTO {T[0]}_gone t USING {T[1]} s ON t.id = s.id WHEN MATCHED THEN DELETE",
+        TargetError,
+        ["target table", "acc_gone not found"],
+    ),
 ]
 
 
@@ -127,11 +257,14 @@ def test_null_found_at_run_time_fails_before_writing(spark, tables):
     assert snapshot(spark, acc) == before
 
 
-@pytest.mark.parametrize("ddl, fragment", [
-    ("CREATE VIEW {db}.v AS SELECT * FROM {db}.acc", "is a view"),
-    ("CREATE TABLE {db}.v (id INT, name STRING) STORED AS PARQUET", "Hive-format table"),
-    ("CREATE TABLE {db}.v (id INT, name STRING) USING json", "uses format json"),
-])
+@pytest.mark.parametrize(
+    "ddl, fragment",
+    [
+        ("CREATE VIEW {db}.v AS SELECT * FROM {db}.acc", "is a view"),
+        ("CREATE TABLE {db}.v (id INT, name STRING) STORED AS PARQUET", "Hive-format table"),
+        ("CREATE TABLE {db}.v (id INT, name STRING) USING json", "uses format json"),
+    ],
+)
 def test_target_kinds_that_cannot_be_rewritten(spark, db, tables, ddl, fragment):
     spark.sql(ddl.format(db=db))
     with pytest.raises(TargetError, match=fragment):
@@ -148,8 +281,10 @@ def test_lossy_assignments_warn_refuse_or_pass(spark, tables, caplog):
     statement = f"MERGE INTO {acc} t USING {src} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = s.amount + 1"
     with pytest.raises(ValidationError) as e:
         merge(spark, statement, lossy_assignments="refuse")
-    assert ("WHEN MATCHED clause 1 (UPDATE) value for column id: storing a value of type double in column id "
-            "of type int drops the fraction") in str(e.value)
+    assert (
+        "WHEN MATCHED clause 1 (UPDATE) value for column id: storing a value of type double in column id "
+        "of type int drops the fraction"
+    ) in str(e.value)
     assert snapshot(spark, acc) == before
     with pytest.raises(SpecError, match="option lossy_assignments: unknown value 'sometimes'"):
         merge(spark, statement, lossy_assignments="sometimes")
@@ -159,26 +294,32 @@ def test_lossy_assignments_warn_refuse_or_pass(spark, tables, caplog):
     assert [r.getMessage() for r in caplog.records if "lossy assignment" in r.getMessage()] == [
         "lossy assignment: WHEN MATCHED clause 1 (UPDATE) value for column id: storing a value of type double in column id "
         "of type int drops the fraction (expression: s.amount + 1); CAST it explicitly to say you mean it "
-        "(option lossy_assignments: warn, refuse, allow)"]
+        "(option lossy_assignments: warn, refuse, allow)"
+    ]
     assert spark.sql(f"SELECT id FROM {acc} WHERE name = 'a'").collect()[0][0] == 2
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="merge_core.validate"):
-        merge(spark, f"UPDATE {acc} SET amount = 2.25, id = CAST(id * 1.5 AS INT) WHERE id = 2")  # double column; explicit CAST
+        merge(
+            spark, f"UPDATE {acc} SET amount = 2.25, id = CAST(id * 1.5 AS INT) WHERE id = 2"
+        )  # double column; explicit CAST
         merge(spark, f"UPDATE {acc} SET amount = 1.5 WHERE id = 3", lossy_assignments="allow")
     assert not [r for r in caplog.records if "lossy" in r.getMessage()]
 
 
-@pytest.mark.parametrize("src, dst, loss", [
-    ("decimal(3,1)", "bigint", "drops the fraction"),
-    ("double", "int", "drops the fraction"),
-    ("decimal(12,4)", "decimal(12,2)", "rounds it to 2 decimal place(s)"),
-    ("double", "decimal(10,2)", "rounds it to 2 decimal place(s)"),
-    ("double", "float", "rounds it to a float's precision"),
-    ("decimal(10,0)", "int", ""),   # overflow is an error in ANSI mode, not a silent loss
-    ("int", "double", ""),
-    ("decimal(12,2)", "decimal(14,4)", ""),
-    ("string", "string", ""),
-])
+@pytest.mark.parametrize(
+    "src, dst, loss",
+    [
+        ("decimal(3,1)", "bigint", "drops the fraction"),
+        ("double", "int", "drops the fraction"),
+        ("decimal(12,4)", "decimal(12,2)", "rounds it to 2 decimal place(s)"),
+        ("double", "decimal(10,2)", "rounds it to 2 decimal place(s)"),
+        ("double", "float", "rounds it to a float's precision"),
+        ("decimal(10,0)", "int", ""),  # overflow is an error in ANSI mode, not a silent loss
+        ("int", "double", ""),
+        ("decimal(12,2)", "decimal(14,4)", ""),
+        ("string", "string", ""),
+    ],
+)
 def test_narrowing_rule(src, dst, loss):
     from merge_core import macros
 

@@ -7,6 +7,7 @@ itself (test_dbt.py runs the materialization through it with a `method: thrift` 
 thrift method uses) with the few calls the tests make of a SparkSession (``sql(q).collect()``,
 ``.count()``), so one test body checks either host's tables.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -30,23 +31,38 @@ class ThriftServer:
         self.root, self.port = root, _port()
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 180) -> "ThriftServer":
+    def start(self, timeout: float = 180) -> ThriftServer:
         self.root.mkdir(parents=True, exist_ok=True)
         conf = {**embedded_conf(self.root, "local[2]"), "spark.sql.shuffle.partitions": "4"}
-        args = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", "local[2]",
-                "--driver-memory", "2g"]
+        args = [
+            str(SPARK_HOME / "bin" / "spark-submit"),
+            "--class",
+            SERVER_CLASS,
+            "--master",
+            "local[2]",
+            "--driver-memory",
+            "2g",
+        ]
         for k, v in conf.items():
             args += ["--conf", f"{k}={v}"]
-        args += ["--hiveconf", f"hive.server2.thrift.port={self.port}",
-                 "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1", "spark-internal"]
+        args += [
+            "--hiveconf",
+            f"hive.server2.thrift.port={self.port}",
+            "--hiveconf",
+            "hive.server2.thrift.bind.host=127.0.0.1",
+            "spark-internal",
+        ]
         env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
         log = open(self.root / "server.log", "w")
-        self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True
+        )
         if wait_listening(self.proc, self.port, timeout):
             return self
         self.stop()
-        raise RuntimeError(f"the Spark Thrift Server did not come up in {timeout:.0f} s; log: {self.root / 'server.log'}")
+        raise RuntimeError(
+            f"the Spark Thrift Server did not come up in {timeout:.0f} s; log: {self.root / 'server.log'}"
+        )
 
     def stop(self) -> None:
         if self.proc is None:
@@ -56,8 +72,10 @@ class ThriftServer:
 
     def profile(self, schema: str) -> str:
         """A dbt profile target for this server: dbt-spark's `method: thrift` (its PyHive extra)."""
-        return (f"      type: spark\n      method: thrift\n      host: 127.0.0.1\n      port: {self.port}\n"
-                f"      schema: \"{schema}\"\n      connect_retries: 3\n      connect_timeout: 10\n")
+        return (
+            f"      type: spark\n      method: thrift\n      host: 127.0.0.1\n      port: {self.port}\n"
+            f'      schema: "{schema}"\n      connect_retries: 3\n      connect_timeout: 10\n'
+        )
 
 
 def _value(kind: str, v):
