@@ -30,6 +30,7 @@ lint: $(STAMP)
 # everything, the extended tier too (README: Tests); longer than CI's hour
 test-all: $(STAMP)
 	SPARK_MERGE_SOAK_ITERATIONS=8 SPARK_MERGE_APPS_SOAK_MERGES=6 SPARK_MERGE_DIFF_CASES=200 SPARK_MERGE_PG_DIFF_CASES=30 \
+	  SPARK_MERGE_CORRUPTION_CASES=18 \
 	  $(BIN)/python -m pytest -m '' $(PYTEST_ARGS)
 
 bench: $(STAMP)

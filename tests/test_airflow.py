@@ -292,6 +292,7 @@ def test_execution_timeout_aborts_the_merge_and_stops_its_spark_job(spark, airfl
     assert spark.sql(f"SHOW TABLES IN {db} LIKE '__sm_lock_*'").count() == 0
 
 
+@pytest.mark.extended  # the example project runs through dbt itself in CI (test_dbt.py)
 def test_dbt_dag_runs_the_example_project(airflow_home, tmp_path, monkeypatch):
     from dbt_macros import PACKAGE_DIR
 
@@ -318,6 +319,7 @@ def test_dbt_dag_runs_the_example_project(airflow_home, tmp_path, monkeypatch):
     )
 
 
+@pytest.mark.extended  # Spark Connect runs in CI through the Python API (test_dataframe_api.py)
 def test_operator_over_spark_connect(airflow_home, connect_server):
     """The same operator, given a connection to a Spark Connect server: the merge runs on the server."""
     env = {**os.environ, "AIRFLOW_CONN_SM_LIVE": json.dumps({"conn_type": "spark_merge", "host": connect_server})}

@@ -47,14 +47,14 @@ def run_driver(home, mode, env=None, timeout=240):
 
 # on the standalone cluster (test_cluster.py): a kill inside the commit (the before-journal side is covered locally)
 CLUSTER_POINTS = ("between_repoints",)
-# in CI (each case is two JVMs, about a minute): the journal's two sides inside the commit through Python,
-# inside the commit through dbt; every point through both hosts in the extended tier (make test-all);
-# the kill soak (test_soak.py) reaches the others at random moments in CI too
-CI_POINTS = {"python": ("after_journal", "between_repoints"), "dbt": ("between_repoints",)}
+# in CI (each case is two JVMs, about a minute): one point inside the commit per host; every point through
+# both hosts in the extended tier (make test-all); the kill soak (test_soak.py) reaches the others at
+# random moments in CI too
+CI_POINTS = {"python": ("between_repoints",), "dbt": ("between_repoints",)}
 
 
 def _marks(point: str, host: str) -> list:
-    marks = [pytest.mark.cluster] if host == "python" and point in CLUSTER_POINTS else []
+    marks = [pytest.mark.cluster, pytest.mark.cluster_ci] if host == "python" and point in CLUSTER_POINTS else []
     return marks + ([] if point in CI_POINTS[host] else [pytest.mark.extended])
 
 
@@ -97,7 +97,8 @@ def test_sigkill_then_recover(tmp_path, point, host):
 ROLLBACK_DRIVER = Path(__file__).resolve().parent / "rollback_driver.py"
 
 
-@pytest.mark.parametrize("gap", [False, pytest.param(True, marks=pytest.mark.extended)])
+@pytest.mark.extended  # a rollback through recovery: the retention tests cover rollback in CI
+@pytest.mark.parametrize("gap", [False, True])
 def test_rollback_across_a_merge_that_recovery_rolled_forward(tmp_path, gap):
     """A updates partition 1; X updates partition 2 and is SIGKILLed after its journal; a new
     process recovers X. X's history entry came with its journal, so rolling back to before A undoes

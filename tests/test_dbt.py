@@ -637,6 +637,7 @@ def test_rows_appended_while_a_model_stages_make_a_conflict(session_project, spa
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # dbt over Thrift runs in CI (the tests marked thrift_ci)
 def test_a_long_lived_thrift_session_sees_each_commit(projects):
     """What another client of the same Thrift Server (a BI tool's open connection) sees, as the README
     says: a partitioned table's copy-on-write commit at once (its partitions point at directories no

@@ -202,6 +202,7 @@ def test_a_location_the_user_chose_is_left_alone(spark, sales):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # a second application waits out a listing TTL
 def test_another_session_reads_a_refilled_directory_once_its_listing_expired(tmp_path):
     """README "Readers in other sessions": the canonical-layout step refills a directory another session
     listed; with the metadata cache TTL no longer than the retention, that session lists it again."""

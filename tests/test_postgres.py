@@ -278,7 +278,7 @@ def test_random_merges_agree_with_the_file_table_path(spark, db, pg):
     seed = diff.SEED
     rng = random.Random(seed)
     outcomes = {"rows": 0, "duplicate": 0, "invalid": 0, "key violation": 0}
-    cases = int(os.environ.get("SPARK_MERGE_PG_DIFF_CASES", "15"))
+    cases = int(os.environ.get("SPARK_MERGE_PG_DIFF_CASES", "10"))
     # at least `cases` cases, and more (up to 4x) until a fifth of `cases` ended in rows: how many do
     # varies with the seed (9 of 30 in one run, 1 of 15 in another)
     wanted, number = max(3, cases // 5), 0

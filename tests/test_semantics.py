@@ -41,6 +41,7 @@ def test_null_keys_never_match(spark, kv):
     assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (1, 1)
 
 
+@pytest.mark.cluster_ci
 def test_first_matching_clause_wins(spark, kv):
     t, source = kv
     s = source("(1, 'x', 1), (2, 'y', 1)")
@@ -54,6 +55,7 @@ def test_first_matching_clause_wins(spark, kv):
     assert rows(spark, t, "id, v")[1:3] == [(1, "first", 1), (2, "second", 1)]
 
 
+@pytest.mark.cluster_ci
 def test_update_moves_row_to_another_partition(spark, kv):
     t, source = kv
     s = source("(1, 'moved', 5)")
@@ -181,6 +183,7 @@ def test_values_are_cast_to_target_types(spark, db):
     ]
 
 
+@pytest.mark.cluster_ci
 def test_update_and_delete_statements(spark, kv):
     t, _ = kv
     r = merge(spark, f"UPDATE {t} AS x SET v = upper(x.v) WHERE x.p = 1")
@@ -231,6 +234,7 @@ def test_column_defaults(spark, db):
     assert rows(spark, t) == [(1, "x", 7, 7, 1.5), (2, "b", 2, 8, 0.0), (3, "x", 42, None, 1.5), (4, "z", 0, None, 1.5)]
 
 
+@pytest.mark.cluster_ci
 def test_insert_only_appends_without_rewriting(spark, kv):
     t, source = kv
     s = source("(1, 'dup', 1), (7, 'seven', 1), (8, 'eight', 9)")

@@ -112,7 +112,15 @@ def _entry_file(root: Path, merge_id: str) -> Path:
     return part
 
 
-@pytest.mark.parametrize("damage", ["not json", "wrong shape", "emptied", "another table's"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "not json",
+        pytest.param("wrong shape", marks=pytest.mark.extended),
+        pytest.param("emptied", marks=pytest.mark.extended),
+        "another table's",
+    ],
+)
 def test_a_history_entry_that_cannot_be_used_stops_vacuum_and_rollback_until_repaired(
     spark, merged, db, damage, caplog
 ):

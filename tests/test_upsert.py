@@ -65,6 +65,7 @@ def test_definition_examples(spark, orders, batches):
 
 
 @pytest.mark.cluster
+@pytest.mark.cluster_ci
 def test_reapplying_a_batch_changes_nothing(spark, orders):
     upsert(spark, orders, values(EVENTS), tombstone_key="deleted")
     before = snapshot(spark, orders)
