@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all lint bench bench-delta bench-matrix clean
+.PHONY: demo test test-all lint docs bench bench-delta bench-matrix clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check merge_core airflow_provider dags bench tests
 	$(BIN)/mypy
 
+# the options table of docs/python-and-cli.md, from the declarations (dbt_macros/macros/core/options.sql)
+docs: $(STAMP)
+	$(BIN)/python -c 'from merge_core.request.options import write_docs; write_docs("docs/python-and-cli.md")'
+
 # everything, the extended tier too (README: Tests); longer than CI's hour
-test-all: $(STAMP)
+test-all: $(STAMP) lint
 	SPARK_MERGE_SOAK_ITERATIONS=8 SPARK_MERGE_APPS_SOAK_MERGES=6 SPARK_MERGE_DIFF_CASES=200 SPARK_MERGE_PG_DIFF_CASES=30 \
 	  SPARK_MERGE_CORRUPTION_CASES=18 \
 	  $(BIN)/python -m pytest -m '' $(PYTEST_ARGS)

@@ -41,7 +41,7 @@ class SparkMergeHook(BaseHook):
         }
 
     def session_args(self) -> dict[str, Any]:
-        """Arguments for merge_core.session.get_session from the connection (or the embedded default)."""
+        """Arguments for merge_core.get_session from the connection (or the embedded default)."""
         if not self.spark_merge_conn_id:
             home = os.environ.get("SPARK_MERGE_HOME") or str(
                 Path(os.environ.get("AIRFLOW_HOME", "~/airflow")).expanduser() / "spark-merge"
@@ -63,7 +63,7 @@ class SparkMergeHook(BaseHook):
         return args
 
     def get_conn(self):
-        from merge_core.session import get_session
+        from merge_core.spark.session import get_session
 
         return get_session(**self.session_args())
 

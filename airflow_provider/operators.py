@@ -25,12 +25,8 @@ class SparkMergeOperator(BaseOperator):
 
     ``postgres_conn_id``: the target is a table of that PostgreSQL database (an Airflow Postgres
     connection: host, port, schema = database, login, password), changed in place by primary key.
-    ``options``: every option of ``merge_core.merge``: duplicate_rule, lossy_assignments, schema_evolution,
-    partition_filter, key_columns;
-    for watermark upserts primary_key, watermark_key, tombstone_key, tombstone_string_key_value,
-    upsert_mode; for merge engines primary_key, merge_engine, sequence_field, row_kind_field,
-    ignore_delete, aggregate_function, default_aggregate_function, sequence_group, ignore_retract,
-    distinct, nested_key, listagg_delimiter.
+    ``options``: any option of ``merge_core.merge`` (duplicate_rule, primary_key, merge_engine, ...);
+    ``spark-merge options`` lists them all, as declared once for every host.
     """
 
     template_fields: Sequence[str] = ("sql", "spec", "options")
@@ -60,7 +56,7 @@ class SparkMergeOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict:
         from merge_core import to_spec
-        from merge_core.parse import source_tables
+        from merge_core.request.parse import source_tables
 
         ti = context["ti"]
         self._hook = SparkMergeHook(self.spark_merge_conn_id, postgres_conn_id=self.postgres_conn_id)

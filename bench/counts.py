@@ -20,7 +20,7 @@ from merge_cost import fresh_target, generate, scenarios  # noqa: E402
 from tally import count  # noqa: E402
 
 from merge_core import merge  # noqa: E402
-from merge_core.session import get_session  # noqa: E402
+from merge_core.spark.session import get_session  # noqa: E402
 
 
 def main() -> None:

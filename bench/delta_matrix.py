@@ -30,7 +30,7 @@ from pathlib import Path
 from report import Report
 
 from merge_core import merge
-from merge_core.session import get_session
+from merge_core.spark.session import get_session
 
 JARS = os.environ.get("DELTA_JARS", "")
 KEYS = "t.wr_order_number = s.wr_order_number AND t.wr_item_sk = s.wr_item_sk"

@@ -34,7 +34,7 @@ from merge_cost import checksum, data_floor, fresh_target, generate, scenarios, 
 from report import Report
 
 from merge_core import merge
-from merge_core.session import get_session
+from merge_core.spark.session import get_session
 
 JARS = os.environ.get("DELTA_JARS", "")
 

@@ -43,10 +43,11 @@ from pathlib import Path
 from report import Report
 from tally import count
 
-from merge_core import macros, merge
-from merge_core.engine import MergeRun, broadcasts_changed
-from merge_core.parse import parse
-from merge_core.session import get_session
+from merge_core import merge
+from merge_core.common import macros
+from merge_core.lifecycle.merge_run import MergeRun, broadcasts_changed
+from merge_core.request.parse import parse
+from merge_core.spark.session import get_session
 
 COLUMNS = ["id", "dt", "customer", "amount", "qty", "status", "updated_at"]
 SCHEMA = "id BIGINT, customer STRING, amount DOUBLE, qty INT, status STRING, updated_at TIMESTAMP, dt DATE"

@@ -4,7 +4,7 @@ Counts are deterministic (they do not depend on the machine's speed), so tests m
 (tests/test_cost_and_commit.py does). How they are counted:
 - Spark jobs: every job Spark runs for the merge, found by a job group set on the calling thread
   (SQL executions carry it into their own jobs, broadcasts and adaptive query stages included);
-- SQL statements: what the lifecycle issues (merge_core.host.trace); of them "data statements" are
+- SQL statements: what the lifecycle issues (merge_core.spark.host.trace); of them "data statements" are
   the queries that run Spark work (not the EXPLAIN probes, not the DDL);
 - metastore statements: those that read or write the catalog's persistent objects (ALTER, CREATE
   and DROP TABLE, REFRESH) plus the batched repoint (the temporary views of a merge and the commit
@@ -17,7 +17,7 @@ Counts are deterministic (they do not depend on the machine's speed), so tests m
 
 from __future__ import annotations
 
-from merge_core import host, metastore
+from merge_core.spark import host, metastore
 
 _groups = 0
 CATALOG_WORDS = ("ALTER ", "CREATE ", "DROP TABLE ", "REFRESH ", "DESCRIBE ", "SHOW ")

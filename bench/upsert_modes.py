@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from merge_core import compact, merge
-from merge_core.session import get_session
+from merge_core.spark.session import get_session
 
 SCHEMA = "id BIGINT, day INT, customer STRING, amount DOUBLE, ts BIGINT, deleted BOOLEAN"
 

@@ -39,7 +39,7 @@ with DAG(
     def merge_metrics() -> dict:
         import json
 
-        from merge_core.result import parse_message
+        from merge_core import parse_message
 
         results = json.loads((Path(PROJECT) / "target" / "run_results.json").read_text())["results"]
         return {

@@ -1,7 +1,7 @@
 """Delete every row of the given customers from a table, across all its partitions.
 
 Trigger with params, e.g. {"table": "demo.orders", "key": "customer_id", "ids": [17, 42]}.
-Values reach the statement only through spark-merge's quoting (merge_core.quoting, as template
+Values reach the statement only through spark-merge's quoting (merge_core.sql_literal and sql_name, as template
 filters): each id is a SQL literal (numbers stay numbers; strings are quoted with their quotes and
 backslashes escaped, as Spark SQL reads them), the table and key names are checked to be plain
 identifiers and quoted. An id such as "O'Brien" deletes exactly that customer, and an id that looks
@@ -22,7 +22,7 @@ from datetime import datetime
 from airflow.sdk import DAG, Param, task
 
 from airflow_provider.operators import SparkMergeOperator
-from merge_core.quoting import sql_literal, sql_name
+from merge_core import sql_literal, sql_name
 
 with DAG(
     dag_id="gdpr_delete",

@@ -5,14 +5,14 @@ from examples/demo_data/, prints the plan, runs examples/demo.sql, and prints
 the metrics, the table and the merge history. Safe to run again: the demo
 tables are recreated each time.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
 
-from merge_core import explain, history, merge
-from merge_core.session import get_session
+from merge_core import explain, get_session, history, merge
 
 HERE = Path(__file__).resolve().parent
 
@@ -20,8 +20,9 @@ HERE = Path(__file__).resolve().parent
 def load(spark, name: str, partitioned: bool) -> None:
     csv = HERE / "demo_data" / f"{name}.csv"
     spark.sql(f"DROP TABLE IF EXISTS demo.{name}")
-    spark.read.csv(str(csv), header=True, schema="customer STRING, purchases DECIMAL(10,2), address STRING, region STRING") \
-        .createOrReplaceTempView(f"{name}_csv")
+    spark.read.csv(
+        str(csv), header=True, schema="customer STRING, purchases DECIMAL(10,2), address STRING, region STRING"
+    ).createOrReplaceTempView(f"{name}_csv")
     part = "PARTITIONED BY (region)" if partitioned else ""
     spark.sql(f"CREATE TABLE demo.{name} USING parquet {part} AS SELECT * FROM {name}_csv")
 
@@ -45,8 +46,18 @@ def main() -> None:
     result = merge(spark, sql)
     show(spark, "demo.accounts after")
     print("\n== metrics")
-    print(json.dumps({"merge_id": result.merge_id, "paradigm": result.paradigm, "plan_hash": result.plan_hash,
-                      "partitions_rewritten": result.partitions, **result.metrics}, indent=2))
+    print(
+        json.dumps(
+            {
+                "merge_id": result.merge_id,
+                "paradigm": result.paradigm,
+                "plan_hash": result.plan_hash,
+                "partitions_rewritten": result.partitions,
+                **result.metrics,
+            },
+            indent=2,
+        )
+    )
     print("\n== history (spark-merge history demo.accounts)")
     for e in history(spark, "demo.accounts", limit=3):
         print(f"   {e['finished_at']}  {e['merge_id']}  {e['kind']}  {e['metrics']['executionTimeMs']} ms")

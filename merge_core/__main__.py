@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from merge_core.api.cli import main
 
 sys.exit(main())

@@ -29,13 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from datetime import UTC
 
-from merge_core import (  # noqa: E402
-    history,
-    lock,  # noqa: E402
-    merge,
-)
-from merge_core.catalog import describe_table  # noqa: E402
-from merge_core.session import get_session  # noqa: E402
+from merge_core import history, merge  # noqa: E402
+from merge_core.spark import lock  # noqa: E402
+from merge_core.spark.catalog import describe_table  # noqa: E402
+from merge_core.spark.session import get_session  # noqa: E402
 from tests.cluster import FAST_CONF  # noqa: E402
 
 T = "apps.acct"

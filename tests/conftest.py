@@ -20,7 +20,7 @@ _counter = itertools.count()
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from merge_core.session import get_session
+    from merge_core.spark.session import get_session
 
     home = tmp_path_factory.mktemp("spark_home")
     master = os.environ.get("SPARK_MASTER", "local[2]")  # test_cluster.py runs a subset on spark://

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from merge_core import merge, recover
-from merge_core.session import get_session
+from merge_core.spark.session import get_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster import app_conf  # noqa: E402

@@ -14,7 +14,7 @@ from pathlib import Path
 from dbt.cli.main import dbtRunner
 
 from dbt_macros import PACKAGE_DIR
-from merge_core.session import get_session
+from merge_core.spark.session import get_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster import FAST_CONF  # noqa: E402

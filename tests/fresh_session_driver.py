@@ -4,7 +4,7 @@ Python UDF in a merge's source, as a user's first script would run them."""
 import sys
 
 from merge_core import merge
-from merge_core.session import get_session
+from merge_core.spark.session import get_session
 
 spark = get_session(warehouse=sys.argv[1])
 for _ in range(2):

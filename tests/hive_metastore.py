@@ -19,7 +19,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from merge_core.session import POSTGRES_JDBC_JAR
+from merge_core.spark.session import POSTGRES_JDBC_JAR
 from tests.cluster import SPARK_HOME, _port, stop_group, wait_listening
 from tests.pg_server import binaries
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from merge_core import merge
-from merge_core.session import get_session
+from merge_core.spark.session import get_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster import FAST_CONF  # noqa: E402

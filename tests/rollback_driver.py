@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from merge_core import MergeError, history, merge, recover, rollback
-from merge_core.catalog import describe_table
-from merge_core.session import get_session
+from merge_core.spark.catalog import describe_table
+from merge_core.spark.session import get_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster import FAST_CONF  # noqa: E402

@@ -11,7 +11,7 @@ import sys
 import time
 
 from merge_core import merge, vacuum
-from merge_core.session import get_session
+from merge_core.spark.session import get_session
 
 RETENTION_S, TTL_S = 3, 2
 

@@ -349,7 +349,7 @@ def test_operator_merges_into_a_postgres_table_through_an_airflow_connection(
 ):
     from urllib.parse import urlparse
 
-    from merge_core.postgres import PostgresTarget
+    from merge_core.targets.postgres import PostgresTarget
 
     url = urlparse(postgres.removeprefix("jdbc:"))
     monkeypatch.setenv(

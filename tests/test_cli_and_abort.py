@@ -8,8 +8,8 @@ import re
 import pytest
 
 from merge_core import merge
-from merge_core.cli import main
-from merge_core.host import SparkHost
+from merge_core.api.cli import main
+from merge_core.spark.host import SparkHost
 
 from .conftest import snapshot, tree
 
@@ -88,7 +88,7 @@ def test_explain_counts_prints_the_planning_statements_the_run_issues(spark, peo
     """explain prints the plan before anything runs, but the key range and the partitions are only known
     once the source is read: --counts runs the planning jobs and prints the statements they ran. A real
     run of the same statement then issues exactly those statements first (apart from the merge id)."""
-    from merge_core.cli import _recorded
+    from merge_core.api.cli import _recorded
 
     sql = statement.format(t=people)
     assert main(["explain", "--sql", sql, "--counts", "-q"]) == 0

@@ -9,11 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from merge_core import ConflictError, lock, macros, merge, recover, to_spec, vacuum
-from merge_core.catalog import describe_table
-from merge_core.cli import main
-from merge_core.engine import MergeRun
-from merge_core.host import SparkHost
+from merge_core import ConflictError, merge, recover, to_spec, vacuum
+from merge_core.api.cli import main
+from merge_core.common import macros
+from merge_core.lifecycle.merge_run import MergeRun
+from merge_core.spark import lock
+from merge_core.spark.catalog import describe_table
+from merge_core.spark.host import SparkHost
 
 from .conftest import snapshot, tree
 

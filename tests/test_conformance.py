@@ -1,7 +1,7 @@
 """One statement sequence, two hosts: dbt's materialization and merge_core issue the same statements.
 
 The lifecycle (settle, plan, write, commit, finish) is written once in Jinja
-(dbt_macros/macros/spark_merge_lifecycle.sql). dbt runs it with its own macros as host
+(dbt_macros/macros/lifecycle/phases.sql). dbt runs it with its own macros as host
 primitives, merge_core with host.SparkHost. Both trace every statement and primitive they
 issue; for the same merge into two identical tables the traces must be equal once merge ids,
 table names, locations, times, identifier quoting and the history entry's statement text are
@@ -15,8 +15,9 @@ import re
 
 import pytest
 
-from merge_core import DuplicateMatchError, host, merge
-from merge_core.catalog import describe_table
+from merge_core import DuplicateMatchError, merge
+from merge_core.spark import host
+from merge_core.spark.catalog import describe_table
 
 from .conftest import rows
 from .test_dbt import projects, session_project  # noqa: F401  (the dbt project fixtures)

@@ -21,13 +21,13 @@ from merge_core import (
     MergeRun,
     ValidationError,
     compact,
-    macros,
     merge,
     rollback,
     to_spec,
     vacuum,
 )
-from merge_core.engine import drop_dead_leftovers
+from merge_core.common import macros
+from merge_core.lifecycle.housekeeping import drop_dead_leftovers
 
 from .conftest import rows, snapshot
 
@@ -253,7 +253,7 @@ def append_once_staging_begins(spark, table: str, partition: str, data: dict):
     import time
     from pathlib import Path
 
-    from merge_core.catalog import describe_table
+    from merge_core.spark.catalog import describe_table
 
     root = Path(describe_table(spark, table.split("."))["root"].removeprefix("file:"))
     done = threading.Event()

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from merge_core import macros, merge
-from merge_core.host import SparkHost
-from merge_core.session import local_cores
+from merge_core import merge
+from merge_core.common import macros
+from merge_core.spark.host import SparkHost
+from merge_core.spark.session import local_cores
 
 from .conftest import location, rows, tree
 

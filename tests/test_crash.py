@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from merge_core.faults import POINTS
+from merge_core.spark.faults import POINTS
 
 DRIVER = Path(__file__).resolve().parent / "crash_driver.py"
 DBT_DRIVER = Path(__file__).resolve().parent / "dbt_crash_driver.py"

@@ -17,8 +17,9 @@ import pytest
 from dbt.cli.main import dbtRunner  # the [dbt] extra, installed by `make test`
 
 from dbt_macros import PACKAGE_DIR
-from merge_core import history, macros
-from merge_core.result import parse_message
+from merge_core import history
+from merge_core.common import macros
+from merge_core.common.result import parse_message
 
 from .conftest import rows, snapshot
 
@@ -271,7 +272,7 @@ def test_a_live_commit_lock_makes_the_model_wait_then_fail_clean(session_project
     """A live holder (its lease runs) of the target's commit lock: the run waits until its deadline
     (here spark_merge_lock_wait_seconds=2, 120 by default) and fails MERGE_CONFLICT naming the holder,
     leaving the table and the other merge's lock as they were."""
-    from merge_core.catalog import describe_table
+    from merge_core.spark.catalog import describe_table
 
     p = session_project
     p.model(
@@ -476,7 +477,7 @@ def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(session_project):
 def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, session_project, monkeypatch):
     """Both hosts share the journal: a dbt run rolls a crashed commit forward before merging."""
     from merge_core import merge
-    from merge_core.host import SparkHost
+    from merge_core.spark.host import SparkHost
 
     t = session_project.table("accounts")
     session_project.dbt("run", "-s", "accounts", "--full-refresh", vars={"batch": 1})

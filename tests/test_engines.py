@@ -507,7 +507,7 @@ def test_bad_row_kind_is_rejected(spark, db):
 
 
 def test_cli_engine_upsert_with_paimon_style_field_options(spark, db, capsys):
-    from merge_core.cli import main
+    from merge_core.api.cli import main
 
     t = f"{db}.cli_agg"
     spark.sql(f"CREATE TABLE {t} (product_id BIGINT, price DOUBLE, sales BIGINT) USING parquet")
@@ -560,7 +560,7 @@ def test_cli_engine_upsert_with_paimon_style_field_options(spark, db, capsys):
 
 
 def test_field_options_parse_paimon_names():
-    from merge_core.cli import field_options
+    from merge_core.api.cli import field_options
 
     assert field_options(
         [

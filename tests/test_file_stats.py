@@ -12,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from merge_core import files, host, macros
-from merge_core.catalog import describe_table
+from merge_core.common import macros
+from merge_core.spark import files, host
+from merge_core.spark.catalog import describe_table
 
 
 def _both(spark, db: str, name: str) -> tuple[list, list]:

@@ -20,7 +20,8 @@ import logging
 
 import pytest
 
-from merge_core import DuplicateMatchError, MergeError, host, merge
+from merge_core import DuplicateMatchError, MergeError, merge
+from merge_core.spark import host
 
 from .conftest import rows
 

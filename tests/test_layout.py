@@ -11,8 +11,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from merge_core import UnsupportedError, faults, files, history, layout, merge, recover, rollback, vacuum
-from merge_core.cli import main
+from merge_core import UnsupportedError, history, merge, recover, rollback, vacuum
+from merge_core.api.cli import main
+from merge_core.maintenance import layout
+from merge_core.spark import faults, files
 
 from .conftest import location, props, rows, snapshot
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from merge_core import macros, parse
+from merge_core import parse
+from merge_core.common import macros
 
 DESC = {
     "namespace": ["db"],

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from merge_core import MergeError, compact, history, macros, merge, recover, rollback, vacuum
-from merge_core.catalog import describe_table
+from merge_core import MergeError, compact, history, merge, recover, rollback, vacuum
+from merge_core.common import macros
+from merge_core.spark.catalog import describe_table
 
 from .conftest import rows
 

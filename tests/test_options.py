@@ -1,4 +1,4 @@
-"""Every option is declared once (dbt_macros/macros/spark_merge_options.sql); each host follows it.
+"""Every option is declared once (dbt_macros/macros/core/options.sql); each host follows it.
 
 Pure tests, no Spark: the declaration is well formed; merge()'s spec takes every keyword it declares
 and refuses others; the CLI offers each declared flag and hands its value to the option of that name;
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from merge_core import MergeSpec, SpecError, options, to_spec
-from merge_core.cli import FIELD_OPTIONS, UPSERT_FLAGS, _parser, field_options
+from merge_core import MergeSpec, SpecError, to_spec
+from merge_core.api.cli import _parser, field_option_names, field_options, upsert_flags
+from merge_core.request import options
 
 MERGE = "MERGE INTO db.t t USING db.s s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v"
 KINDS = {"string", "list", "choice", "bool", "number", "fields"}
@@ -50,39 +51,54 @@ def test_merge_takes_every_declared_keyword_and_refuses_others():
 
 def test_the_cli_offers_each_declared_flag():
     args = ["upsert", "--target", "db.t", "--source", "db.s"]
-    for name in UPSERT_FLAGS:
+    for name in upsert_flags():
         o = options.option(name)
         value = (o["choices"] or ["x"])[-1]
         args += [o["cli"]] if o["kind"] == "bool" else [o["cli"], value]
     parsed = _parser().parse_args(args)
-    for name in UPSERT_FLAGS:
+    for name in upsert_flags():
         o = options.option(name)
         expected = True if o["kind"] == "bool" else (o["choices"] or ["x"])[-1]
         assert getattr(parsed, name) == ([expected] if o["kind"] == "list" else expected), name
-    assert set(FIELD_OPTIONS.values()) == set(options.names("engine", kind="fields"))
-    fields = field_options([f"c.{flag}=1" for flag in FIELD_OPTIONS])
-    assert fields == {name: {"c": "1"} for name in FIELD_OPTIONS.values()}
+    assert upsert_flags(), "the upsert command offers no declared flag"
+    field_names = field_option_names()
+    assert set(field_names.values()) == set(options.names("engine", kind="fields"))
+    fields = field_options([f"c.{flag}=1" for flag in field_names])
+    assert fields == {name: {"c": "1"} for name in field_names.values()}
     run = _parser().parse_args(["run", "--sql", MERGE, "--duplicate-rule", "postgres", "--partition-filter", "x"])
     assert (run.duplicate_rule, run.partition_filter) == ("postgres", "x")
     with pytest.raises(SystemExit):
         _parser().parse_args(["run", "--sql", MERGE, "--duplicate-rule", "first"])
 
 
-def test_the_airflow_operator_documents_every_option():
+def test_the_options_table_is_generated_from_the_declarations(capsys):
+    """The docs' options table is `spark-merge options`'s output; the Airflow operator points to it."""
+    from pathlib import Path
+
+    from merge_core.api.cli import main
+
+    assert main(["options"]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == options.markdown()
+    for o in options.table():
+        assert f"| `{o['name']}` |" in printed, o["name"]
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "python-and-cli.md").read_text()
+    section = doc.split("<!-- options:begin -->\n", 1)[1].split("\n<!-- options:end -->", 1)[0]
+    assert section == printed, "docs/python-and-cli.md's options table is stale: run make docs"
+
     # imported here: Airflow reads its configuration when first imported (test_airflow.py sets it up)
     from airflow_provider.operators import SparkMergeOperator
 
-    missing = [n for n in options.merge_keywords() if n not in SparkMergeOperator.__doc__]
-    assert not missing, f"SparkMergeOperator's docstring does not name {missing}"
+    assert "spark-merge options" in SparkMergeOperator.__doc__
 
 
 def test_codes_are_declared_once():
-    """Error and operation codes live in spark_merge_codes.sql: no other macro or module spells one
+    """Error and operation codes live in macros/core/codes.sql: no other macro or module spells one
     as a literal (a comment may name it), and each exception class carries its declared code."""
     import re
     from pathlib import Path
 
-    from merge_core import errors, macros
+    from merge_core.common import errors, macros
 
     root = Path(__file__).resolve().parent.parent
     codes = macros.fill("codes")
@@ -94,7 +110,7 @@ def test_codes_are_declared_once():
         *root.glob("merge_core/*.py"),
         *root.glob("airflow_provider/*.py"),
     ]:
-        if path.name == "spark_merge_codes.sql":
+        if path.as_posix().endswith("macros/core/codes.sql"):
             continue
         text = re.sub(r"\{#.*?#\}", "", path.read_text(), flags=re.S)  # Jinja comments
         spelled += [f"{path.name}: {m}" for m in re.findall(r"""["']MERGE_(?!ON_READ|ID)[A-Z_]+\b""", text)]

@@ -206,7 +206,7 @@ def test_dict_spec_and_options():
     ],
 )
 def test_on_equalities_are_the_conjuncts_equating_a_target_and_a_source_column(on, expected):
-    from merge_core.parse import on_equalities
+    from merge_core.request.parse import on_equalities
 
     found = [(e["target"], e["source"], e["null_safe"]) for e in on_equalities(on, "t", "s")]
     assert found == expected
@@ -214,7 +214,7 @@ def test_on_equalities_are_the_conjuncts_equating_a_target_and_a_source_column(o
 
 def test_direct_assignments_are_the_same_named_source_column():
     """What Spark's MERGE WITH SCHEMA EVOLUTION calls a direct assignment (and only that evolves)."""
-    from merge_core.parse import direct_source_columns, is_direct_assignment, nested_field_paths
+    from merge_core.request.parse import direct_source_columns, is_direct_assignment, nested_field_paths
 
     assert is_direct_assignment("c", "s.c", "s") and is_direct_assignment("C", "(`S`.`c`)", "s")
     assert not is_direct_assignment("c", "s.c + 1", "s") and not is_direct_assignment("c", "s.d", "s")
@@ -240,7 +240,7 @@ def test_one_sided_clauses_get_their_side_s_alias():
     """A NOT MATCHED clause's unqualified names are the source's, a NOT MATCHED BY SOURCE clause's the
     target's, as Spark resolves them; a matched clause, a lambda variable, a name neither side has and
     a name inside a subquery (its own FROM comes first) are left as written."""
-    from merge_core.parse import qualify_one_sided
+    from merge_core.request.parse import qualify_one_sided
 
     spec = parse(
         "MERGE INTO t USING src AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET n = n "

@@ -25,8 +25,8 @@ from merge_core import (
     ValidationError,
     merge,
 )
-from merge_core.engine import run
-from merge_core.postgres import PostgresTarget, history
+from merge_core.lifecycle.merge_run import run
+from merge_core.targets.postgres import PostgresTarget, history
 
 from . import test_differential as diff
 
@@ -188,7 +188,7 @@ def test_targets_without_primary_key_or_missing_are_refused(spark, db, pg):
 
 
 def test_cli_runs_against_postgres(spark, db, accounts, capsys):
-    from merge_core.cli import main
+    from merge_core.api.cli import main
 
     target, table, conn = accounts
     assert main(["run", "--sql", MERGE.format(table=table, db=db), "--jdbc-url", target.url, "--json", "-q"]) == 0

@@ -17,8 +17,8 @@ import psycopg
 import pytest
 
 from merge_core import MergeError, to_spec
-from merge_core.engine import run
-from merge_core.postgres import PostgresTarget
+from merge_core.lifecycle.merge_run import run
+from merge_core.targets.postgres import PostgresTarget
 
 
 @dataclass

@@ -11,7 +11,8 @@ import threading
 
 import pytest
 
-from merge_core import merge, metastore
+from merge_core import merge
+from merge_core.spark import metastore
 
 MERGES = 4
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from merge_core import ConflictError, SpecError, UnsupportedError, faults, files, merge, rollback, vacuum
-from merge_core.cli import main
+from merge_core import ConflictError, SpecError, UnsupportedError, merge, rollback, vacuum
+from merge_core.api.cli import main
+from merge_core.spark import faults, files
 
 from .conftest import location, props, rows, snapshot
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from merge_core import CorruptJournal, MergeError, SpecError, TargetError, merge, repair_journal, vacuum
-from merge_core.catalog import describe_table
-from merge_core.cli import main
+from merge_core.api.cli import main
+from merge_core.spark.catalog import describe_table
 
 from .conftest import rows, snapshot
 

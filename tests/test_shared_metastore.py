@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from merge_core.session import embedded_conf
+from merge_core.spark.session import embedded_conf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from apps_soak_driver import PARTITIONS, ROWS, WRITERS, new_id, touched  # noqa: E402
@@ -56,7 +56,8 @@ def test_a_shared_metastore_replaces_the_embedded_derby(tmp_path, monkeypatch):
 def test_the_cli_does_not_hand_a_named_metastore_to_a_warm_server(tmp_path, monkeypatch):
     """`spark-merge server start` keeps the metastore it started with: a --metastore given to a
     command goes to a session of the command's own, not to that server."""
-    from merge_core import cli, server, session
+    from merge_core.api import cli
+    from merge_core.spark import server, session
 
     asked = []
     monkeypatch.setattr(server, "status", lambda warehouse: "sc://127.0.0.1:15002")

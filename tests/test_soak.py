@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from merge_core.faults import SOAK_POINTS
+from merge_core.spark.faults import SOAK_POINTS
 
 DRIVER = Path(__file__).resolve().parent / "soak_driver.py"
 ITERATIONS = int(os.environ.get("SPARK_MERGE_SOAK_ITERATIONS", "3"))

@@ -29,7 +29,7 @@ from merge_core import (
     rollback,
     vacuum,
 )
-from merge_core.catalog import describe_table
+from merge_core.spark.catalog import describe_table
 
 from .conftest import location, props, rows
 from .test_corruption import _append_as_another_application
@@ -197,7 +197,7 @@ def test_a_journal_that_cannot_be_used_is_refused_and_repair_journal_clears_it(s
 
 
 def test_garbage_in_the_version_lock_and_not_null_properties_is_named_with_its_repair(spark, merged, db):
-    from merge_core import lock
+    from merge_core.spark import lock
 
     spark.sql(f"ALTER TABLE {merged} SET TBLPROPERTIES ('spark_merge.version' = 'seven')")
     with pytest.raises(MetadataError, match='spark_merge.version .* is "seven", not a version number.*adopt'):
@@ -225,7 +225,7 @@ def test_garbage_in_the_version_lock_and_not_null_properties_is_named_with_its_r
 @pytest.fixture
 def paused_insert(monkeypatch):
     """Run ``action`` once a merge's commit reaches ``point`` (its journal written, before repointing)."""
-    from merge_core import faults
+    from merge_core.spark import faults
 
     def arm(point, action):
         done = []
@@ -266,7 +266,7 @@ def test_an_insert_that_lands_after_the_check_under_the_lock_is_carried_into_the
 def test_vacuum_keeps_and_reports_a_late_append_no_version_reads(spark, merged, paused_insert, monkeypatch):
     """A host that cannot carry the file over (dbt has no file system): the row is not in the new
     version, and vacuum must never delete it unseen: it keeps the file and reports it."""
-    from merge_core.host import SparkHost
+    from merge_core.spark.host import SparkHost
 
     monkeypatch.setattr(SparkHost, "carry_late", lambda self, table, repoints: None)
     old = location(spark, merged, "p = 'a'")
@@ -318,8 +318,9 @@ def test_another_formats_log_inside_a_partition_is_refused_before_any_write(spar
 def test_pyspark_does_not_log_the_errors_spark_merge_reports(spark, merged):
     """A Python API validation error printed two PySpark JSON ERROR lines (with a Java stack) before
     spark-merge's own one-line error; a Spark error outside spark-merge is still logged."""
+    from pyspark.logger import PySparkLogger
+
     from merge_core import ValidationError
-    from merge_core.catalog import _pyspark_error_loggers
 
     seen = []
 
@@ -328,7 +329,7 @@ def test_pyspark_does_not_log_the_errors_spark_merge_reports(spark, merged):
             seen.append(record.getMessage())
 
     handler = Keep()
-    loggers = _pyspark_error_loggers()
+    loggers = [PySparkLogger.getLogger(n) for n in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.addHandler(handler)

@@ -203,7 +203,7 @@ def test_bad_upsert_options_are_rejected_before_anything_is_touched(spark, order
 
 
 def test_cli_upsert(spark, orders, capsys):
-    from merge_core.cli import main
+    from merge_core.api.cli import main
 
     assert (
         main(

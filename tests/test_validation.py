@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from merge_core import (
-    NotNullViolation,
-    ParseError,
-    SpecError,
-    TargetError,
-    UnsupportedError,
-    ValidationError,
-    merge,
-)
+from merge_core import NotNullViolation, ParseError, SpecError, TargetError, UnsupportedError, ValidationError, merge
 
 from .conftest import snapshot
 
@@ -289,7 +281,7 @@ def test_lossy_assignments_warn_refuse_or_pass(spark, tables, caplog):
     with pytest.raises(SpecError, match="option lossy_assignments: unknown value 'sometimes'"):
         merge(spark, statement, lossy_assignments="sometimes")
 
-    with caplog.at_level(logging.WARNING, logger="merge_core.validate"):
+    with caplog.at_level(logging.WARNING, logger="spark_merge"):
         merge(spark, statement)  # warns, and stores as Spark does: 1.5 + 1 -> 2
     assert [r.getMessage() for r in caplog.records if "lossy assignment" in r.getMessage()] == [
         "lossy assignment: WHEN MATCHED clause 1 (UPDATE) value for column id: storing a value of type double in column id "
@@ -298,7 +290,7 @@ def test_lossy_assignments_warn_refuse_or_pass(spark, tables, caplog):
     ]
     assert spark.sql(f"SELECT id FROM {acc} WHERE name = 'a'").collect()[0][0] == 2
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="merge_core.validate"):
+    with caplog.at_level(logging.WARNING, logger="spark_merge"):
         merge(
             spark, f"UPDATE {acc} SET amount = 2.25, id = CAST(id * 1.5 AS INT) WHERE id = 2"
         )  # double column; explicit CAST
@@ -321,6 +313,6 @@ def test_lossy_assignments_warn_refuse_or_pass(spark, tables, caplog):
     ],
 )
 def test_narrowing_rule(src, dst, loss):
-    from merge_core import macros
+    from merge_core.common import macros
 
     assert macros.render("narrowing", src, dst).strip() == loss

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pyspark.sql import Row
 
-from merge_core.session import embedded_conf
+from merge_core.spark.session import embedded_conf
 
 from .cluster import SPARK_HOME, _port, stop_group, wait_listening
 

@@ -97,7 +97,8 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set table = {} -%}
 {%- do spark_merge.spark_merge__table_info(desc, types, table) -%}
 {%- if table.errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(table.errors | join('; ')) }}{%- endif -%}
-{%- if table.trust_errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': ' ~ table.trust_errors[0]) }}{%- endif -%}
+{%- if table.trust_errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': ' ~
+    table.trust_errors[0]) }}{%- endif -%}
 {{ return(table) }}
 {%- endmacro %}
 
@@ -122,11 +123,13 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
   {%- endif -%}
 {%- endfor -%}
 {%- set mode = 'append_new_columns' if cfg.schema_evolution and cfg.on_schema_change == 'ignore' else cfg.on_schema_change -%}
-{%- set described = 'added: ' ~ (added | join(', ') or '-') ~ '; removed: ' ~ (removed | join(', ') or '-') ~ '; type changed: ' ~ (retyped | join(', ') or '-') -%}
+{%- set described = 'added: ' ~ (added | join(', ') or '-') ~ '; removed: ' ~ (removed | join(', ') or '-') ~ '; type changed: ' ~ (retyped |
+    join(', ') or '-') -%}
 {%- if mode == 'fail' and (added or removed or retyped) -%}
   {{ spark_merge.spark_merge__dbt_fail("the model's columns differ from " ~ table.name ~ " (" ~ described ~ ") and on_schema_change is fail") }}
 {%- elif mode == 'sync_all_columns' and (removed or retyped) -%}
-  {{ spark_merge.spark_merge__dbt_fail("on_schema_change sync_all_columns cannot drop or retype columns of a " ~ table.provider ~ " table (" ~ described ~ "); run with --full-refresh to rebuild it") }}
+  {{ spark_merge.spark_merge__dbt_fail("on_schema_change sync_all_columns cannot drop or retype columns of a " ~ table.provider ~ " table (" ~
+      described ~ "); run with --full-refresh to rebuild it") }}
 {%- elif mode in ['append_new_columns', 'sync_all_columns'] and added -%}
   {%- do log("spark_merge: adding column(s) " ~ added | join(', ') ~ " to " ~ table.name, info=true) -%}
   {%- set defs = [] -%}
@@ -165,7 +168,8 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
   {%- endif -%}
   {%- set compiled = {} -%}
   {%- do spark_merge.spark_merge__upsert_spec(spec, table, source_columns, compiled) -%}
-  {%- if compiled.errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ compiled.errors | join('; ')) }}{%- endif -%}
+  {%- if compiled.errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ compiled.errors
+      | join('; ')) }}{%- endif -%}
   {%- set spec = compiled -%}
 {%- endif -%}
 {%- set resolved = {} -%}
@@ -201,7 +205,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- if not cfg.merge_on -%}
   {%- for k in cfg.unique_key -%}{%- do ctx.on_keys.append({'target': k, 'source': k, 'null_safe': spec.on.find('<=>') >= 0}) -%}{%- endfor -%}
 {%- endif -%}
-{#- plan, execute, finish: the lifecycle merge_core runs too (spark_merge_lifecycle.sql) -#}
+{#- plan, execute, finish: the lifecycle merge_core runs too (lifecycle/phases.sql) -#}
 {%- set m = {} -%}
 {%- set s = {'spec': spec, 'table': table, 'resolved': resolved, 'ctx': ctx, 'merge_id': merge_id, 'metrics': m,
              'kind': 'merge', 'paradigm': 'DELETE_ROW_AND_INSERT_ROW', 'statement': 'dbt model ' ~ this,
@@ -222,7 +226,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {#-
   upsert_mode='merge-on-read': the model's name is a view over the log table
   <name>__sm_log (the first run creates the table, the first upsert converts
-  it, as merge_core/merge_on_read.py does); each run appends the model's rows.
+  it, as merge_core/lifecycle/merge_on_read.py does); each run appends the model's rows.
 -#}
 {% macro spark_merge__dbt_mor_upsert(cfg, sql) -%}
 {%- set started = modules.datetime.datetime.now(modules.pytz.utc) -%}
@@ -242,8 +246,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set settled = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
 {%- if settled.recovered -%}{%- set table = spark_merge.spark_merge__dbt_describe(log_name) -%}{%- endif -%}
-{%- set upsert = {'primary_key': cfg.unique_key, 'watermark_key': cfg.watermark_key, 'tombstone_key': cfg.tombstone_key,
-                  'tombstone_string_key_value': cfg.tombstone_string_key_value, 'upsert_mode': 'merge-on-read'} -%}
+{%- set upsert = spark_merge.spark_merge__dbt_upsert_options(cfg) -%}
 {%- set plan = {} -%}
 {%- do spark_merge.spark_merge__upsert_plan(upsert, table, plan) -%}
 {%- if plan.errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ plan.errors | join('; ')) }}{%- endif -%}
@@ -270,7 +273,8 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set rel = spark_merge.spark_merge__dbt_relation(identifier) -%}
 {%- set desc = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ rel ~ ' AS JSON').rows[0][0]) -%}
 {%- set identity = {} -%}
-{%- do spark_merge.spark_merge__identity(desc.get('table_properties') or {}, this.schema ~ '.' ~ (identifier or this.identifier), desc.get('location'), identity) -%}
+{%- do spark_merge.spark_merge__identity(desc.get('table_properties') or {}, this.schema ~ '.' ~ (identifier or this.identifier),
+    desc.get('location'), identity) -%}
 {#- a root copied from another table's DDL is that table's: dropping it would delete the other table's files -#}
 {%- set root = (desc.get('table_properties') or {}).get('spark_merge.root') if not identity.trust_errors else none -%}
 {%- if root and root != desc.get('location') and (desc.get('type') or '') | upper == 'MANAGED' -%}

@@ -49,7 +49,7 @@
   'predicates': spark_merge.spark_merge__dbt_as_list(config.get('incremental_predicates'), 'incremental_predicates'),
   'engine_options': {},
 } -%}
-{#- the declared options (spark_merge_options.sql): a choice is checked here, except merge_engine,
+{#- the declared options (core/options.sql): a choice is checked here, except merge_engine,
     which the engine macro checks with Paimon's spellings; a merge engine's own options go to the
     engine macro as they are (it checks them against the table) -#}
 {%- set declared = [] -%}
@@ -75,10 +75,12 @@
 {%- do spark_merge.spark_merge__option_errors(given, option_errors) -%}
 {%- if option_errors -%}{{ spark_merge.spark_merge__dbt_fail(option_errors | join('; ')) }}{%- endif -%}
 {%- if cfg.merge_engine and (not cfg.unique_key or cfg.merge_on or cfg.merge_clauses is not none) -%}
-  {{ spark_merge.spark_merge__dbt_fail("a merge engine needs unique_key (the primary key) and generates its own ON and clauses: drop merge_on and merge_clauses") }}
+  {{ spark_merge.spark_merge__dbt_fail("a merge engine needs unique_key (the primary key) and generates its own ON and clauses: "
+      ~ "drop merge_on and merge_clauses") }}
 {%- endif -%}
 {%- if cfg.watermark_key and (not cfg.unique_key or cfg.merge_on or cfg.merge_clauses is not none) -%}
-  {{ spark_merge.spark_merge__dbt_fail("a watermark upsert needs unique_key (the primary key) and generates its own ON and clauses: drop merge_on and merge_clauses") }}
+  {{ spark_merge.spark_merge__dbt_fail("a watermark upsert needs unique_key (the primary key) and generates its own ON and clauses: "
+      ~ "drop merge_on and merge_clauses") }}
 {%- endif -%}
 {%- if not cfg.unique_key and not cfg.merge_on -%}
   {{ spark_merge.spark_merge__dbt_fail("set unique_key (a column or a list) or merge_on (an ON condition over DBT_INTERNAL_DEST and DBT_INTERNAL_SOURCE)") }}
@@ -102,13 +104,26 @@
     {%- set unknown = cl.keys() | reject('in', ['when', 'condition', 'action', 'set', 'columns', 'values']) | list -%}
     {%- if unknown -%}{{ spark_merge.spark_merge__dbt_fail(where ~ " has unknown key(s) " ~ unknown | join(', ')) }}{%- endif -%}
     {%- set codes = {} -%}{%- do spark_merge.spark_merge__codes(codes) -%}
-    {%- if cl.get('when') not in codes.when -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".when must be one of " ~ codes.when | join(', ') ~ ", got " ~ cl.get('when')) }}{%- endif -%}
-    {%- if cl.get('when') == 'not_matched_by_source' and cl.get('action') == 'update' and not cl.get('set') -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ": a not_matched_by_source update needs set (the target row has no source row to copy from)") }}{%- endif -%}
-    {%- if cl.get('action') not in ['update', 'delete', 'insert'] -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".action must be update, delete or insert, got " ~ cl.get('action')) }}{%- endif -%}
-    {%- if cl.get('set') is not none and cl.get('set') is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".set must map column to expression") }}{%- endif -%}
+    {%- if cl.get('when') not in codes.when -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".when must be one of " ~ codes.when |
+        join(', ') ~ ", got " ~ cl.get('when')) }}{%- endif -%}
+    {%- if cl.get('when') == 'not_matched_by_source' and cl.get('action') == 'update' and not cl.get('set') -%}{{
+        spark_merge.spark_merge__dbt_fail(where ~ ": a not_matched_by_source update needs set (the target row has no source row to copy from)") }}{%- endif -%}
+    {%- if cl.get('action') not in ['update', 'delete', 'insert'] -%}{{ spark_merge.spark_merge__dbt_fail(where ~
+        ".action must be update, delete or insert, got " ~ cl.get('action')) }}{%- endif -%}
+    {%- if cl.get('set') is not none and cl.get('set') is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~
+        ".set must map column to expression") }}{%- endif -%}
   {%- endfor -%}
 {%- endif -%}
 {{ return(cfg) }}
+{%- endmacro %}
+
+{#- The upsert options of the config (the declared upsert and engine options), unique_key as the primary key. -#}
+{% macro spark_merge__dbt_upsert_options(cfg) -%}
+{%- set upsert, keys = {'primary_key': cfg.unique_key}, [] -%}
+{%- do spark_merge.spark_merge__option_names('upsert', keys) -%}
+{%- for k in keys if k != 'primary_key' -%}{%- do upsert.update({k: cfg.get(k)}) -%}{%- endfor -%}
+{%- do upsert.update(cfg.engine_options) -%}
+{{ return(upsert) }}
 {%- endmacro %}
 
 {#-
@@ -153,21 +168,20 @@
       {%- for col in shared -%}{%- do columns.append(col) -%}{%- do values.append(s ~ '.' ~ spark_merge.spark_merge__quote(col)) -%}{%- endfor -%}
     {%- endif -%}
   {%- endif -%}
-  {%- do clauses.append({'matched': cl.when == 'matched', 'by_source': cl.when == 'not_matched_by_source', 'action': cl.action, 'condition': cl.get('condition'),
+  {%- do clauses.append({'matched': cl.when == 'matched', 'by_source': cl.when == 'not_matched_by_source', 'action': cl.action, 'condition':
+      cl.get('condition'),
                          'assignments': assignments, 'insert_columns': columns, 'insert_values': values, 'star': false}) -%}
 {%- endfor -%}
 {%- set upsert = none -%}
 {%- if cfg.watermark_key or cfg.merge_engine -%}
-  {%- set upsert = {'primary_key': cfg.unique_key, 'watermark_key': cfg.watermark_key, 'tombstone_key': cfg.tombstone_key,
-                    'tombstone_string_key_value': cfg.tombstone_string_key_value, 'upsert_mode': cfg.upsert_mode,
-                    'merge_engine': cfg.merge_engine} -%}
-  {%- do upsert.update(cfg.engine_options) -%}
+  {%- set upsert = spark_merge.spark_merge__dbt_upsert_options(cfg) -%}
 {%- endif -%}
 {{ return({
   'upsert': upsert,
   'target': [target.database, target.table_name], 'target_alias': t, 'source_alias': s,
   'source': source_view, 'source_kind': 'table', 'on': on | join(' AND '), 'clauses': clauses,
-  'kind': 'merge', 'duplicate_rule': cfg.duplicate_rule, 'partition_filter': none, 'lossy_assignments': cfg.lossy_assignments, 'schema_evolution': cfg.schema_evolution,
+  'kind': 'merge', 'duplicate_rule': cfg.duplicate_rule, 'partition_filter': none, 'lossy_assignments': cfg.lossy_assignments,
+      'schema_evolution': cfg.schema_evolution,
   'key_columns': cfg.unique_key, 'sql': none,
 }) }}
 {%- endmacro %}

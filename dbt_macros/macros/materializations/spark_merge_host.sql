@@ -1,6 +1,6 @@
 {#-
-  dbt's host primitives for the lifecycle macros (spark_merge_lifecycle.sql): the same
-  primitives merge_core/host.py binds to a SparkSession, here made of dbt's own run_query,
+  dbt's host primitives for the lifecycle macros (lifecycle/phases.sql): the same
+  primitives merge_core/spark/host.py binds to a SparkSession, here made of dbt's own run_query,
   log and exceptions, so they work over every dbt-spark connection (session, thrift, http).
   Each statement and primitive is logged at debug level as `spark_merge.trace [kind, text]`
   (dbt --debug shows them; tests/test_conformance.py compares them with Python's).
@@ -14,7 +14,8 @@
   'describe': spark_merge.spark_merge__dbt_host_describe,
   'lock': spark_merge.spark_merge__dbt_lock, 'unlock': spark_merge.spark_merge__dbt_unlock,
   'wait_free': spark_merge.spark_merge__dbt_wait_free, 'release_finished': spark_merge.spark_merge__dbt_release_finished,
-  'exists': spark_merge.spark_merge__dbt_host_exists, 'file_stats': spark_merge.spark_merge__dbt_host_file_stats, 'repoint': spark_merge.spark_merge__dbt_host_repoint,
+  'exists': spark_merge.spark_merge__dbt_host_exists, 'file_stats': spark_merge.spark_merge__dbt_host_file_stats, 'repoint':
+      spark_merge.spark_merge__dbt_host_repoint,
   'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
   'carry_late': spark_merge.spark_merge__dbt_host_carry_late, 'can_carry': spark_merge.spark_merge__dbt_host_can_carry,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
@@ -44,17 +45,19 @@
 {% macro spark_merge__dbt_host_fail(code, message, rows=none) -%}
 {%- do spark_merge.spark_merge__dbt_trace('fail', code) -%}
 {%- if code == spark_merge.spark_merge__error_code('version_moved') -%}
-  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ': ' ~ message ~ '; nothing was written, run the model again') }}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ': ' ~ message ~
+      '; nothing was written, run the model again') }}
 {%- else -%}
   {{ spark_merge.spark_merge__dbt_runtime_fail(code ~ ': ' ~ message) }}
 {%- endif -%}
 {%- endmacro %}
 
-{#- With env SPARK_MERGE_FAULT=<name> the run stops dead here (merge_core/faults.py): it writes the
+{#- With env SPARK_MERGE_FAULT=<name> the run stops dead here (merge_core/spark/faults.py): it writes the
     name to the directory $SPARK_MERGE_FAULT_FLAG.d and sleeps in Spark, to be killed by the test. -#}
 {% macro spark_merge__dbt_host_failpoint(name) -%}
 {%- if env_var('SPARK_MERGE_FAULT', '') == name -%}
-  {%- do run_query('INSERT OVERWRITE DIRECTORY ' ~ spark_merge.spark_merge__literal(env_var('SPARK_MERGE_FAULT_FLAG') ~ '.d') ~ ' USING text SELECT ' ~ spark_merge.spark_merge__literal(name)) -%}
+  {%- do run_query('INSERT OVERWRITE DIRECTORY ' ~ spark_merge.spark_merge__literal(env_var('SPARK_MERGE_FAULT_FLAG') ~ '.d') ~ ' USING text SELECT '
+      ~ spark_merge.spark_merge__literal(name)) -%}
   {%- do run_query("SELECT reflect('java.lang.Thread', 'sleep', CAST(3600000 AS BIGINT))") -%}
 {%- endif -%}
 {%- endmacro %}
@@ -110,10 +113,11 @@
 {%- endmacro %}
 
 {#- The commit lock's holder: {merge_id, since, expires, owner, dead}, or none when free. A holder
-    whose lease lapsed (by 5 s, for clock skew) is dead, as merge_core/lock.py decides; a lock
+    whose lease lapsed (by 5 s, for clock skew) is dead, as merge_core/spark/lock.py decides; a lock
     without a lease (older spark-merge) is dead after 900 s. -#}
 {% macro spark_merge__dbt_lock_holder(table) -%}
-{%- set held = run_query('SHOW TABLES IN ' ~ spark_merge.spark_merge__quote(table.database) ~ ' LIKE ' ~ spark_merge.spark_merge__literal('__sm_lock_' ~ table.table_name)).rows -%}
+{%- set held = run_query('SHOW TABLES IN ' ~ spark_merge.spark_merge__quote(table.database) ~ ' LIKE ' ~ spark_merge.spark_merge__literal('__sm_lock_'
+    ~ table.table_name)).rows -%}
 {%- if held | length == 0 -%}{{ return(none) }}{%- endif -%}
 {%- set props = {} -%}
 {%- for row in run_query('SHOW TBLPROPERTIES ' ~ spark_merge.spark_merge__lock_relation(table)).rows -%}{%- do props.update({row[0]: row[1]}) -%}{%- endfor -%}
@@ -151,7 +155,8 @@
   {%- if holder is none -%}
     {%- do state.update({'free': true}) -%}
   {%- elif holder.dead or holder.merge_id == finished -%}
-    {%- do log("spark_merge: breaking the commit lock of merge " ~ holder.merge_id ~ " on " ~ table.name ~ " (" ~ ('its lease lapsed' if holder.dead else 'its commit is complete') ~ ")", info=true) -%}
+    {%- do log("spark_merge: breaking the commit lock of merge " ~ holder.merge_id ~ " on " ~ table.name ~ " (" ~ ('its lease lapsed' if holder.dead
+        else 'its commit is complete') ~ ")", info=true) -%}
     {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
     {%- do state.update({'free': true}) -%}
   {%- elif dt.datetime.now(modules.pytz.utc) > deadline -%}
@@ -161,7 +166,10 @@
   {%- endif -%}
 {%- endfor -%}
 {%- if not state.free -%}
-  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": " ~ table.name ~ " is being committed by merge " ~ state.holder.merge_id ~ " on " ~ state.holder.owner ~ " (since " ~ state.holder.since ~ ", lease until " ~ state.holder.expires ~ "), which is alive; gave up after " ~ ((dt.datetime.now(modules.pytz.utc) - start).total_seconds() | round | int) ~ " s; nothing was written, run the model again once it finishes") }}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": " ~ table.name ~ " is being committed by merge " ~
+      state.holder.merge_id ~ " on " ~ state.holder.owner ~ " (since " ~ state.holder.since ~ ", lease until " ~ state.holder.expires ~
+      "), which is alive; gave up after " ~ ((dt.datetime.now(modules.pytz.utc) - start).total_seconds() | round | int) ~
+      " s; nothing was written, run the model again once it finishes") }}
 {%- endif -%}
 {%- endmacro %}
 
@@ -190,12 +198,14 @@
 {%- for attempt in range(20) if not state.held -%}
   {%- do spark_merge.spark_merge__dbt_wait_lock(table, none, deadline) -%}
   {%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
-  {%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(), (now + modules.datetime.timedelta(seconds=120)).isoformat(), 'dbt ' ~ invocation_id)) -%}
+  {%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(), (now + modules.datetime.timedelta(seconds=120)).isoformat(),
+      'dbt ' ~ invocation_id)) -%}
   {%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
   {%- do state.update({'held': holder is not none and holder.merge_id == merge_id}) -%}
 {%- endfor -%}
 {%- if not state.held -%}
-  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": other merges took the commit lock on " ~ table.name ~ " first 20 times in a row; nothing was written, run the model again") }}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": other merges took the commit lock on " ~
+      table.name ~ " first 20 times in a row; nothing was written, run the model again") }}
 {%- endif -%}
 {%- endmacro %}
 

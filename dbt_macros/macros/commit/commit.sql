@@ -1,0 +1,145 @@
+{#-
+  The copy-on-write commit: journal, repoint, mark done, refresh.
+
+  `repoints`: [{'partition': {col: string value} or none, 'location': new dir,
+                'old_location': previous dir or none, 'exists': bool}]
+
+  The journal (merge id, repoints, and the commit's history entry) goes into
+  table properties in one ALTER (atomic in the metastore) before the first
+  repoint; the history entry is written after the last repoint and before the
+  journal is marked done, so a commit finished by recovery has its entry too. Every repoint statement is idempotent
+  (ADD IF NOT EXISTS, SET LOCATION), so a begin that finds a journal simply
+  replays it: the commit rolls forward. Old directories stay for readers in
+  flight and rollback until vacuum removes them.
+-#}
+
+{% macro spark_merge__journal_properties(table, merge_id, repoints, entry=none, chunk=3000) -%}
+{%- set journal = {'merge_id': merge_id, 'table_id': table.table_id or merge_id, 'repoints': repoints} -%}
+{%- if entry -%}{%- do journal.update({'entry': entry}) -%}{%- endif -%}
+{%- set text = journal | tojson -%}
+{%- set n = ((text | length) / chunk) | round(0, 'ceil') | int -%}
+({{ spark_merge.spark_merge__identity_properties(table, merge_id) }},
+ 'spark_merge.journal.merge_id' = {{ spark_merge.spark_merge__literal(merge_id) }},
+ 'spark_merge.journal.parts' = '{{ n }}'
+{%- for i in range(n) %},
+ 'spark_merge.journal.{{ i }}' = {{ spark_merge.spark_merge__literal(text[i * chunk:(i + 1) * chunk]) }}
+{%- endfor %})
+{%- endmacro %}
+
+{#- `entry`: the commit's history entry (without finished_at), written by whoever completes the commit. -#}
+{% macro spark_merge__journal_sql(table, merge_id, repoints, entry=none) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge.spark_merge__journal_properties(table, merge_id, repoints, entry) }}
+{%- endmacro %}
+
+{#- A commit that writes no journal (an append) still moves the version on. -#}
+{% macro spark_merge__version_sql(table, merge_id, properties={}) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ({{ spark_merge.spark_merge__identity_properties(table, merge_id) }}
+{%- for k, v in properties.items() %}, {{ spark_merge.spark_merge__literal(k) }} = {{ spark_merge.spark_merge__literal(v) }}{% endfor %})
+{%- endmacro %}
+
+{#- One statement per entry of `out`; idempotent, so recovery replays them. -#}
+{% macro spark_merge__repoint_statements(table, repoints, out) -%}
+{%- for r in repoints -%}
+  {%- if r.partition is none -%}
+    {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(r.location)) -%}
+  {%- else -%}
+    {%- if not r.exists -%}
+      {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ADD IF NOT EXISTS ' ~ spark_merge.spark_merge__partition_spec(table, r.partition) ~
+          ' LOCATION ' ~ spark_merge.spark_merge__literal(r.location)) -%}
+    {%- endif -%}
+    {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ' ~ spark_merge.spark_merge__partition_spec(table, r.partition) ~ ' SET LOCATION ' ~
+        spark_merge.spark_merge__literal(r.location)) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- endmacro %}
+
+{#- Partitions a commit creates, in one statement (one metastore call), after the batch of moves. -#}
+{% macro spark_merge__add_partitions_sql(table, repoints) -%}
+ALTER TABLE {{ table.relation }} ADD IF NOT EXISTS{% for r in repoints %} {{ spark_merge.spark_merge__partition_spec(table, r.partition)
+    }} LOCATION {{ spark_merge.spark_merge__literal(r.location) }}{% endfor %}
+{%- endmacro %}
+
+{% macro spark_merge__journal_done_sql(table, merge_id) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' = '0', 'spark_merge.last_merge_id' = {{
+    spark_merge.spark_merge__literal(merge_id) }})
+{%- endmacro %}
+
+{#- Set `properties` ({key: value}) on the table, and unset `keys` (adopt). -#}
+{% macro spark_merge__set_properties_sql(table, properties) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ({% for k, v in properties.items() %}{{ spark_merge.spark_merge__literal(k) }} = {{
+    spark_merge.spark_merge__literal(v) }}{{ ", " if not loop.last }}{% endfor %})
+{%- endmacro %}
+
+{% macro spark_merge__unset_properties_sql(table, keys) -%}
+ALTER TABLE {{ table.relation }} UNSET TBLPROPERTIES IF EXISTS ({% for k in keys %}{{ spark_merge.spark_merge__literal(k) }}{{ ", " if not
+    loop.last }}{% endfor %})
+{%- endmacro %}
+
+{#- Drop the journal text once done (kept separate: `parts = 0` already means done). -#}
+{% macro spark_merge__journal_clear_sql(table) -%}
+{%- set keys = [] -%}
+{%- for k in table.properties if k.startswith('spark_merge.journal.') and k not in ['spark_merge.journal.parts', 'spark_merge.journal.merge_id'] -%}
+  {%- do keys.append(k) -%}
+{%- endfor -%}
+{%- if keys -%}
+{{ spark_merge.spark_merge__unset_properties_sql(table, keys) }}
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__refresh_sql(table) -%}
+REFRESH TABLE {{ table.relation }}
+{%- endmacro %}
+
+{#- One JSON file per merge under <root>/_spark_merge/history/<merge id>. -#}
+{% macro spark_merge__history_write_sql(ctx, entry) -%}
+INSERT OVERWRITE DIRECTORY {{ spark_merge.spark_merge__literal(ctx.history_location) }} USING json
+SELECT {{ spark_merge.spark_merge__literal(entry.merge_id) }} AS merge_id, {{ spark_merge.spark_merge__literal(entry.finished_at)
+    }} AS finished_at, {{ spark_merge.spark_merge__literal(entry | tojson) }} AS entry
+{%- endmacro %}
+
+{% macro spark_merge__history_read_sql(ctx) -%}
+SELECT merge_id, finished_at, entry FROM json.`{{ ctx.history_glob | replace('`', '``') }}` ORDER BY finished_at DESC
+{%- endmacro %}
+
+{#- The journal of a commit that did not finish ({merge_id, repoints, entry}), or nothing; when its
+    text cannot be read back (edited or truncated properties), {'corrupt': why, 'text': its text}:
+    the hosts refuse to guess and point at `spark-merge repair-journal`. -#}
+{#- A journal is this table's when its shape is a journal's (table/metadata.sql), it carries
+    the table's identity, and every location it points a partition at lies under the table's root. -#}
+{% macro spark_merge__pending_journal(table, out) -%}
+{%- set raw = table.properties.get('spark_merge.journal.parts') or '0' -%}
+{%- set parts = raw | int(-1) if raw.isdigit() else -1 -%}
+{%- if parts != 0 -%}
+  {%- set text = [] -%}
+  {%- for i in range(parts if parts > 0 else 0) -%}{%- do text.append(table.properties.get('spark_merge.journal.' ~ i) or '') -%}{%- endfor -%}
+  {%- set parsed = fromjson(text | join(''), none) if parts > 0 else none -%}
+  {%- set errors = [] -%}
+  {%- if parts < 0 -%}{%- do errors.append('spark_merge.journal.parts is ' ~ raw | tojson ~ ', not a count') -%}
+  {%- elif parsed is none -%}{%- do errors.append('its ' ~ parts ~ ' part(s) are not the JSON a commit wrote') -%}
+  {%- else -%}{%- do spark_merge.spark_merge__shape_errors(parsed, 'journal', 'the journal', errors) -%}
+  {%- endif -%}
+  {%- if not errors and parsed.get('table_id') and parsed.table_id != (table.table_id or parsed.merge_id) -%}
+    {%- do errors.append('it belongs to another table (table_id ' ~ parsed.table_id ~ ', not ' ~ (table.table_id or 'none') ~ ')') -%}
+  {%- endif -%}
+  {%- for r in (parsed.repoints if not errors else []) if spark_merge.spark_merge__is_inside(r.location, table.root) | trim != 'True' -%}
+    {%- do errors.append('it points ' ~ ('partition ' ~ r.partition | tojson if r.partition else 'the table') ~ ' at ' ~ r.location | tojson ~
+        ', outside the root of the table ' ~ table.root | tojson) -%}
+  {%- endfor -%}
+  {%- if errors -%}
+    {%- do out.update({'corrupt': errors[0], 'text': text | join('')}) -%}
+  {%- else -%}
+    {%- do out.update(parsed) -%}
+  {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__corrupt_journal_message(table, journal) -%}
+the commit journal in the table properties of {{ table.name }} cannot be used: {{ journal.corrupt
+    }}; nothing was touched. `spark-merge repair-journal {{ table.name
+        }}` shows it and clears it, changing nothing else; then check the partitions with `spark-merge history {{ table.name }}`
+{%- endmacro %}
+
+{#- The statement that clears a journal (repair-journal): the parts count and the journal keys. -#}
+{% macro spark_merge__journal_reset_sql(table) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' = '0')
+{%- endmacro %}

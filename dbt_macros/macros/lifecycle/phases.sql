@@ -1,0 +1,219 @@
+{#-
+  The lifecycle of a copy-on-write merge, written once for both hosts.
+
+  Each phase is a macro over a `host` that offers a few primitives, and a plain
+  dict `s` (the planned changes: spec, table, resolved, ctx, merge_id, metrics,
+  partitions, deltas, repoints, staged, locked). dbt passes a dict of its own
+  macros as the host (materializations/spark_merge.sql, spark_merge__dbt_host);
+  merge_core renders these same macros with jinja2 and passes a Python object
+  (merge_core/spark/host.py). So both hosts issue the same statements in the same
+  order; tests/test_conformance.py records both and compares them.
+
+  Host primitives:
+    run(sql, tolerate=false)    run a statement (tolerate: a failure is only a warning where the host can catch it)
+    rows(sql)                   run a query, its rows as dicts
+    file_stats(table, name, sql, partitions)   the rows of sql (file_stats_sql): dbt runs it; Python
+                                lists the partitions' files where it can (no Spark job)
+    step(text) / warn(text)     progress and warnings for the user
+    fail(code, message, rows)   stop the merge with an error of that code (MERGE_VERSION_MOVED:
+                                another merge committed since begin; Python plans again, dbt fails)
+    failpoint(name)             crash tests stop here (merge_core/spark/faults.py)
+    describe(table)             the table as the catalog describes it now
+    lock(table, merge_id) / unlock(table, merge_id)   the commit lock (a live holder is waited for)
+    wait_free(table)            before planning: wait for a live commit to end, break a dead one's lock
+    release_finished(table, merge_id)   break a lock that guards no work (finished or dead holder)
+    exists(location)            true / false / none (cannot tell: dbt has no file system)
+    repoint(table, merge_id, repoints)  point partitions at their new directories (Python may batch)
+    journal(sql)                write the commit journal: the commit point (Python: not after an abort)
+    can_carry(table, old)       whether it can carry unchanged files into a new version (listed them; dbt: no)
+    carry(table, repoints, files)  link the replaced directories' files but `files` into the new ones
+    carry_late(table, repoints) after the commit, link files another writer appended to a replaced
+                                directory since the check under the lock into the new one (dbt: none)
+    now()                       the time, ISO-8601 UTC
+    elapsed_ms(s)               milliseconds since the merge began
+-#}
+
+{#- Every later step reads the same rows of the `kind` ('source' or 'changes'): Spark serves a
+    cache only to a plan equal to the cached one, and a seedless rand() is seeded anew at each
+    read, so then the rows are written once to a managed table of this merge. -#}
+{% macro spark_merge__lifecycle_read_once(host, ctx, kind, select, out=none) -%}
+{%- set served = {} -%}
+{%- do spark_merge.spark_merge__read_once_served(host.rows(spark_merge.spark_merge__read_once_probe_sql(ctx, kind))[0]['plan'], served) -%}
+{%- if out is not none -%}{%- do out.update(served) -%}{%- endif -%}
+{%- if not served.served -%}
+  {%- do host.step('plan: the ' ~ kind ~ ' is non-deterministic; writing it once to ' ~ ctx[kind ~ '_table']) -%}
+  {%- set statements = [] -%}
+  {%- do spark_merge.spark_merge__materialize_statements(ctx, kind, select, statements) -%}
+  {%- for stmt in statements -%}{%- do host.run(stmt) -%}{%- endfor -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Stop the merge: release the lock if held, drop this merge's views and tables, fail. -#}
+{% macro spark_merge__lifecycle_fail(host, s, code, message, rows=none) -%}
+{%- if s.get('locked') -%}{%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false}) -%}{%- endif -%}
+{%- do spark_merge.spark_merge__lifecycle_cleanup(host, s) -%}
+{%- do host.fail(code, message, rows) -%}
+{%- endmacro %}
+
+{% macro spark_merge__lifecycle_cleanup(host, s) -%}
+{%- if not s.get('cleaned') and s.get('ctx') -%}
+  {%- set statements = [] -%}
+  {%- do spark_merge.spark_merge__cleanup_statements(s.ctx, statements) -%}
+  {%- for stmt in statements -%}{%- do host.run(stmt, tolerate=true) -%}{%- endfor -%}
+  {%- do s.update({'cleaned': true}) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Begin, before planning: let a live commit end (a dead holder's lock is broken), then finish
+    an interrupted commit (out.recovered: the table changed, describe it again), and drop this
+    session's cached listing of the table's files (the recovery's commit did): the plan reads
+    the files as they are, with rows another application appended to a partition since this
+    session listed it (its INSERT, a spark-merge append), which a rewrite would otherwise drop. -#}
+{% macro spark_merge__lifecycle_settle(host, table, out) -%}
+{%- do host.wait_free(table) -%}
+{%- do spark_merge.spark_merge__lifecycle_recover(host, table, out) -%}
+{%- if not out.recovered -%}{%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}{%- endif -%}
+{%- endmacro %}
+
+{#- The plan's fingerprint: the changes query, its merge id replaced (the same for both hosts). -#}
+{% macro spark_merge__lifecycle_plan_hash(host, s) -%}
+{%- do s.update({'plan_hash': host.hash(spark_merge.spark_merge__cache_changes_sql(s.spec, s.table, s.resolved, s.ctx) | trim | replace(s.merge_id,
+    '<id>'))[:16]}) -%}
+{%- endmacro %}
+
+{#- Finish: the history entry, unless the commit's journal carried it, then the clean-up. -#}
+{% macro spark_merge__lifecycle_finish(host, s) -%}
+{%- do s.metrics.update({'executionTimeMs': host.elapsed_ms(s)}) -%}
+{%- if not s.get('journaled') -%}
+  {%- set entry = {} -%}
+  {%- do spark_merge.spark_merge__history_entry(s, s.get('version_after', s.table.version), entry) -%}
+  {%- do entry.update({'finished_at': host.now()}) -%}
+  {%- set hctx = {} -%}
+  {%- do spark_merge.spark_merge__context({}, s.table, s.merge_id, hctx) -%}
+  {%- do host.run(spark_merge.spark_merge__history_write_sql(hctx, entry), tolerate=true) -%}
+{%- endif -%}
+{%- do spark_merge.spark_merge__lifecycle_cleanup(host, s) -%}
+{%- endmacro %}
+
+{#- Plan: the source once (with its ON-key statistics), the partitions holding matched rows, the
+    changes (a lazy cache, dropped again when Spark would serve it: then the write joins once more,
+    fused) with, in one aggregation, the duplicate check, the value checks, the counts and the
+    touched partitions. Writes nothing. -#}
+{% macro spark_merge__lifecycle_plan(host, s) -%}
+{%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
+{%- do host.failpoint('after_validation') -%}
+{%- set narrowed = {'matched_by': 'join'} -%}
+{%- do spark_merge.spark_merge__zero_metrics(m) -%}
+{#- A rewrite whose changes Spark computes the same at every read needs no cache: the summary
+    reads only the columns it needs, and the write joins again, once (fused_rewrite_select).
+    The same at every read: no value a clause assigns is non-deterministic, as Spark's analyzer
+    judges it (value_determinism_probes: rand(7) would be served from a cache, yet draws by row
+    position, which two different joins order differently; the conditions are deterministic, see
+    validation), and Spark would serve the cache (read_once, below). An append and a database
+    target read the cached rows. -#}
+{%- set fuse = {'ok': not s.get('insert_only') and table.provider != 'jdbc'} -%}
+{%- set probes = [] -%}
+{%- if fuse.ok -%}{%- do spark_merge.spark_merge__value_determinism_probes(spec, table, resolved, probes) -%}{%- endif -%}
+{%- for probe in probes -%}
+  {%- if not host.rows(probe)[0]['plan'].startswith('== ') -%}{%- do fuse.update({'ok': false}) -%}{%- endif -%}
+{%- endfor -%}
+{%- if spec.source_kind != 'none' -%}
+  {%- do host.step('plan: read the source once') -%}
+  {%- do host.run(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
+  {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
+  {%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
+  {%- do m.update({'numSourceRows': stats.numSourceRows | int}) -%}
+  {%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
+  {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
+  {%- do ctx.update({'match_filter': narrowed.filter}) -%}
+  {%- if narrowed.filter -%}{%- do host.step('plan: target scans narrowed to ' ~ narrowed.filter[:300]) -%}{%- endif -%}
+  {%- set bys = {} -%}
+  {%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}
+  {%- if bys.note -%}{%- do host.step('plan: ' ~ bys.note[:400]) -%}{%- endif -%}
+  {%- if table.partition_columns and narrowed.matched_by != 'filter' and not bys.all -%}
+    {%- if fuse.ok -%}
+      {#- the summary's join reads only the columns it needs, and names the partitions holding matched
+          rows exactly: the fused write reads those (summary.matched, below), not a step of its own -#}
+      {%- do s.update({'matched_from_summary': true}) -%}
+      {%- do host.step('plan: the partitions holding matched rows come from the summary (its join reads the ON, condition and partition columns)') -%}
+    {%- else -%}
+      {%- do host.step('plan: find partitions with matched rows (' ~ ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
+      {%- set matched = [] -%}
+      {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx,
+          m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}
+      {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
+      {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
+    {%- endif -%}
+  {%- endif -%}
+{%- endif -%}
+{#- the cache is lazy: the summary, the first statement reading it, would run the join and fill it -#}
+{%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
+{%- set served = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx), served) -%}
+{%- set fusable = fuse.ok and served.served -%}
+{%- if fusable -%}{%- do host.run('UNCACHE TABLE IF EXISTS ' ~ ctx.changes_view) -%}{%- endif -%}
+{%- do host.step('plan: join target and source; in one aggregation the duplicate check (' ~ spec.duplicate_rule ~
+    ' rule), the counts and the partitions the changes touch') -%}
+{%- set summary = {} -%}
+{%- do spark_merge.spark_merge__summarize_changes(table, host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx)), summary) -%}
+{%- do s.update({'fused': fusable and summary.multi == 0}) -%}
+{%- if s.get('matched_from_summary') -%}
+  {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, summary.matched) | trim}) -%}
+  {%- do host.step('plan: ' ~ summary.matched | length ~ ' partition(s) hold matched rows') -%}
+{%- endif -%}
+{%- if fusable and summary.multi -%}{%- do host.step('plan: ' ~ summary.multi ~
+    ' target row(s) joined with several source rows: the write anti-joins the changed rows instead of one fused join') -%}{%- endif -%}
+{%- if summary.dups -%}
+  {#- the failure path only: which target rows, for the message -#}
+  {%- set dups = host.rows(spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx)) -%}
+  {%- set shown = [] -%}
+  {%- for d in dups -%}{%- set kv = [] -%}{%- for k, v in d.items() -%}{%- do kv.append(k ~ '=' ~ spark_merge.spark_merge__shown(v)) -%}{%-
+      endfor -%}{%- do shown.append(kv | join(', ')) -%}{%- endfor -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'),
+      'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '), ' ~ summary.dups ~
+      ' target row(s) in all. Offending target rows: ' ~ shown | join('; '), dups) -%}
+{%- endif -%}
+{#- the metastore drops trailing spaces from a partition value (CHAR(n)'s padding aside), so a
+    rewritten partition could not be registered under its name: refused before any write (an append
+    is Spark's own INSERT, which registers such a partition itself) -#}
+{%- for part in summary.partitions if not s.get('insert_only') -%}
+  {%- for c, v in part.items() if v is string and v != v.rstrip(' ') and not table.columns_by_name[c | lower].get('char_pad') -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('validation'), 'this ' ~ spec.kind | upper ~
+        ' rewrites partition ' ~ c ~ ' = ' ~ v | tojson ~ ' of ' ~ table.name ~
+        ', a value that ends with a space: the Hive metastore drops trailing spaces from partition values, so the rewritten partition could ' ~
+            'not be registered under it. Trim the value (rtrim) where the statement sets it, or keep such values out of partition columns; nothing was written')
+        -%}
+  {%- endfor -%}
+{%- endfor -%}
+{%- do m.update(summary.metrics) -%}
+{%- do host.step('plan: ' ~ m.numTargetRowsInserted ~ ' row(s) to insert, ' ~ m.numTargetRowsUpdated ~ ' to update, '
+                 ~ m.numTargetRowsDeleted ~ ' to delete, in ' ~ summary.partitions | length ~ ' partition(s)') -%}
+{#- for an append these are the partitions it adds files to (rollback needs to know) -#}
+{%- do s.update({'partitions': summary.partitions, 'deltas': summary.deltas, 'rewrite_files': summary.files}) -%}
+{%- set broadcast = {} -%}
+{%- do spark_merge.spark_merge__broadcast_changed(m, broadcast) -%}
+{%- do ctx.update({'broadcast_changed': broadcast.broadcast}) -%}
+{%- endmacro %}
+
+{#- A value as an offending key shows it: strings quoted (as Python's repr), NULL as None. -#}
+{% macro spark_merge__shown(v) -%}
+{%- if v is none -%}None{%- elif v is string -%}'{{ v }}'{%- else -%}{{ v }}{%- endif -%}
+{%- endmacro %}
+
+{#- The table as it is now, failing MERGE_VERSION_MOVED if another merge committed since begin. -#}
+{% macro spark_merge__lifecycle_unchanged(host, s, out) -%}
+{%- set fresh = host.describe(s.table) -%}
+{%- if fresh.version != s.table.version -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('version_moved'), fresh.name ~ ' moved from version ' ~
+      s.table.version ~ ' to ' ~ fresh.version ~ ' since this merge began') -%}
+{%- endif -%}
+{%- do out.update(fresh) -%}
+{%- endmacro %}
+
+{#- Files, bytes, rows and directory per partition (of `partitions`) of table `name` in the target's
+    database, `relation` (see file_stats_sql; the Python host answers it from the files' listing). -#}
+{% macro spark_merge__lifecycle_file_stats(host, table, name, relation, partitions, out) -%}
+{%- set where = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns and name == table.table_name else none -%}
+{%- do spark_merge.spark_merge__decode_partitions(table, host.file_stats(table, name, spark_merge.spark_merge__file_stats_sql(table, relation, where),
+    partitions), out) -%}
+{%- endmacro %}

@@ -1,0 +1,60 @@
+{#-
+  What a commit records: the metrics (one list, zeros first), the history entry (one builder),
+  the plan's log line and the carried files' metrics.
+-#}
+
+{#- Every metric a commit reports (Delta's names where Delta has one), set to zero: the one list of
+    them. numTargetFilesCarried / BytesCarried / RowsCarried: the unchanged files a file-granular
+    rewrite carried into the new version without rewriting them (the removed files are then only
+    the rewritten ones). -#}
+{% macro spark_merge__zero_metrics(out) -%}
+{%- for k in ['numSourceRows', 'numTargetRowsInserted', 'numTargetRowsUpdated', 'numTargetRowsDeleted',
+              'numTargetRowsNotMatchedBySourceUpdated', 'numTargetRowsNotMatchedBySourceDeleted', 'numTargetRowsCopied',
+              'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved',
+              'numTargetFilesCarried', 'numTargetBytesCarried', 'numTargetRowsCarried',
+              'numTargetPartitionsRewritten', 'executionTimeMs'] -%}
+  {%- do out.update({k: 0}) -%}
+{%- endfor -%}
+{%- endmacro %}
+
+{#- The one history-entry builder: what a commit records (the journal carries it). A statement
+    that wrote nothing (no matching rows, an empty source) is recorded as status 'no-op'. -#}
+{% macro spark_merge__history_entry(s, version_after, out) -%}
+{%- do out.update({
+  'merge_id': s.merge_id, 'target': s.table.name, 'kind': s.kind, 'paradigm': s.paradigm, 'plan_hash': s.plan_hash,
+  'status': 'committed' if version_after != s.table.version else 'no-op', 'statement': s.statement, 'metrics': s.metrics.copy(), 'partitions': s.partitions,
+  'repoints': s.get('repoints', []), 'version_before': s.table.version, 'version_after': version_after,
+  'table_id': s.table.get('table_id') or (s.merge_id if version_after != s.table.version and s.table.provider != 'jdbc' else none),
+  'checked_at': s.get('checked_at'),
+}) -%}
+{%- do out.update(s.get('entry_extra', {})) -%}
+{%- endmacro %}
+
+{#- Plan a merge-on-read upsert: no join, no rewrite; the source's rows are appended to the log
+    (s.table) and the view (s.view) is re-created over it, with the upsert options (s.upsert,
+    s.log_plan) kept in the log's properties for the view and compaction. -#}
+{% macro spark_merge__lifecycle_plan_log(host, s) -%}
+{%- do host.failpoint('after_validation') -%}
+{%- do spark_merge.spark_merge__zero_metrics(s.metrics) -%}
+{%- do host.step('plan: count the source rows (merge-on-read: appended to the log, no join)') -%}
+{%- set n = host.rows('SELECT count(*) AS n FROM ' ~ spark_merge.spark_merge__source_relation(s.spec) ~ ' AS s')[0].n | int -%}
+{%- do s.metrics.update({'numSourceRows': n, 'numTargetRowsInserted': n}) -%}
+{#- what the view and compaction need, the same keys from either host (an empty list as null) -#}
+{%- set options, keys = {}, [] -%}
+{%- do spark_merge.spark_merge__option_names('upsert', keys) -%}
+{%- for k in keys if k != 'merge_engine' -%}
+  {%- set v = s.upsert.get(k) -%}{%- do options.update({k: none if v is none or v == [] else v}) -%}
+{%- endfor -%}
+{%- do s.update({'insert_only': true, 'partitions': [], 'deltas': none,
+                 'append_statements': [spark_merge.spark_merge__mor_append_sql(s.table, s.spec),
+                     spark_merge.spark_merge__mor_view_sql(s.view, s.table, s.log_plan)],
+                 'properties': {'spark_merge.upsert': options | tojson}}) -%}
+{%- endmacro %}
+
+{#- A file-granular rewrite's metrics, from what the host carried over (`carried`: file_stats rows):
+    those files were not removed, nor are their rows output. -#}
+{% macro spark_merge__carried_metrics(m, carried) -%}
+{%- set n = {'files': carried | sum(attribute='files'), 'bytes': carried | sum(attribute='bytes'), 'rows': carried | sum(attribute='rows')} -%}
+{%- do m.update({'numTargetFilesCarried': n.files, 'numTargetBytesCarried': n.bytes, 'numTargetRowsCarried': n.rows,
+                 'numTargetFilesRemoved': m.numTargetFilesRemoved - n.files, 'numTargetBytesRemoved': m.numTargetBytesRemoved - n.bytes}) -%}
+{%- endmacro %}

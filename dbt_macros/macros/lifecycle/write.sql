@@ -1,0 +1,184 @@
+{#-
+  The execute phase of every commit (overview in lifecycle/phases.sql): an append, or the
+  rewrite (stage, carry, check, lock, journal, repoint), and the journal's apply and recovery.
+-#}
+
+{#- Execute: write the planned changes and commit them. The write mode is a branch here:
+    an insert-only merge or a merge-on-read upsert (s.append_statements) appends under the lock;
+    a rollback (s.repoints given) commits its repoints; anything else stages the touched
+    partitions (s.stage_statement: a compaction's query instead of the merge's) and commits them
+    with a journal. -#}
+{% macro spark_merge__lifecycle_write(host, s) -%}
+{%- set m = s.metrics -%}
+{%- if s.get('commit_repoints') -%}
+  {%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s) -%}
+{%- elif s.get('append_statements') or s.get('stage_statement') or m.numTargetRowsInserted or m.numTargetRowsUpdated or m.numTargetRowsDeleted -%}
+  {%- if s.get('insert_only') -%}
+    {%- do spark_merge.spark_merge__lifecycle_append(host, s) -%}
+  {%- else -%}
+    {%- do spark_merge.spark_merge__lifecycle_rewrite(host, s) -%}
+  {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__lifecycle_append(host, s) -%}
+{%- do host.step('execute: append inserted rows (under the commit lock)') -%}
+{%- do host.lock(s.table, s.merge_id) -%}{%- do s.update({'locked': true}) -%}
+{%- set fresh = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
+{%- do host.failpoint('before_append') -%}
+{%- for stmt in s.get('append_statements') or [spark_merge.spark_merge__append_sql(s.table, s.ctx)] -%}{%- do host.run(stmt) -%}{%- endfor -%}
+{%- do host.run(spark_merge.spark_merge__version_sql(fresh, s.merge_id, s.get('properties', {}))) -%}
+{%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false, 'version_after': fresh.version + 1}) -%}
+{%- do s.metrics.update({'numOutputRows': s.metrics.numTargetRowsInserted}) -%}
+{%- endmacro %}
+
+{#- Stage the new content of s.partitions, then commit it. A merge's rewrite is checked against
+    its plan: the changed rows' files are the files the commit replaces, and each partition gains
+    exactly the rows the plan says (s.deltas). Another statement (s.stage_statement: a compaction)
+    is checked only to stay inside s.partitions. -#}
+{% macro spark_merge__lifecycle_rewrite(host, s) -%}
+{%- set table, ctx, m = s.table, s.ctx, s.metrics -%}
+{%- set merging = not s.get('stage_statement') -%}
+{%- do host.step('execute: measure partitions to replace') -%}
+{%- set old = [] -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.partitions, old) -%}
+{#- file-granular: a host that knows the partitions' files (it listed them) rewrites only the files
+    holding a changed row, and carries the others over (a hard link or a server-side copy: the
+    same file); a host without a file system (dbt) rewrites the touched partitions whole -#}
+{%- set granular = merging and s.get('rewrite_files') is not none and host.can_carry(table, old) -%}
+{%- if granular -%}{%- do ctx.update({'rewrite_files': s.rewrite_files}) -%}{%- endif -%}
+{%- do host.step('execute: write ' ~ (s.rewrite_files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.partitions | length
+    ~ ' partition(s) to staging') -%}
+{%- do s.update({'staged': true}) -%}
+{%- do host.run(s.stage_statement if not merging
+                else spark_merge.spark_merge__fused_stage_sql(s.spec, table, s.resolved, ctx, s.partitions) if s.get('fused')
+                else spark_merge.spark_merge__stage_sql(table, ctx, s.partitions)) -%}
+{%- set new = [] -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage_name, ctx.stage, s.partitions, new) -%}
+{%- do host.run('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- do ctx.update({'stage_dropped': true}) -%}
+{%- do host.failpoint('after_staging') -%}
+{%- set planned = {} -%}
+{%- do spark_merge.spark_merge__repoints(table, ctx, s.partitions, old, new, planned) -%}
+{%- for location in planned.empty -%}{%- do host.run(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}{%- endfor -%}
+{%- do m.update(planned.metrics) -%}
+{%- if granular -%}
+  {%- set carried = host.carry(table, planned.repoints, s.rewrite_files) -%}
+  {%- do host.step('execute: carried ' ~ carried | sum(attribute='files') ~ ' unchanged file(s) into the new version') -%}
+  {%- do spark_merge.spark_merge__carried_metrics(m, carried) -%}
+  {%- set new = new + carried -%}
+{%- endif -%}
+{%- do m.update({'numTargetRowsCopied': m.numOutputRows - m.numTargetRowsInserted - m.numTargetRowsUpdated}) -%}
+{%- if s.get('rows_before') is not none -%}{#- a compaction: the log rows it dropped -#}
+  {%- do m.update({'numTargetRowsDeleted': s.rows_before - m.numOutputRows}) -%}
+{%- endif -%}
+{%- do s.update({'repoints': planned.repoints}) -%}
+{%- do host.step('commit: lock, check for conflicts, journal, repoint') -%}
+{%- do host.lock(table, s.merge_id) -%}{%- do s.update({'locked': true, 'checked_at': host.now()}) -%}
+{#- the files as they are now: a query reads this session's listing, cached while planning -#}
+{%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
+{%- set current, changed = [], [] -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.partitions, current) -%}
+{%- do spark_merge.spark_merge__changed_partitions(table, old, current, changed) -%}
+{%- if changed -%}
+  {%- set names = [] -%}
+  {%- for k in changed[:5] -%}{%- do names.append(k | replace('"', '') | trim('/') or 'all') -%}{%- endfor -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'partition(s) ' ~ names | join(', ') ~
+      ' of ' ~ table.name ~ ' changed since this merge read them; nothing was written, run it again') -%}
+{%- endif -%}
+{%- set fresh = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
+{#- nothing moved under us (checked above): the staged rows must be exactly the plan's -#}
+{%- set violations = [] -%}
+{%- do spark_merge.spark_merge__output_errors(table, s.partitions, s.deltas if merging else none, old, new, violations) -%}
+{%- set messages = violations | map(attribute='message') | list -%}
+{%- if violations and merging and violations | selectattr('excess', 'none') | list | length == 0 -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'this merge read rows of ' ~ table.name ~
+      ' from file(s) the table no longer holds (' ~ messages[:3] | join('; ') ~
+      '): the data changed while it planned, by a write that bypassed spark-merge; nothing was written, run it again') -%}
+{%- elif violations and merging and violations | rejectattr('short', 'none') | list | length == violations | length -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'the files of ' ~ table.name ~
+      ' hold rows this merge did not read (' ~ messages[:3] | join('; ') ~
+      '): a write that bypassed spark-merge added them since the merge began; nothing was written, run it again') -%}
+{%- elif violations -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('plan_violation'), messages[:5] | join('; ') ~
+      '; nothing was committed') -%}
+{%- endif -%}
+{%- for r in s.repoints if host.exists(r.location) is sameas false -%}
+  {%- if loop.first -%}
+    {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'the staged data of this merge (' ~
+        r.location ~ ') was removed, most likely by a vacuum with a retention shorter than the merge took; nothing was written, run it again') -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s, fresh) -%}
+{%- endmacro %}
+
+{#- The commit point and after, under the lock: the history entry goes into the journal, then the
+    journal is applied. A rollback comes here directly: its caller took the lock and checked
+    that each partition is where the history says (s.repoints, s.commit_repoints). -#}
+{% macro spark_merge__lifecycle_journal_commit(host, s, fresh=none) -%}
+{%- if fresh is none -%}
+  {%- set fresh = {} -%}
+  {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
+{%- endif -%}
+{%- do s.metrics.update({'executionTimeMs': host.elapsed_ms(s)}) -%}
+{%- if not s.get('checked_at') -%}{%- do s.update({'checked_at': host.now()}) -%}{%- endif -%}
+{%- set entry = {} -%}
+{%- do spark_merge.spark_merge__history_entry(s, fresh.version + 1, entry) -%}
+{%- do host.journal(spark_merge.spark_merge__journal_sql(fresh, s.merge_id, s.repoints, entry)) -%}
+{%- do s.update({'journaled': true, 'version_after': fresh.version + 1, 'entry': entry}) -%}
+{%- do host.failpoint('after_journal') -%}
+{%- do spark_merge.spark_merge__lifecycle_apply_journal(host, fresh, s.merge_id, s.repoints, entry, false) -%}
+{%- do host.carry_late(fresh, s.repoints) -%}
+{%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false}) -%}
+{%- endmacro %}
+
+{#- Complete a journaled commit: repoint, write the history entry, mark done, refresh. Every
+    step is idempotent (the entry overwrites its own file), so replaying it is harmless. -#}
+{% macro spark_merge__lifecycle_apply_journal(host, table, merge_id, repoints, entry, recovered) -%}
+{%- do host.repoint(table, merge_id, repoints) -%}
+{%- do host.failpoint('after_last_repoint') -%}
+{%- if entry -%}
+  {%- set e = entry.copy() -%}
+  {%- do e.update({'finished_at': host.now()}) -%}
+  {%- if recovered -%}{%- do e.update({'recovered': true}) -%}{%- endif -%}
+  {%- set hctx = {} -%}
+  {%- do spark_merge.spark_merge__context({}, table, merge_id, hctx) -%}
+  {%- do host.run(spark_merge.spark_merge__history_write_sql(hctx, e), tolerate=true) -%}
+{%- endif -%}
+{%- do host.run(spark_merge.spark_merge__journal_done_sql(table, merge_id)) -%}
+{#- re-read the properties so the clean-up removes exactly the journal keys present now -#}
+{%- set clear = spark_merge.spark_merge__journal_clear_sql(host.describe(table)) | trim -%}
+{%- if clear -%}{%- do host.run(clear) -%}{%- endif -%}
+{%- do host.failpoint('before_refresh') -%}
+{%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
+{%- endmacro %}
+
+{#- Finish an interrupted commit from its journal; out.recovered tells whether there was one.
+    Staged data is only ever removed before its journal exists, so a journal whose new locations
+    are missing was never applied: it is discarded rather than replayed. A lock held by the
+    merge just completed, or by the table's last finished merge, guards no work: released. -#}
+{% macro spark_merge__lifecycle_recover(host, table, out) -%}
+{%- set journal = {} -%}
+{%- do spark_merge.spark_merge__pending_journal(table, journal) -%}
+{%- if journal.get('corrupt') -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('corrupt_journal'), spark_merge.spark_merge__corrupt_journal_message(table, journal) | trim) -%}
+{%- endif -%}
+{%- set finished = {'id': table.properties.get('spark_merge.last_merge_id')} -%}
+{%- if journal -%}
+  {%- set missing = [] -%}
+  {%- for r in journal.repoints if host.exists(r.location) is sameas false -%}{%- do missing.append(r.location) -%}{%- endfor -%}
+  {%- set repoints = [] -%}
+  {%- if missing -%}
+    {%- do host.warn('discarding journal of merge ' ~ journal.merge_id ~ ' on ' ~ table.name ~ ': its staged data ' ~ missing[0] ~
+        ' is gone, nothing was repointed') -%}
+  {%- else -%}
+    {%- do host.warn('recovering interrupted merge ' ~ journal.merge_id ~ ' on ' ~ table.name ~ ': replaying ' ~ journal.repoints | length ~ ' repoint(s)') -%}
+    {%- for r in journal.repoints -%}{%- set c = r.copy() -%}{%- do c.update({'exists': false}) -%}{%- do repoints.append(c) -%}{%- endfor -%}
+  {%- endif -%}
+  {%- do spark_merge.spark_merge__lifecycle_apply_journal(host, table, journal.merge_id, repoints, journal.get('entry') if repoints else none, true) -%}
+  {%- do finished.update({'id': journal.merge_id}) -%}
+{%- endif -%}
+{%- do host.release_finished(table, finished.id) -%}
+{%- do out.update({'recovered': journal | length > 0}) -%}
+{%- endmacro %}

@@ -1,0 +1,294 @@
+{#-
+  The merge plan (DELETE_ROW_AND_INSERT_ROW, copy-on-write).
+
+  0. source:    the source is read once and cached with a row number
+                (__sm_srow), so every later step sees the same rows; the job
+                that fills the cache also returns numSourceRows and the range
+                (or list) of the source's values of each ON equality, which
+                narrows every target scan below (match_filter).
+  1. matched:   (partitioned targets, with a source) the partitions holding a
+                target row that ON matches: named by step 0's lists, or from a
+                scan of a dense key range, or from a join that reads only the
+                columns ON names and the partition columns; step 2 scans only
+                those partitions, so the full-width read follows the change.
+  2. changes:   target (with a row id) RIGHT JOIN source ON ... (a FULL join when
+                WHEN NOT MATCHED BY SOURCE clauses need the unmatched target
+                rows: see by_source_reads); a searched CASE
+                picks the first WHEN clause that holds (case number, -1 = none)
+                and its operation (INSERT=1, DELETE=2, UPDATE=3); the new values
+                are computed per target column as __sm_c<i>, each with its checks
+                (NOT NULL, CHAR/VARCHAR length). Declared as a lazy cache; dropped
+                again before anything reads it when Spark computes it the same at
+                every read (the fused write, step 5), else cached (the first step
+                reading it fills it) or written once to a table.
+  3. checks:    duplicate matches per the duplicate rule; NOT NULL and length
+                violations raise in the summary. Both before any write.
+  4. summary:   one aggregation gives the counts per operation and the
+                partitions touched: where a changed row was, and where an
+                output row goes; for the fused write also the partitions
+                holding matched rows (then step 1 is skipped).
+  5. rewrite:   the fused write: the touched partitions joined with the source
+                once more, each row written as its clause makes it or copied
+                (fused_rewrite_select); else untouched target rows (anti-join on
+                row id) + new rows. A staging table under <root>/_merge_<id>.
+  6. commit:    see commit/commit.sql.
+  Insert-only merges skip the rewrite: their rows are appended.
+  Joins whose build side holds at most broadcast_rows() rows are broadcast
+  (no shuffle of the large side).
+-#}
+
+{#-
+  A predicate on the target's columns that every target row ON can match
+  satisfies, from source_stats_sql's row `stats`: per ON equality, the source's
+  values (a partition column with at most 1000 of them) or their range. Only
+  where the source column has the target column's type, and text casts the
+  values back exactly (integers, decimals, dates, timestamp_ntz, strings
+  without a collation; not a TIMESTAMP, whose text in a time zone with
+  daylight saving can name two instants). Fills out.filter (empty: no narrowing) and out.matched_by, how
+  step 1 finds the partitions holding matched rows:
+    'filter': every partition column has its list (or nothing can match):
+              the filter names them, step 1 is skipped;
+    'range':  an integer key's source values span at most 4 x the source's
+              rows, so (for a key unique in the target) at most that many target
+              rows are in range: the partitions holding any of them, from a
+              scan of the key and partition columns with the filter, no join;
+    'join':   otherwise, the key-only join with the source (filtered too).
+-#}
+{% macro spark_merge__match_filter(table, ctx, stats, out) -%}
+{%- set parts, listed, dense = [], [], [] -%}
+{%- set pcols = table.partition_columns | map('lower') | list -%}
+{%- for k in ctx.on_keys -%}
+  {%- set key = fromjson(stats['__sm_key' ~ loop.index0]) -%}
+  {%- set col = table.columns_by_name.get(k.target | lower) -%}
+  {%- set type = (col.type | lower) if col else '' -%}
+  {%- set orderable = type in ['tinyint', 'smallint', 'int', 'bigint', 'date', 'timestamp_ntz', 'string'] or type.startswith('decimal(') -%}
+  {%- if col and orderable and (key.type | lower) == type -%}
+    {%- set name = spark_merge.spark_merge__quote(col.name) -%}
+    {%- if key.get('lo') is none -%}
+      {%- set p = 'false' -%}
+    {%- elif key.get('values') is not none and key['values'] | length <= 1000 -%}
+      {%- set lits = [] -%}
+      {%- for v in key['values'] | sort -%}{%- do lits.append(spark_merge.spark_merge__typed_literal(v, col.type)) -%}{%- endfor -%}
+      {%- set p = name ~ ' IN (' ~ lits | join(', ') ~ ')' -%}
+      {%- do listed.append(col.name | lower) -%}
+    {%- else -%}
+      {%- if type in ['tinyint', 'smallint', 'int', 'bigint'] and (key.hi | int) - (key.lo | int) < 4 * (stats.numSourceRows | int) -%}{%-
+          do dense.append(col.name) -%}{%- endif -%}
+      {%- set p = name ~ ' BETWEEN ' ~ spark_merge.spark_merge__typed_literal(key.lo, col.type) ~ ' AND ' ~
+          spark_merge.spark_merge__typed_literal(key.hi, col.type) -%}
+    {%- endif -%}
+    {%- do parts.append(p if p == 'false' and not k.null_safe else '(' ~ p ~ (' OR ' ~ name ~ ' IS NULL' if k.null_safe else '') ~ ')') -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- set all_listed = pcols | length > 0 and pcols | reject('in', listed) | list | length == 0 -%}
+{%- do out.update({'filter': parts | join(' AND '),
+                   'matched_by': 'filter' if all_listed or 'false' in parts else ('range' if dense else 'join')}) -%}
+{%- endmacro %}
+
+{#- Partitions (__sm_part, see partition_json) holding a target row that ON matches: a key-only join, no row ids.
+    `source_rows`: the source's size; a small source is broadcast. With `by_range`, no join: the
+    partitions holding a row that ctx.match_filter keeps (a superset). -#}
+{% macro spark_merge__matched_partitions_sql(spec, table, ctx, source_rows=none, by_range=false) -%}
+{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
+{%- set where = spark_merge.spark_merge__target_filter(spec, ctx) -%}
+SELECT {% if not by_range and source_rows is not none and source_rows | int <= spark_merge.spark_merge__broadcast_rows() | int
+    %}/*+ BROADCAST({{ s }}) */ {% endif %}DISTINCT {{ spark_merge.spark_merge__partition_json(table,
+        spark_merge.spark_merge__quote(spec.target_alias) ~ '.') }} AS __sm_part
+FROM {% if where %}(SELECT * FROM {{ table.relation }} WHERE {{ where }}){% else %}{{ table.relation }}{% endif %} AS {{
+    spark_merge.spark_merge__quote(spec.target_alias) }}
+{%- if not by_range %}
+LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
+  ON ({{ spec.on }})
+{%- endif %}
+{%- endmacro %}
+
+{#- The target rows the joins with the source read: the user's partition_filter (or the matched
+    partitions, once known), and ctx.match_filter. Empty text: all. -#}
+{% macro spark_merge__target_filter(spec, ctx) -%}
+{%- set parts = [] -%}
+{%- for f in [ctx.get('scan_filter') or spec.partition_filter, ctx.get('match_filter')] if f -%}{%- do parts.append('(' ~ f ~ ')') -%}{%- endfor -%}
+{{ parts | join(' AND ') }}
+{%- endmacro %}
+
+{#-
+  WHEN NOT MATCHED BY SOURCE: the target rows no source row matches, which the
+  narrowing by matches cannot find. Their cost rule: step 2 also reads every
+  target row where some such clause's condition holds (`filter`, the conditions
+  OR-ed; Spark prunes the partitions by its partition-column part, so a clause
+  restricted to partitions reads only those), and every row (every partition a
+  candidate) when a clause has no condition (`all`). Rows outside both can be
+  neither matched nor chosen by such a clause. Fills `out`: clauses, all, filter,
+  note (what explain and the run's progress say).
+-#}
+{% macro spark_merge__by_source_reads(spec, resolved, out) -%}
+{%- set clauses = resolved.clauses | selectattr('by_source') | list -%}
+{%- set reads_all = clauses | rejectattr('condition') | list | length > 0 -%}
+{%- set conds = [] -%}
+{%- for cl in clauses if cl.condition -%}{%- do conds.append('(' ~ cl.condition ~ ')') -%}{%- endfor -%}
+{%- set where = ' within partition_filter' if spec.partition_filter else '' -%}
+{%- do out.update({'clauses': clauses, 'all': reads_all, 'filter': '' if reads_all else conds | join(' OR '),
+  'note': '' if not clauses else (
+    'WHEN NOT MATCHED BY SOURCE without a condition: every target row' ~ where ~ ' is read (every partition is a candidate)' if reads_all else
+    'WHEN NOT MATCHED BY SOURCE: besides the rows ON can match, the target rows' ~ where ~ ' where ' ~ conds | join(' OR ') ~
+        ' are read (Spark prunes partitions by the partition columns it names; without them every partition is a candidate)')}) -%}
+{%- endmacro %}
+
+{#- The target rows step 2 (changes) joins: those ON can match (target_filter), and with WHEN NOT
+    MATCHED BY SOURCE clauses those by_source_reads names. Empty text: all. -#}
+{% macro spark_merge__changes_filter(spec, resolved, ctx) -%}
+{%- set matchable = spark_merge.spark_merge__target_filter(spec, ctx) | trim -%}
+{%- set bys = {} -%}
+{%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}
+{%- if not bys.clauses or spec.source_kind == 'none' -%}{{ matchable }}
+{%- elif bys.all or not matchable -%}{{ spec.partition_filter or '' }}
+{%- else -%}{% if spec.partition_filter %}({{ spec.partition_filter }}) AND {% endif %}(({{ matchable }}) OR {{ bys.filter }})
+{%- endif -%}
+{%- endmacro %}
+
+{#- What step 2 (changes) scans of the target: the user's partition_filter, and the matched partitions once known
+    (rows of matched_partitions_sql, decoded by decode_partitions). -#}
+{% macro spark_merge__scan_filter(spec, table, matched=none) -%}
+{%- set parts = [] -%}
+{%- if spec.partition_filter -%}{%- do parts.append('(' ~ spec.partition_filter ~ ')') -%}{%- endif -%}
+{%- if matched is not none -%}{%- do parts.append('(' ~ spark_merge.spark_merge__partition_filter(table, matched |
+    map(attribute='partition') | list) ~ ')') -%}{%- endif -%}
+{{ parts | join(' AND ') }}
+{%- endmacro %}
+
+{#- With `write_partitions` (the touched partitions, from the summary), the same join for the fused
+    write (fused_rewrite_select): every row of those partitions joins, with its own values (__sm_t<i>)
+    and whether it is in them (__sm_touched), plus the rows ON can match elsewhere (changes_filter:
+    __sm_j), so a source row matched by a row no clause changes is not taken for unmatched. A row
+    outside changes_filter joins no source row and no clause applies to it, as in the plan, where
+    it is absent. No row ids: the write needs none. -#}
+{% macro spark_merge__changes_sql(spec, table, resolved, ctx, write_partitions=none) -%}
+{%- set t = spark_merge.spark_merge__quote(spec.target_alias) -%}
+{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
+{%- set has_source = spec.source_kind != 'none' -%}
+{%- set fused = write_partitions is not none -%}
+{%- set writers = resolved.clauses | rejectattr('action', 'equalto', 'delete') | list -%}
+{%- set inserts = resolved.clauses | rejectattr('matched') | rejectattr('by_source') | list | length > 0 -%}
+{#- with WHEN NOT MATCHED BY SOURCE, a FULL join: a target row without a source row is one of its rows;
+    the fused write keeps every target row (copied or changed), so LEFT, FULL with inserts -#}
+{%- set full = has_source and (resolved.clauses | selectattr('by_source') | list | length > 0 or (fused and inserts)) -%}
+{%- set join = 'FULL' if full else ('LEFT' if fused else 'RIGHT') -%}
+{%- set is_matched = ('coalesce(' ~ t ~ '.__sm_j AND (' ~ spec.on ~ '), false)') if fused and not has_source
+    else t ~ '.__sm_file IS NOT NULL' ~ (' AND ' ~ s ~ '.__sm_srow IS NOT NULL' if full or fused else '') -%}
+{%- set by_source = s ~ '.__sm_srow IS NULL' ~ (' AND ' ~ t ~ '.__sm_j' if fused else '') -%}
+{%- set changes_filter = spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim -%}
+{#- Two levels, so no name of the user's can meet a name of the plan's: the inner query reads the
+    target and the source (user columns, only through their aliases) and gives plan columns only,
+    the first matching clause found by one searched CASE for each of __sm_case, __sm_op and each
+    column's value __sm_x<i> (the same WHENs in the same order, so the same clause: no lateral alias
+    a user column could shadow); the outer query checks each value (NOT NULL, CHAR/VARCHAR length)
+    into __sm_c<i>, reading only the inner query's columns. -#}
+{%- set whens = [] -%}
+{%- for cl in resolved.clauses -%}
+  {%- do whens.append('WHEN ' ~ (is_matched if cl.matched else (by_source if cl.by_source else t ~ '.__sm_file IS NULL')) ~ (' AND (' ~ cl.condition ~
+      ')' if cl.condition else '') ~ ' THEN ') -%}
+{%- endfor -%}
+{%- set plain = ['__sm_merge', '__sm_file', '__sm_row', '__sm_matched', '__sm_srow'] -%}
+{%- if fused -%}{%- do plain.append('__sm_touched') -%}{%- for c in table.columns -%}{%- do plain.append('__sm_t' ~ loop.index0) -%}{%- endfor -%}{%- endif -%}
+{%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do plain.append('__sm_key' ~ loop.index0) -%}{%- endfor -%}
+{%- for p in table.partition_columns -%}{%- do plain.append('__sm_old' ~ loop.index0) -%}{%- endfor -%}
+{%- for k in table.get('primary_key') or [] -%}{%- do plain.append('__sm_pk' ~ loop.index0) -%}{%- endfor -%}
+{%- do plain.extend(['__sm_case', '__sm_op']) -%}
+SELECT {{ plain | join(', ') }}
+{%- for c in table.columns %}
+{%- set i = loop.index0 -%}
+{#- the checks of what the column is given (NOT NULL, a struct field listed in spark_merge.not_null,
+    CHAR/VARCHAR length) are part of its value __sm_c<i>, so every statement reading the value checks it -#}
+{%- set checks, vc = [], {} -%}
+{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
+{%- if vc.not_null -%}
+  {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
+  {%- set writers_of_c = [] -%}
+  {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor -%}
+  {%- do checks.append(('__sm_case IN (' ~ (writers_of_c or [-2]) | join(', ') ~ ')' if c.get('has_default') else '__sm_op IN (' ~
+      spark_merge.spark_merge__op('insert', 'update') ~ ')')
+                       ~ ' AND __sm_x' ~ i ~ ' IS NULL THEN raise_error(' ~
+                           spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~
+                               ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) ~ ')') -%}
+{%- endif -%}
+{%- for path in vc.fields -%}
+  {%- set parts = [] -%}{%- for p in path.split('.') -%}{%- do parts.append(spark_merge.spark_merge__quote(p) | trim) -%}{%- endfor -%}
+  {%- set outer = [] -%}{%- for n in range(1, parts | length) -%}{%- do outer.append(' AND __sm_x' ~ i ~ '.' ~ parts[:n] | join('.') ~
+      ' IS NOT NULL') -%}{%- endfor -%}
+  {%- do checks.append('__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ') AND __sm_x' ~ i ~ ' IS NOT NULL' ~ outer | join('')
+                       ~ ' AND __sm_x' ~ i ~ '.' ~ parts | join('.') ~ ' IS NULL THEN raise_error(' ~
+                           spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~
+                               ' would write NULL into NOT NULL field ' ~ c.name ~ '.' ~ path ~ ' of ' ~ table.name) ~ ')') -%}
+{%- endfor -%}
+{%- set value = spark_merge.spark_merge__char_checked(spec, table, c, '__sm_x' ~ i) if vc.length
+    else spark_merge.spark_merge__nested_char_checked(spec, table, 'field ' ~ c.name, '__sm_x' ~ i, c.nested_chars) if vc.nested
+    else '__sm_x' ~ i -%},
+  {% if checks %}CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE {{ value }} END{% else %}{{ value }}{% endif %} AS __sm_c{{ i }}
+{%- endfor %}
+FROM (
+SELECT
+  {{ spark_merge.spark_merge__literal(ctx.merge_id) }} AS __sm_merge,
+  {{ t }}.__sm_file AS __sm_file,
+  {{ t }}.__sm_row AS __sm_row,
+  {{ is_matched }} AS __sm_matched,
+  {{ s ~ '.__sm_srow' if has_source else 'CAST(NULL AS BIGINT)' }} AS __sm_srow,
+{%- if fused %}
+  {{ t }}.__sm_touched AS __sm_touched,
+{%- for c in table.columns %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(c.name) }} AS __sm_t{{ loop.index0 }},
+{%- endfor %}
+{%- endif %}
+{%- for k in spec.key_columns if (k | lower) in table.columns_by_name %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_key{{ loop.index0 }},
+{%- endfor %}
+{%- for p in table.partition_columns %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(p) }} AS __sm_old{{ loop.index0 }},
+{%- endfor %}
+{%- for k in table.get('primary_key') or [] %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_pk{{ loop.index0 }},
+{%- endfor %}
+  CASE{% for cl in resolved.clauses %} {{ whens[loop.index0] }}{{ cl.index }}{% endfor %} ELSE -1 END AS __sm_case,
+  CASE{% for cl in resolved.clauses %} {{ whens[loop.index0] }}{{ cl.op }}{% endfor %} ELSE {{ spark_merge.spark_merge__op('none') }} END AS __sm_op
+{%- for c in table.columns %},
+  {% if writers | length == 0 or c.get('computed_by_target') -%}
+  CAST(NULL AS {{ c.type }})
+  {%- else -%}
+  CASE{% for cl in resolved.clauses %} {{ whens[loop.index0] }}{{ spark_merge.spark_merge__output_value(spec, cl, c) if cl.action !=
+      'delete' else 'NULL' }}{% endfor %} END
+  {%- endif %} AS __sm_x{{ loop.index0 }}
+{%- endfor %}
+{% if has_source -%}
+FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
+    ctx.get('rewrite_files')) }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
+{{ join }} JOIN {{ ctx.source }} AS {{ s }}
+  ON ({% if fused and changes_filter %}{{ t }}.__sm_j AND {% endif %}({{ spec.on }}))
+{%- elif fused -%}
+FROM {{ spark_merge.spark_merge__fused_target_scan(table, spec.partition_filter or '', write_partitions, t, false, ctx.get('rewrite_files')) }} AS {{ t }}
+{%- else -%}
+FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
+WHERE ({{ spec.on }})
+{%- endif %}
+) AS __sm_j0
+{%- endmacro %}
+
+{#- The fused write's target side: every row of the touched partitions (`partitions`; all rows of
+    an unpartitioned table), flagged __sm_touched, and __sm_j where `matchable` holds. With `widen`
+    (the merge inserts), also the rows `matchable` keeps elsewhere: they only mark the source rows
+    they match as matched (not inserted); without inserts an unmatched source row writes nothing. -#}
+{% macro spark_merge__fused_target_scan(table, matchable, partitions, alias, widen=false, only_files=none) -%}
+{#- with `only_files`, the rows of those files only, inside the touched partitions (a predicate on the
+    partition columns too, so Spark still prunes partitions when the scan ORs it with `matchable`) -#}
+{%- set in_partitions = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
+{%- set touched = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '(' ~ spark_merge.spark_merge__file_filter(only_files) | trim
+    ~ ')' if only_files is not none
+    else in_partitions -%}
+(SELECT *, '' AS __sm_file, 0L AS __sm_row, {{ 'coalesce((' ~ matchable ~ '), false)' if matchable else 'true' }} AS __sm_j, {{ 'coalesce(('
+    ~ touched ~ '), false)' if touched else 'true' }} AS __sm_touched
+ FROM {{ table.relation }} AS {{ alias }}{% if touched and not (widen and not matchable) %} WHERE ({{ touched }}){% if widen %} OR ({{
+     matchable }}){% endif %}{% endif %})
+{%- endmacro %}
+
+{#- LAZY: the first step that reads it (the duplicate check, else the summary) runs the join and fills it. -#}
+{% macro spark_merge__cache_changes_sql(spec, table, resolved, ctx) -%}
+CACHE LAZY TABLE {{ ctx.changes_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
+{{ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) }}
+{%- endmacro %}

@@ -1,0 +1,164 @@
+{#-
+  Step 5 of the plan (overview in plan/changes.sql): what is written. The rewrite of the touched
+  files or partitions (fused with the join, or rows kept by an anti-join plus new rows) into a
+  staging table under <root>/_merge_<id>, an insert-only merge's append, the file statistics, and
+  the repoints the commit applies.
+-#}
+
+{#- The rows of exactly these data files (a rewrite that carries the others over): a filter on a
+    file's constant metadata, which Spark's file index applies before reading anything. -#}
+{% macro spark_merge__file_filter(files) -%}
+{%- if files -%}_metadata.file_path IN ({% for f in files %}{{ spark_merge.spark_merge__literal(f) }}{{ ', ' if not loop.last }}{% endfor %})
+{%- else -%}false
+{%- endif -%}
+{%- endmacro %}
+
+{#- New content of the touched partitions (or of the whole unpartitioned table); with
+    ctx.rewrite_files, only of those files (the others are carried over). -#}
+{% macro spark_merge__rewrite_select(table, ctx, partitions) -%}
+{%- set names = table.columns | map(attribute='name') | list -%}
+{%- set in_partitions = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
+{%- set where = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '(' ~ spark_merge.spark_merge__file_filter(ctx.rewrite_files) |
+    trim ~ ')' if ctx.get('rewrite_files') is not none
+    else in_partitions or none -%}
+SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns) }}) */{% else
+    %}/*+ REBALANCE */{% endif %} * FROM (
+  SELECT {{ spark_merge.spark_merge__column_list(names, '__sm_t.') }}
+  FROM {{ spark_merge.spark_merge__target_scan(table, where) }} AS __sm_t
+  LEFT ANTI JOIN (SELECT {% if ctx.get('broadcast_changed') %}/*+ BROADCAST */ {% endif %}__sm_file, __sm_row FROM {{ ctx.changes
+      }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('delete', 'update') }})) AS __sm_d
+    ON __sm_t.__sm_file = __sm_d.__sm_file AND __sm_t.__sm_row = __sm_d.__sm_row
+  UNION ALL
+  SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+  FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }})
+) AS __sm_new
+{%- endmacro %}
+
+{#- New content of the touched partitions in one join (the fused write): changes_sql over those
+    partitions, each row written as its clause makes it (inserted, updated) or copied as it is
+    (no clause changed it, and it is in a touched partition); deleted rows and rows outside are
+    not written. A CHAR(n) value is padded to n, as Spark stores it (the staging table's columns
+    are plain strings). Only for a plan whose summary found no target row joined with several source
+    rows that not all delete it (multi = 0): such a row would be copied once per source row. -#}
+{% macro spark_merge__fused_rewrite_select(spec, table, resolved, ctx, partitions) -%}
+SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns) }}) */{% else
+    %}/*+ REBALANCE */{% endif %} * FROM (
+  SELECT {% for c in table.columns %}{{ 'rpad(' if c.get('char_pad') }}CASE WHEN __sm_op IN ({{ spark_merge.spark_merge__op('insert',
+      'update') }}) THEN __sm_c{{ loop.index0 }} ELSE __sm_t{{ loop.index0 }} END{{ ', ' ~ c.char_pad ~ ')' if c.get('char_pad') }} AS {{
+          spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+  FROM (
+{{ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx, partitions) }}
+  ) AS __sm_j
+  WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}) OR (__sm_op = {{ spark_merge.spark_merge__op('none') }} AND __sm_touched)
+) AS __sm_new
+{%- endmacro %}
+
+{% macro spark_merge__stage_sql(table, ctx, partitions) -%}
+{{ spark_merge.spark_merge__stage_select_sql(table, ctx, spark_merge.spark_merge__rewrite_select(table, ctx, partitions)) }}
+{%- endmacro %}
+
+{#- The fused write's staging statement (fused_rewrite_select). -#}
+{% macro spark_merge__fused_stage_sql(spec, table, resolved, ctx, partitions) -%}
+{{ spark_merge.spark_merge__stage_select_sql(table, ctx, spark_merge.spark_merge__fused_rewrite_select(spec, table, resolved, ctx, partitions)) }}
+{%- endmacro %}
+
+{#- Stage any new content for the table (a merge's rewrite, or a compaction). -#}
+{% macro spark_merge__stage_select_sql(table, ctx, select) -%}
+CREATE TABLE {{ ctx.stage }}
+USING {{ table.provider }}
+{% if table.partition_columns -%}
+PARTITIONED BY ({{ spark_merge.spark_merge__column_list(table.partition_columns) }})
+{% endif -%}
+LOCATION {{ spark_merge.spark_merge__literal(ctx.stage_location) }}
+AS {{ select }}
+{%- endmacro %}
+
+{% macro spark_merge__append_sql(table, ctx) -%}
+INSERT INTO {{ table.relation }}
+SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns | map('lower') | list)
+    }}) */{% else %}/*+ REBALANCE */{% endif %} {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{
+        spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+FROM {{ ctx.changes }} WHERE __sm_op = {{ spark_merge.spark_merge__op('insert') }}
+{%- endmacro %}
+
+{#- Files, bytes, rows and directory per partition (__sm_part, as partition_json) of `relation`,
+    from its metadata columns only: rows counted per file, then per directory. (A parquet file's
+    first row, _metadata.row_index = 0, would count files in one level, but generating a row index
+    for every row costs 4x the per-file grouping at 5M rows.) decode_partitions reads the
+    partitions. Files without rows are not seen. -#}
+{% macro spark_merge__file_stats_sql(table, relation, where=none) -%}
+{%- set pcols = spark_merge.spark_merge__column_list(table.partition_columns) if table.partition_columns else '' -%}
+SELECT __sm_part, dir, count(*) AS files, sum(__sm_size) AS bytes, sum(__sm_rows) AS rows
+FROM (
+  SELECT {{ spark_merge.spark_merge__partition_json(table) }} AS __sm_part,
+         url_decode(replace(regexp_extract(__sm_f, '^(.*)/[^/]*$', 1), '+', '%2B')) AS dir, __sm_size, __sm_rows
+  FROM (
+    SELECT __sm_f, {% if pcols %}{{ pcols }}, {% endif %}max(__sm_size) AS __sm_size, count(*) AS __sm_rows
+    FROM (SELECT _metadata.file_path AS __sm_f, _metadata.file_size AS __sm_size{% if pcols %}, {{ pcols }}{% endif %}
+          FROM {{ relation }}{% if where %} WHERE {{ where }}{% endif %})
+    GROUP BY __sm_f{% if pcols %}, {{ pcols }}{% endif %}
+  )
+)
+GROUP BY __sm_part, dir
+{%- endmacro %}
+
+{#- An empty directory for a touched partition that ends up with no rows. -#}
+{% macro spark_merge__empty_partition_sql(table, location) -%}
+{%- set data = table.columns | rejectattr('name', 'in', table.partition_columns) | map(attribute='name') | list -%}
+INSERT OVERWRITE DIRECTORY {{ spark_merge.spark_merge__literal(location) }} USING {{ table.provider }}
+SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }} WHERE false
+{%- endmacro %}
+
+{% macro spark_merge__cleanup_statements(ctx, out) -%}
+{%- for kind in ['changes', 'source'] if ctx.get(kind ~ '_view') -%}
+{%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
+{%- do out.append('DROP VIEW IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
+{%- if ctx.get(kind ~ '_table') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx[kind ~ '_table']) -%}{%- endif -%}
+{%- endfor -%}
+{%- if ctx.get('stage') and not ctx.get('stage_dropped') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- endif -%}
+{%- endmacro %}
+
+{#-
+  Where each rewritten partition goes, from file stats (rows of file_stats_sql,
+  decoded by decode_partitions) of the partitions before (`old`) and of the staging table (`new`).
+  Fills `out`: repoints (see commit/commit.sql), empty (directories to create
+  with empty_partition_sql first: partitions left with no rows) and metrics.
+-#}
+{% macro spark_merge__repoints(table, ctx, partitions, old, new, out) -%}
+{%- set pcols = table.partition_columns -%}
+{%- set old_by, new_by = {}, {} -%}
+{%- for r in old -%}{%- do old_by.update({spark_merge.spark_merge__partition_key(pcols, r.partition): r}) -%}{%- endfor -%}
+{%- for r in new -%}{%- do new_by.update({spark_merge.spark_merge__partition_key(pcols, r.partition): r}) -%}{%- endfor -%}
+{%- set repoints, empty = [], [] -%}
+{%- for part in partitions -%}
+  {%- set k = spark_merge.spark_merge__partition_key(pcols, part) -%}
+  {%- if k in new_by -%}
+    {%- set location = new_by[k].dir -%}
+  {%- elif pcols -%}
+    {%- set location = ctx.stage_location ~ '/empty-' ~ loop.index0 -%}
+    {%- do empty.append(location) -%}
+  {%- else -%}
+    {%- set location = ctx.stage_location -%}
+  {%- endif -%}
+  {%- set values = {} -%}
+  {%- for c in pcols -%}{%- do values.update({c: part[c]}) -%}{%- endfor -%}
+  {%- do repoints.append({
+    'partition': values if pcols else none,
+    'location': location,
+    'old_location': old_by[k].dir if k in old_by else (none if pcols else table.location),
+    'exists': k in old_by,
+  }) -%}
+{%- endfor -%}
+{%- set ns = namespace(rows=0, files=0, bytes=0, old_files=0, old_bytes=0) -%}
+{%- for r in new -%}
+  {%- set ns.rows = ns.rows + r.rows | int -%}{%- set ns.files = ns.files + r.files | int -%}{%- set ns.bytes = ns.bytes + r.bytes | int -%}
+{%- endfor -%}
+{%- for r in old -%}
+  {%- set ns.old_files = ns.old_files + r.files | int -%}{%- set ns.old_bytes = ns.old_bytes + r.bytes | int -%}
+{%- endfor -%}
+{%- do out.update({'repoints': repoints, 'empty': empty, 'metrics': {
+  'numOutputRows': ns.rows, 'numTargetFilesAdded': ns.files, 'numTargetBytesAdded': ns.bytes,
+  'numTargetFilesRemoved': ns.old_files, 'numTargetBytesRemoved': ns.old_bytes,
+  'numTargetPartitionsRewritten': partitions | length,
+}}) -%}
+{%- endmacro %}

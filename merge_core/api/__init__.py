@@ -1,0 +1,1 @@
+"""The public API: the functions ``merge_core`` exports, the command line, the DataFrame builder."""

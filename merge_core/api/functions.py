@@ -1,0 +1,218 @@
+"""The public functions: a statement run, explained or planned; a table's history, recovery,
+repair, vacuum, rollback and compaction. ``merge_core`` re-exports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from merge_core.common.errors import (
+    SpecError,
+)
+from merge_core.common.result import MergeResult
+from merge_core.lifecycle.merge_run import MergeRun, run
+from merge_core.request.parse import parse
+from merge_core.request.spec import MergeSpec, list_options, upsert_options
+from merge_core.spark.catalog import reports_spark_errors
+
+
+def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **options: Any) -> MergeSpec:
+    """SQL text, a dict or a MergeSpec, with options: any declared option (duplicate_rule,
+    partition_filter, primary_key, watermark_key, merge_engine, ...; ``spark-merge options`` lists
+    them all).
+
+    ``dialect`` ("spark" or "trino") fixes how SQL text is read; by default Spark's
+    grammar is tried first and Trino's second.
+    """
+    if isinstance(sql_or_spec, MergeSpec):
+        spec = sql_or_spec
+    elif isinstance(sql_or_spec, dict):
+        data = dict(sql_or_spec)
+        upsert = {k: options.pop(k) for k in upsert_options() if options.get(k) is not None}
+        if upsert:
+            for k in list_options():
+                if isinstance(upsert.get(k), str):
+                    upsert[k] = [upsert[k]]
+            data["upsert"] = {**(data.get("upsert") or {}), **upsert}
+        spec = MergeSpec.from_dict(data)
+    elif isinstance(sql_or_spec, str):
+        spec = parse(sql_or_spec, dialect)
+    else:
+        raise SpecError(f"expected SQL text, a dict or a MergeSpec, got {type(sql_or_spec).__name__}")
+    return spec.with_options(**options) if options else spec
+
+
+@reports_spark_errors
+def merge(
+    spark: SparkSession,
+    sql_or_spec: str | dict | MergeSpec,
+    max_retries: int = 3,
+    jdbc_url: str | None = None,
+    jdbc_user: str | None = None,
+    jdbc_password: str | None = None,
+    on_start: Callable | None = None,
+    on_planned: Callable | None = None,
+    dry_run: bool = False,
+    **options: Any,
+) -> MergeResult:
+    """Run a MERGE, UPDATE or DELETE to completion and return its metrics.
+
+    ``max_retries``: how often to plan again when another merge committed elsewhere
+    in the table meanwhile (a conflict in the rewritten partitions is never retried).
+    ``jdbc_url`` (``jdbc:postgresql://host:5432/db``): the target is that database's table
+    (``schema.table``), changed in place by primary key (CHANGE_ONLY_UPDATED_COLUMNS).
+    ``on_start(abort)``: called as each attempt starts with a function that aborts it from another
+    thread; ``on_planned(info)``: after the checks, before any write, with the merge id, target,
+    paradigm, plan hash, partitions to rewrite and changed rows. ``dry_run``: plan only (the planning
+    jobs run) and return what a run would insert, update, delete and rewrite; nothing is written.
+    """
+    return run(
+        spark,
+        to_spec(sql_or_spec, **options),
+        max_retries=max_retries,
+        on_start=on_start,
+        on_planned=on_planned,
+        target=jdbc_target(jdbc_url, jdbc_user, jdbc_password),
+        dry_run=dry_run,
+    )
+
+
+def jdbc_target(url: str | None, user: str | None = None, password: str | None = None):
+    """A PostgreSQL target for ``url``, or None (a Spark catalog table)."""
+    if url is None:
+        return None
+    from merge_core.targets.postgres import PostgresTarget
+
+    return PostgresTarget(url, user, password)
+
+
+@reports_spark_errors
+def recover(spark: SparkSession, table: str, break_lock: bool = False) -> bool:
+    """Finish an interrupted commit on ``table`` now (begin does it too). True if there was one."""
+    from merge_core.spark import host, lock
+    from merge_core.spark.catalog import describe_table
+
+    info = describe_table(spark, [p.strip("`") for p in table.split(".")])
+    if break_lock and lock.exists(spark, info):  # whatever its properties say
+        lock.break_lock(spark, info)
+    return host.recover(spark, info)
+
+
+@reports_spark_errors
+def repair_journal(spark: SparkSession, table: str, dry_run: bool = False) -> dict | None:
+    """Clear a commit journal that cannot be used from ``table``'s properties, changing nothing else.
+
+    A journal cannot be used when it is not the JSON a commit writes, has another shape, belongs to
+    another table, or points a partition outside the table's root (spark_merge__pending_journal).
+    Returns {'why', 'text'} (the journal as it was), or None when there was nothing to repair;
+    ``dry_run`` only returns it. A usable journal is never cleared: ``recover`` completes its commit
+    instead. The partitions stay where the metastore points them now; ``SHOW PARTITIONS`` and
+    ``history`` tell which commit they show.
+    """
+    from merge_core.common import macros
+    from merge_core.spark.catalog import describe_table
+
+    info = describe_table(spark, [p.strip("`") for p in table.split(".")], trusted=False)
+    journal = macros.fill("pending_journal", info)
+    if not journal.get("corrupt"):
+        if journal:
+            raise SpecError(
+                f"the commit journal of {info['name']} (merge {journal['merge_id']}) can be used: "
+                f"`spark-merge recover {info['name']}` completes its commit"
+            )
+        return None
+    found = {"why": journal["corrupt"], "text": journal["text"]}
+    if dry_run:
+        return found
+    spark.sql(macros.render("journal_reset_sql", info))
+    clear = macros.render(
+        "journal_clear_sql", describe_table(spark, [info["database"], info["table_name"]], trusted=False)
+    )
+    if clear:
+        spark.sql(clear)
+    return found
+
+
+@reports_spark_errors
+def adopt(spark: SparkSession, table: str, dry_run: bool = False) -> dict:
+    """Give ``table`` spark-merge properties of its own (identity.py): after a copy of another
+    table's DDL, a move, a rename, or an edited version. Returns what it set, unset and why."""
+    from merge_core.maintenance.identity import adopt as _adopt
+
+    return _adopt(spark, table, dry_run)
+
+
+@reports_spark_errors
+def repair_history(spark: SparkSession, table: str, dry_run: bool = False) -> list[tuple[str, str]]:
+    """Move ``table``'s history entries that cannot be used (not JSON, another shape, another
+    table's) aside, under <root>/_spark_merge/history_rejected/; returns them as (path, why)."""
+    from merge_core.maintenance.history_store import repair
+    from merge_core.spark.catalog import describe_table
+
+    return repair(describe_table(spark, [p.strip("`") for p in table.split(".")]), dry_run)
+
+
+@reports_spark_errors
+def explain(
+    spark: SparkSession,
+    sql_or_spec: str | dict | MergeSpec,
+    jdbc_url: str | None = None,
+    jdbc_user: str | None = None,
+    jdbc_password: str | None = None,
+    **options: Any,
+) -> str:
+    """Validate and return the plan's SQL without running it."""
+    merge_run = MergeRun(spark, to_spec(sql_or_spec, **options), jdbc_target(jdbc_url, jdbc_user, jdbc_password))
+    merge_run.schema_changes = "preview"  # show the columns schema evolution would add; add none
+    try:
+        merge_run.begin()
+        return merge_run.explain()
+    finally:
+        merge_run.close()
+
+
+@reports_spark_errors
+def history(spark: SparkSession, table: str, limit: int = 20) -> list[dict]:
+    """The newest ``limit`` merges into ``table``, newest first."""
+    from merge_core.maintenance.history_store import read_history
+
+    return read_history(spark, table, limit)
+
+
+@reports_spark_errors
+def vacuum(
+    spark: SparkSession, table: str, retain_hours: float | None = None, dry_run: bool = False, canonicalize: bool = True
+):
+    """Remove the directories no version inside the retention period uses (default 7 days).
+
+    First (unless ``canonicalize=False``) it puts each partition whose canonical directory
+    ``<root>/<col>=<value>`` no such version uses back there, in one journaled commit, so that a
+    reader of the directory (spark.read.parquet(root), DuckDB) reads the table's current rows
+    (layout.py).
+    """
+    from merge_core.maintenance.layout import canonicalize as _canonicalize
+    from merge_core.maintenance.vacuum import vacuum as _vacuum
+
+    layout = _canonicalize(spark, table, retain_hours, dry_run) if canonicalize else None
+    result = _vacuum(spark, table, retain_hours, dry_run, moves=layout.planned if layout and dry_run else None)
+    result.layout = layout
+    return result
+
+
+@reports_spark_errors
+def rollback(spark: SparkSession, table: str, to_merge_id: str) -> dict:
+    """Point ``table`` back at the version before ``to_merge_id``; returns the rollback's history entry."""
+    from merge_core.maintenance.rollback import rollback as _rollback
+
+    return _rollback(spark, table, to_merge_id)
+
+
+@reports_spark_errors
+def compact(spark: SparkSession, table: str, tombstone_retention_hours: float | None = None) -> dict:
+    """Rewrite a merge-on-read table's log to one row per key (see merge_on_read.py)."""
+    from merge_core.lifecycle.merge_on_read import compact as _compact
+
+    return _compact(spark, table, tombstone_retention_hours)

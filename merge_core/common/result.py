@@ -1,0 +1,64 @@
+"""What a merge returns, and how merges are named: shared by every write mode."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+
+@dataclass
+class MergeResult:
+    merge_id: str
+    target: str
+    paradigm: str
+    plan_hash: str
+    metrics: dict[str, Any]
+    partitions: list[dict] = field(default_factory=list)
+    noop: bool = False  # the statement changed nothing: the table kept its version
+    dry_run: bool = False  # planned only: the metrics say what a run would change
+
+    def summary(self) -> str:
+        m = self.metrics
+        if self.dry_run:
+            return (
+                f"dry run of merge {self.merge_id} into {self.target} ({self.paradigm}): would insert "
+                f"{m['numTargetRowsInserted']}, update {m['numTargetRowsUpdated']}, delete {m['numTargetRowsDeleted']} "
+                f"(source rows {m['numSourceRows']}), rewriting {m['numTargetPartitionsRewritten']} partition(s); "
+                f"nothing written; {m['executionTimeMs'] / 1000:.1f} s"
+            )
+        if self.noop:
+            return (
+                f"merge {self.merge_id} into {self.target} ({self.paradigm}): no changes, nothing written "
+                f"(source rows {m['numSourceRows']}); {m['executionTimeMs'] / 1000:.1f} s"
+            )
+        return (
+            f"merge {self.merge_id} into {self.target} ({self.paradigm}): "
+            f"source rows {m['numSourceRows']}, inserted {m['numTargetRowsInserted']}, "
+            f"updated {m['numTargetRowsUpdated']}, deleted {m['numTargetRowsDeleted']}, "
+            f"copied {m['numTargetRowsCopied']}; partitions rewritten {m['numTargetPartitionsRewritten']}, "
+            f"files +{m['numTargetFilesAdded']}/-{m['numTargetFilesRemoved']}, "
+            f"bytes +{m['numTargetBytesAdded']}/-{m['numTargetBytesRemoved']}; "
+            f"{m['executionTimeMs'] / 1000:.1f} s"
+        )
+
+
+def new_merge_id() -> str:
+    """Sortable by time, unique, and a valid SQL identifier fragment."""
+    return f"{datetime.now(UTC):%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
+
+
+def parse_message(message: str) -> dict[str, Any]:
+    """dbt's one-line summary of a model's merge (adapter_response._message, built by the macro
+    spark_merge__message) back into its merge id and metrics: how an Airflow task reading
+    run_results.json gets the same metrics a Python merge returns."""
+    from merge_core.common import macros
+
+    found = re.match(r"MERGE (\S+): (.*)", message or "")
+    if not found:
+        return {}
+    parts = dict(p.rsplit(" ", 1) for p in found.group(2).split(", ") if re.fullmatch(r"[a-z ]+ \d+", p))
+    labels = macros.fill("codes")["message"]
+    return {"merge_id": found.group(1), "metrics": {key: int(parts[label]) for label, key in labels if label in parts}}

@@ -1,0 +1,103 @@
+"""What dead merges leave behind, and tables spark-merge must not rewrite.
+
+A merge killed before its clean-up can leave cached views in its session and tables (staging,
+read-once) in the target's database; they carry the dead merge's id, so nothing reads them, and
+begin and vacuum remove them. A directory holding another table format's metadata but registered
+as parquet/ORC is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import SparkSession
+
+from merge_core.common import macros
+from merge_core.common.errors import TargetError
+from merge_core.lifecycle.run import live_ids
+from merge_core.spark import files
+from merge_core.spark.catalog import SPARK_ERRORS
+
+log = logging.getLogger("spark_merge")
+
+
+_LEFTOVER = re.compile(r"^__sm_(?:source|changes)_(\d{14}_[0-9a-f]{8})$")
+
+
+def drop_dead_leftovers(spark: SparkSession) -> list[str]:
+    """Uncache and drop this session's temporary views of merges no longer alive in this process.
+
+    A merge killed without its clean-up (a thread stopped hard, a task killed in a long-lived
+    worker) leaves its cached views in the session. Their plans carry their merge id, so no
+    other merge can read them; this returns their memory. A session shared by several
+    processes (one Spark Connect session id used by two clients) is not supported.
+    """
+    dropped = []
+    try:
+        views = spark.sql("SHOW VIEWS LIKE '__sm_*'").collect()
+    except SPARK_ERRORS as e:  # a catalog without views: nothing to drop
+        log.debug("listing views: %s", e)
+        return dropped
+    live = live_ids()
+    for v in views:
+        found = _LEFTOVER.match(v["viewName"])
+        if not v["isTemporary"] or not found or found.group(1) in live:
+            continue
+        name = macros.render("quote", v["viewName"])
+        for stmt in (f"UNCACHE TABLE IF EXISTS {name}", f"DROP VIEW IF EXISTS {name}"):
+            spark.sql(stmt)
+        dropped.append(v["viewName"])
+    if dropped:
+        log.warning(
+            "dropped %d cached view(s) of merges that are no longer running: %s", len(dropped), ", ".join(dropped)
+        )
+    return dropped
+
+
+ORPHAN_MIN_AGE_HOURS = 1.0  # a merge's tables and staging older than this belong to a dead merge (retention.py too)
+
+
+_MERGE_TABLE = re.compile(r"^__sm_(?:stage|src|chg)_((\d{14})_[0-9a-f]{8})$")
+
+
+def refuse_foreign_format(table: dict) -> None:
+    """A directory of another table format registered as parquet/ORC is not spark-merge's to rewrite."""
+    for location in dict.fromkeys([table["root"], table["location"]]):
+        found = files.foreign_format(location)
+        if found:
+            raise TargetError(
+                f"{table['name']} is registered as a {table['provider']} table, but its location "
+                f"{location} holds {found} metadata: rewriting it as plain {table['provider']} would leave "
+                f"that metadata describing files that are gone. Merge through that format's own MERGE, "
+                f"or register the table with its real format"
+            )
+
+
+def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: float = ORPHAN_MIN_AGE_HOURS) -> list[str]:
+    """Drop the catalog tables (__sm_stage_/__sm_src_/__sm_chg_<id>) of merges killed before their
+    clean-up, in the target's database: those not alive in this process and older than
+    ``min_age_hours`` (a merge of another process may still be writing a younger one). Staging
+    tables are external: dropping them leaves their files to vacuum."""
+    try:
+        found = spark.sql(f"SHOW TABLES IN {macros.render('quote', table['database'])} LIKE '__sm_*'").collect()
+    except SPARK_ERRORS as e:
+        log.debug("listing tables: %s", e)
+        return []
+    cutoff = datetime.now(UTC) - timedelta(hours=min_age_hours)
+    live = live_ids()
+    dropped = []
+    for r in found:
+        name = r["tableName"]
+        matched = _MERGE_TABLE.match(name)
+        if not matched or r["isTemporary"] or matched.group(1) in live:
+            continue
+        started = datetime.strptime(matched.group(2), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+        if started > cutoff:
+            continue
+        spark.sql(f"DROP TABLE IF EXISTS {macros.render('quote', table['database'])}.{macros.render('quote', name)}")
+        dropped.append(name)
+    if dropped:
+        log.warning("dropped %d table(s) left by merges that died: %s", len(dropped), ", ".join(dropped))
+    return dropped

@@ -1,0 +1,338 @@
+"""A merge's run through the lifecycle: begin (describe, recover, validate, schema evolution, the
+upsert's generated spec) and plan (spark_merge__lifecycle_plan: source, changes, duplicate check,
+counts, partitions and files to rewrite); execute, finish and abort are the lifecycle's
+(lifecycle.py). Nothing is written before the plan has validated the spec, built the changes and
+passed the duplicate check. ``run()`` is the entry point: it plans again when another merge
+committed elsewhere in the table meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from pyspark.sql import SparkSession
+
+from merge_core.common import macros
+from merge_core.common.errors import TargetError, ValidationError
+from merge_core.common.result import MergeResult
+from merge_core.lifecycle.housekeeping import drop_dead_leftovers, drop_dead_stage_tables, refuse_foreign_format
+from merge_core.lifecycle.run import Lifecycle, drive
+from merge_core.request.evolution import extra_field_errors, missing_field_values
+from merge_core.request.parse import direct_assignments, direct_source_columns, on_equalities, qualify_one_sided
+from merge_core.request.spec import MergeSpec
+from merge_core.spark.catalog import describe_table
+from merge_core.spark.validate import source_columns, source_types, validate
+from merge_core.targets import paradigms
+
+log = logging.getLogger("spark_merge")
+
+
+def broadcasts_changed(metrics: dict) -> bool:
+    """Whether the rewrite broadcasts the row ids of updated and deleted rows to its anti-join
+    (spark_merge__broadcast_changed, as the plan decides it; bench/ uses it)."""
+    return macros.fill("broadcast_changed", metrics)["broadcast"]
+
+
+def choose_paradigm(table: dict, target=None) -> paradigms.RowChangeParadigm:
+    """How rows change in this target (Trino's row-change paradigms)."""
+    if table["provider"] == "jdbc" and target is not None:
+        from merge_core.targets.postgres import ChangeOnlyUpdatedColumns
+
+        return ChangeOnlyUpdatedColumns(target)
+    if table["provider"] in ("parquet", "orc"):
+        return paradigms.DeleteRowAndInsertRow()
+    raise TargetError(f"no row-change paradigm for {table['name']} ({table['provider']})")
+
+
+class MergeRun(Lifecycle):
+    """One MERGE, UPDATE, DELETE or copy-on-write upsert through the lifecycle. Use ``merge()``
+    unless you need the steps."""
+
+    def __init__(self, spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False):
+        super().__init__(spark)
+        self.spec = spec
+        self.target = target  # a postgres.PostgresTarget, or None for a Spark catalog table
+        self.spec_data = spec.to_dict()
+        # schema evolution's new columns: added at begin ("apply"), shown by explain ("preview"), or,
+        # in a dry run, whose plan would read them from the table, refused ("refuse")
+        self.schema_changes = "refuse" if dry_run else "apply"
+        self.added_columns: list[list[str]] = []
+
+    def begin(self) -> dict:
+        """Read the target, finish any interrupted commit, validate. Touches no data."""
+        self._tag(True)
+        drop_dead_leftovers(self.spark)
+        self.host.step("begin: describe and validate")
+        self._describe()
+        if not self.spec.upsert and self.spec_data["source_kind"] != "none":
+            qualify_one_sided(
+                self.spec_data,
+                lambda: source_columns(self.spark, self.spec_data),
+                [c["name"] for c in self.table["columns"]],
+            )
+        if self.spec_data["schema_evolution"]:
+            self._evolve_schema()
+        if self.spec.upsert:
+            self._compile_upsert()
+        self.resolved = validate(self.spark, self.spec_data, self.table)
+        self.ctx = macros.fill("context", self.spec_data, self.table, self.merge_id)
+        if self.spec_data["source_kind"] != "none":
+            self.ctx["on_keys"] = on_equalities(
+                self.spec_data["on"], self.spec_data["target_alias"], self.spec_data["source_alias"]
+            )
+        self.paradigm = choose_paradigm(self.table, self.target)
+        self.paradigm.begin(self.table, self.merge_id)
+        self._planned(
+            spec=self.spec_data,
+            table=self.table,
+            resolved=self.resolved,
+            ctx=self.ctx,
+            kind=self.spec.kind,
+            paradigm=self.paradigm.name,
+            statement=self.spec.sql,
+            insert_only=self.resolved["insert_only"],
+        )
+        macros.render("lifecycle_plan_hash", self.host, self.s)
+        self.plan_hash = self.s["plan_hash"]
+        self.state = "begun"
+        info = {
+            "merge_id": self.merge_id,
+            "target": self.table["name"],
+            "paradigm": self.paradigm.name,
+            "plan_hash": self.plan_hash,
+            "kind": self.spec.kind,
+        }
+        log.info("BEGIN %s", json.dumps(info))
+        return info
+
+    def _describe(self) -> None:
+        """The target as it is once no commit is in progress: a commit in progress changes what we
+        would plan against, so it finishes first (a dead holder's lock is broken here, before any
+        planning work), then an interrupted one is finished."""
+        if self.target is not None:
+            from merge_core.targets import postgres
+
+            self.table = postgres.describe(self.spark, self.target, self.spec.target, self.merge_id)
+            return
+        self.table = describe_table(self.spark, self.spec.target)
+        refuse_foreign_format(self.table)
+        drop_dead_stage_tables(self.spark, self.table)
+        if macros.fill("lifecycle_settle", self.host, self.table)["recovered"]:
+            self.table = describe_table(self.spark, self.spec.target)
+
+    def _compile_upsert(self) -> None:
+        """The upsert's guarded MERGE, generated now that the column types are known (and, for a merge
+        engine, the input order its fold may rely on)."""
+        if self.spec.upsert.get("merge_engine"):
+            plan = self.host.rows(macros.render("input_order_probe_sql", self.spec_data))[0]["plan"]
+            self.spec_data["input_order"] = macros.fill("input_order", self.spec_data, plan)["order"]
+        compiled = macros.fill("upsert_spec", self.spec_data, self.table, source_columns(self.spark, self.spec_data))
+        if compiled["errors"]:
+            raise ValidationError(compiled["errors"])
+        self.spec_data = {k: v for k, v in compiled.items() if k != "errors"}
+
+    def _evolve_schema(self) -> None:
+        """MERGE WITH SCHEMA EVOLUTION: the source columns the merge assigns directly (UPDATE SET * /
+        INSERT *, SET c = s.c, INSERT (c) VALUES (s.c)) that the table lacks are added (ALTER TABLE
+        ... ADD COLUMNS) before planning, once the statement has been
+        validated against the table as it will be, so an invalid statement changes nothing. Spark
+        alters a Delta table's schema in the commit itself; a parquet table's schema lives in the
+        metastore, so here the columns come first and stay (NULL in every existing row) if the
+        merge then fails."""
+        if self.target is not None or self.spec.upsert:
+            raise ValidationError(
+                [
+                    "schema_evolution applies to a MERGE into a Spark catalog table; for an upsert "
+                    "or a PostgreSQL target, add the columns (ALTER TABLE ... ADD COLUMNS) first"
+                ]
+            )
+        types = source_types(self.spark, self.spec_data)
+        self.spec_data["star_columns"] = [name.lower() for name, _ in types]
+        direct = direct_source_columns(self.spec_data)
+        evolved = macros.fill("evolved_columns", self.spec_data, self.table, types, direct)
+        star = any(c["star"] for c in self.spec_data["clauses"])
+        assigned = [t for t in types if star or t[0].lower() in direct]
+        errors = evolved["errors"] + extra_field_errors(self.table, assigned)
+        if errors:
+            raise ValidationError(errors)
+        # a struct the source gives with fewer fields than the column (evolution.py): the value an
+        # INSERT and an UPDATE store, for the star clauses (resolve) and the direct assignments
+        filled = missing_field_values(
+            self.table, assigned, self.spec_data["source_alias"], self.spec_data["target_alias"]
+        )
+        self.spec_data["evolved_values"] = filled
+        for clause, kind, i, column in list(direct_assignments(self.spec_data)):
+            if kind == "assignments" and column.lower() in filled["update"]:
+                clause["assignments"][i] = [column, filled["update"][column.lower()]]
+            elif kind == "insert" and column.lower() in filled["insert"]:
+                clause["insert_values"][i] = filled["insert"][column.lower()]
+        self.added_columns = evolved["columns"]
+        if not self.added_columns:
+            return
+        names = ", ".join(name for name, _ in self.added_columns)
+        preview = _with_columns(self.table, self.added_columns)
+        validate(
+            self.spark,
+            self.spec_data,
+            {**preview, "relation": macros.render("evolved_relation", self.table, self.added_columns)},
+        )
+        if self.schema_changes == "refuse":
+            raise ValidationError(
+                [
+                    f"schema evolution would add column(s) {names} to {self.table['name']}, and a dry "
+                    f"run's plan reads them from the table; explain shows the plan, a run adds them"
+                ]
+            )
+        if self.schema_changes == "preview":
+            self.table = preview
+            return
+        self.host.step(f"schema evolution: adding column(s) {names} to {self.table['name']}")
+        self.host.run(macros.render("add_columns_sql", self.table, self.added_columns))
+        self.table = describe_table(self.spark, self.spec.target)
+
+    def explain(self, placeholder_id: bool = False) -> str:
+        """The plan's SQL, in order, before anything runs."""
+        spec, table = self.spec_data, self.table
+        ctx = macros.fill("context", spec, table, "<id>") if placeholder_id else self.ctx
+        parts = [
+            f"-- spark-merge plan for {spec['kind'].upper()} into {table['name']} "
+            f"({table['provider']}, partitioned by {table['partition_columns'] or 'nothing'}); "
+            f"duplicate_rule={spec['duplicate_rule']}",
+        ]
+        if spec["source_kind"] != "none":
+            keys = ", ".join(f"{k['target']} = {k['source']}" for k in ctx["on_keys"]) or "none"
+            parts += [
+                f"-- 0. the source, read once (cached with this merge's id in its plan; written once to "
+                f"{ctx['source_table']} instead when Spark will not serve the cache, as for rand()); its count is "
+                f"numSourceRows; for the ON equalities "
+                f"({keys}) its values' range (a partition column's list), which every target scan below "
+                f"is narrowed to",
+                macros.render("cache_source_sql", spec, ctx),
+                macros.render("source_stats_sql", table, ctx),
+            ]
+        if self.added_columns:
+            parts += [
+                "-- schema evolution: first add the source's columns the target lacks (UPDATE SET * and "
+                "INSERT * carry them)",
+                macros.render("add_columns_sql", table, self.added_columns),
+            ]
+        by_source = macros.fill("by_source_reads", spec, self.resolved)
+        if by_source["note"]:
+            parts.append(f"-- {by_source['note']}")
+        if self._prunes_by_matches() and not by_source["all"]:
+            parts += [
+                "-- 1. partitions holding matched target rows (a join reading only the ON and partition "
+                "columns; the source is broadcast when small); step 2 scans only these. Skipped when step 0 "
+                "listed every partition column; no join, only the range, for a dense integer key. Skipped "
+                "too for a fused write (every assigned value deterministic, not insert-only): step 3's join "
+                "reads only the columns it needs and names these partitions, and step 5 reads them",
+                macros.render("matched_partitions_sql", spec, table, ctx),
+            ]
+        parts += [
+            "-- 2. changes: join, first matching WHEN clause, new values with their checks (declared as a lazy cache; "
+            "dropped again, before anything reads it, when Spark would serve it and every assigned value is "
+            "deterministic: then step 3 reads the join and step 5 joins once more; else cached, or written once "
+            f"to {ctx['changes_table']} when Spark will not serve the cache, and every later step reads it)",
+            macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
+        ]
+        parts += [
+            "-- 3. one aggregation over the changes: the duplicate check (no target row may receive two "
+            f"modifying actions under any rule; here duplicate_rule={spec['duplicate_rule']}), the counts per "
+            "operation and the partitions touched",
+            macros.render("change_summary_sql", spec, table, self.resolved, ctx),
+        ]
+        dup = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
+        if dup:
+            parts += ["-- 4. only when step 3 finds duplicates: which target rows, for the error", dup]
+        parts += self.paradigm.explain(self.spark, self.s, ctx)
+        return ";\n\n".join(parts) + ";\n"
+
+    def _prunes_by_matches(self) -> bool:
+        """A partitioned target merged with a source: find the matched partitions first (step 1)."""
+        return bool(self.table["partition_columns"]) and self.spec_data["source_kind"] != "none"
+
+    def plan(self) -> dict:
+        """Build the changes, run the duplicate check, count, find partitions. No writes.
+        (spark_merge__lifecycle_plan, the same statements dbt runs.)"""
+        macros.render("lifecycle_plan", self.host, self.s)
+        self.state = "planned"
+        changed = sum(
+            self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+        )
+        log.info(
+            "PLAN %s",
+            json.dumps({"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}),
+        )
+        return {
+            "merge_id": self.merge_id,
+            "target": self.table["name"],
+            "paradigm": self.paradigm.name,
+            "plan_hash": self.plan_hash,
+            "partitions_to_rewrite": self.partitions,
+            "changed_rows": changed,
+        }
+
+    def execute(self) -> None:
+        """Write the changes the paradigm's way and commit them atomically."""
+        if self.target is None:  # a file table: spark_merge__lifecycle_write, as under dbt
+            super().execute()
+            return
+        if any(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")):
+            self.paradigm.write(self.host, self.s)
+        self.state = "committed"
+
+    def discard_staged(self) -> None:
+        self.paradigm.discard_staged(self.s)
+
+    def release(self) -> None:
+        if hasattr(self, "paradigm"):
+            self.paradigm.release(self.spark, self.s)
+        if self.target is not None and hasattr(self, "table"):  # also when begin failed after describe
+            from merge_core.targets import postgres
+
+            postgres.forget(self.spark, self.table)
+
+
+def _with_columns(table: dict, columns: list[list[str]]) -> dict:
+    """``table`` as it will be once ``columns`` ([name, type]) are added: nullable, no default."""
+    added = [macros.fill("column_record", n, t, {}) for n, t in columns]
+    return {
+        **table,
+        "columns": table["columns"] + added,
+        "columns_by_name": {**table["columns_by_name"], **{c["name"].lower(): c for c in added}},
+    }
+
+
+def new_run(spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False) -> Lifecycle:
+    """The lifecycle of ``spec``: a merge-on-read upsert appends to a log, anything else merges."""
+    if (
+        target is None
+        and spec.upsert
+        and spec.upsert.get("upsert_mode") == "merge-on-read"
+        and not spec.upsert.get("merge_engine")
+    ):
+        from merge_core.lifecycle.merge_on_read import UpsertRun
+
+        return UpsertRun(spark, spec)
+    return MergeRun(spark, spec, target, dry_run)
+
+
+def run(
+    spark: SparkSession,
+    spec: MergeSpec,
+    max_retries: int = 3,
+    on_planned=None,
+    on_start=None,
+    target=None,
+    dry_run: bool = False,
+) -> MergeResult:
+    """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again.
+
+    ``target``: a ``postgres.PostgresTarget`` when the target is a PostgreSQL table, else the
+    target is a Spark catalog table. ``on_start(abort)`` is called as each attempt starts with a
+    function that aborts it (from another thread or a signal handler: the Airflow hook's on_kill);
+    ``on_planned(info)`` after the checks, before anything is written, with the merge id, target,
+    paradigm, plan hash, partitions to rewrite and changed rows (the operator's XCom begin record).
+    """
+    return drive(lambda: new_run(spark, spec, target, dry_run), max_retries, on_planned, on_start, dry_run=dry_run)

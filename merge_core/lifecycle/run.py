@@ -1,0 +1,240 @@
+"""One lifecycle for every commit: begin -> plan -> execute -> finish, or abort.
+
+A MERGE (engine.MergeRun), a merge-on-read upsert and a compaction
+(merge_on_read.UpsertRun, CompactionRun) and a rollback (retention.RollbackRun)
+differ only in how they begin and plan. They all fill one "planned changes"
+value ``s`` (the dict macros/lifecycle/phases.sql reads) and then share what this
+class does: execute it through spark_merge__lifecycle_write (the write mode is a
+branch inside it: append, stage and commit, or commit given repoints), finish
+with the one history-entry builder, and abort the same way from any thread.
+``drive()`` runs a lifecycle with the callbacks and the re-plan on a moved
+version, as Delta's MergeIntoCommand runs its strategies in one ``runMerge``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from merge_core.common import macros
+from merge_core.common.errors import ConflictError, MergeError, RetryableConflict
+from merge_core.common.result import MergeResult, new_merge_id
+from merge_core.spark import files
+from merge_core.spark.host import SparkHost
+
+log = logging.getLogger("spark_merge")
+
+# Lifecycles alive in this process: a begin removes the session's leftovers of every other one.
+_LIVE: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def live_ids() -> set[str]:
+    with _LIVE_LOCK:
+        return set(_LIVE)
+
+
+def zero_metrics() -> dict[str, int]:
+    """Every metric a commit reports, at zero (spark_merge__zero_metrics: the names are defined there)."""
+    return macros.fill("zero_metrics")
+
+
+class Lifecycle:
+    """One commit. Subclasses implement ``begin`` (fill ``self.s``, touch no data) and ``plan``."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+        self.merge_id = new_merge_id()
+        with _LIVE_LOCK:
+            _LIVE.add(self.merge_id)
+        self.state = "new"
+        # Spark work of this commit carries this tag, so an abort from another thread or a signal
+        # handler (Airflow's on_kill, an execution timeout) can stop the statement in flight.
+        self.tag = f"spark_merge_{self.merge_id}"
+        self._stopped = False
+        # the lifecycle macros' primitives (host.py); its guard keeps an abort from another thread
+        # away from a journal being written
+        self.host = SparkHost(spark, self.merge_id, stop_check=self.check_not_stopped)
+        self.s: dict = {}  # the planned changes the lifecycle macros read and fill
+        self.metrics: dict[str, Any] = zero_metrics()
+
+    # -- what differs ------------------------------------------------------------
+    def begin(self) -> dict:
+        raise NotImplementedError
+
+    def plan(self) -> dict:
+        raise NotImplementedError
+
+    def discard_staged(self) -> None:
+        """Remove what the write staged before its commit point (on abort)."""
+        files.remove(self.s["ctx"]["stage_location"])
+
+    def release(self) -> None:
+        """Called when the lifecycle ends, committed or not."""
+
+    # -- what is shared ----------------------------------------------------------
+    def _tag(self, add: bool) -> None:
+        try:
+            (self.spark.addTag if add else self.spark.removeTag)(self.tag)
+        except Exception as e:  # a session without tags can still merge; only on_kill is coarser
+            log.debug("[%s] job tag: %s", self.merge_id, e)
+
+    def _planned(self, **s: Any) -> dict:
+        """The planned-changes value, with this lifecycle's id, metrics and plan hash slot."""
+        self.s = {
+            "merge_id": self.merge_id,
+            "metrics": self.metrics,
+            "plan_hash": "",
+            "partitions": [],
+            "deltas": None,
+            **s,
+        }
+        return self.s
+
+    def execute(self) -> None:
+        """Write the planned changes and commit them (spark_merge__lifecycle_write, as under dbt)."""
+        macros.render("lifecycle_write", self.host, self.s)
+        self.state = "committed"
+
+    @property
+    def partitions(self) -> list[dict]:
+        return self.s.get("partitions") or []
+
+    def finish(self) -> MergeResult:
+        """The history entry (unless the commit's journal carried it), clean-up, the result."""
+        macros.render("lifecycle_finish", self.host, self.s)
+        return self._finished()
+
+    def _finished(self) -> MergeResult:
+        self.metrics["executionTimeMs"] = self.host.elapsed_ms()
+        result = MergeResult(
+            self.merge_id,
+            self.s["table"]["name"],
+            self.s["paradigm"],
+            self.s.get("plan_hash", ""),
+            dict(self.metrics),
+            list(self.partitions),
+            noop="version_after" not in self.s,
+        )
+        self._cleanup()
+        self._tag(False)
+        self.state = "finished"
+        log.info("FINISH %s", json.dumps({"merge_id": self.merge_id, **result.metrics}))
+        log.info(result.summary())
+        return result
+
+    def planned_result(self) -> MergeResult:
+        """A dry run's result: what execute would change, from the plan (its jobs ran); nothing is
+        written and no history entry is made."""
+        if not self.s.get("insert_only"):
+            self.metrics["numTargetPartitionsRewritten"] = len(self.partitions)
+        self.metrics["executionTimeMs"] = self.host.elapsed_ms()
+        result = MergeResult(
+            self.merge_id,
+            self.s["table"]["name"],
+            self.s["paradigm"],
+            self.s.get("plan_hash", ""),
+            dict(self.metrics),
+            list(self.partitions),
+            noop=True,
+            dry_run=True,
+        )
+        self.close()
+        self.state = "finished"
+        log.info(result.summary())
+        return result
+
+    def history_entry(self) -> dict:
+        """This commit's history entry as of now (spark_merge__history_entry, the one builder)."""
+        self.metrics["executionTimeMs"] = self.host.elapsed_ms()
+        return macros.fill("history_entry", self.s, self.s.get("version_after", self.s["table"]["version"]))
+
+    def abort(self) -> None:
+        """Leave the table as it was: stop this commit's Spark jobs, drop its caches, the staging
+        table and its files, release the lock. Safe from another thread or a signal handler."""
+        if self.state in ("committed", "finished", "aborted") or self._stopped:
+            return
+        self._stopped = self.host.stopped = True
+        try:
+            stopped = self.spark.interruptTag(self.tag)
+            if stopped:
+                log.warning("[%s] ABORT: interrupted %d Spark operation(s)", self.merge_id, len(stopped))
+        except Exception as e:
+            log.debug("[%s] interrupt: %s", self.merge_id, e)
+        self._cleanup()
+        self._tag(False)
+        self.host.unlock()
+        with self.host.guard:
+            if self.host.journaled:
+                # Past the commit point: a file table's journal may point at the staged data, so it
+                # stays and the next begin (or `recover`) rolls the commit forward; a database
+                # transaction commits or rolls back on its own.
+                log.error(
+                    "[%s] abort after the commit began: the commit is left to complete (an interrupted "
+                    "file-table commit is finished by the next merge on that table)",
+                    self.merge_id,
+                )
+            elif self.s.get("staged"):
+                log.warning("[%s] ABORT in state %s: removing staged data", self.merge_id, self.state)
+                self.discard_staged()
+            else:
+                log.info("[%s] ABORT in state %s: nothing was written", self.merge_id, self.state)
+        self.state = "aborted"
+
+    def check_not_stopped(self) -> None:
+        """Raise if an abort began (the host calls it before every statement and the journal)."""
+        if self._stopped:
+            raise MergeError(f"merge {self.merge_id} was aborted")
+
+    def close(self) -> None:
+        """Release what begin() took, for a run that stops before planning (explain)."""
+        self._cleanup()
+        self._tag(False)
+
+    def _cleanup(self) -> None:
+        if self.s.get("ctx"):
+            macros.render("lifecycle_cleanup", self.host, self.s)
+        self.release()  # after the caches that read what it releases
+        with _LIVE_LOCK:
+            _LIVE.discard(self.merge_id)
+
+
+def drive(
+    make: Callable[[], Lifecycle], max_retries: int = 3, on_planned=None, on_start=None, dry_run: bool = False
+) -> MergeResult:
+    """Run a lifecycle; when another commit moved the table meanwhile, plan it again.
+
+    ``dry_run``: stop after the plan (its jobs run: source, duplicate check, counts, partitions) and
+    return what the run would change, writing nothing.
+
+    ``on_start(abort)`` is called as each attempt starts with a function that aborts it (from
+    another thread or a signal handler: the Airflow hook's on_kill); ``on_planned(info)`` after
+    the checks, before anything is written.
+    """
+    for attempt in range(max_retries + 1):
+        run = make()
+        if on_start is not None:
+            on_start(run.abort)
+        try:
+            run.begin()
+            info = run.plan()
+            if on_planned is not None:
+                on_planned(info)
+            if dry_run:
+                return run.planned_result()
+            run.execute()
+            return run.finish()
+        except RetryableConflict as e:
+            run.abort()
+            if attempt == max_retries:
+                raise ConflictError(f"{e.detail}; gave up after {max_retries + 1} attempts") from None
+            log.warning("[%s] %s: planning again (attempt %d)", run.merge_id, e.detail, attempt + 2)
+        except BaseException:
+            run.abort()
+            raise
+    raise AssertionError("unreachable")

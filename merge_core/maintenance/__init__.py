@@ -1,0 +1,1 @@
+"""A table's versions over time: its history, vacuum, rollback, the canonical layout, and adopt."""

@@ -1,0 +1,161 @@
+"""Reading the per-commit history entries: one JSON file per commit.
+
+They are written by the lifecycle only (spark_merge__history_entry builds them,
+spark_merge__lifecycle_finish or, for a journaled commit, spark_merge__lifecycle_apply_journal
+writes them, with INSERT OVERWRITE DIRECTORY into <root>/_spark_merge/history/<merge id>/), so a
+commit completed by recovery has its entry too.
+
+They are files under the table's root, which anyone can edit, empty or copy there from another
+table. So they are read here directly, file by file (no Spark job, and no checksum file of Spark's
+to trip over), and each is checked: one JSON line, the entry's declared shape
+(spark_merge__entry_errors), and this table's identity. An entry that fails is *rejected*, never
+skipped silently: `history` lists the others and warns, while vacuum and rollback, which decide what
+to keep and where to point from the whole history, refuse until `spark-merge repair-history` has
+moved the rejected entries aside.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from pyarrow import fs
+
+from merge_core.common import macros
+from merge_core.common.errors import MetadataError
+from merge_core.spark import files
+
+log = logging.getLogger("spark_merge")
+
+HISTORY_DIR = "_spark_merge/history"
+REJECTED_DIR = "_spark_merge/history_rejected"
+WRITING_GRACE = timedelta(hours=1)  # a merge this young may still be writing its entry
+
+
+@dataclass
+class History:
+    """A table's history: its readable entries (newest first) and the rejected ones (path, why)."""
+
+    table: str
+    entries: list[dict] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+    def require_readable(self, what: str) -> History:
+        """Refuse ``what`` (vacuum, rollback) while an entry is rejected: it decides from all of them."""
+        if self.rejected:
+            path, why = self.rejected[0]
+            more = f" (and {len(self.rejected) - 1} more)" if len(self.rejected) > 1 else ""
+            raise MetadataError(
+                f"{what} of {self.table} needs every history entry, and {path} cannot be used: "
+                f"{why}{more}; nothing was changed. Restore it, or `spark-merge repair-history "
+                f"{self.table}` moves it aside (under {REJECTED_DIR})"
+            )
+        return self
+
+
+def history_dir(table: dict) -> str:
+    return f"{table['root'].rstrip('/')}/{HISTORY_DIR}"
+
+
+def _started(merge_id: str) -> datetime | None:
+    try:
+        return datetime.strptime(merge_id[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _read_entry(filesystem: fs.FileSystem, path: str, name: str) -> tuple[dict | None, str | None]:
+    """(entry, None), (None, why it is rejected), or (None, None) for an entry still being written."""
+    parts = [
+        i
+        for i in filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True))
+        if i.type == fs.FileType.File and files.visible(i.base_name)
+    ]
+    if not parts:
+        started = _started(name)
+        if started is not None and datetime.now(UTC) - started < WRITING_GRACE:
+            return None, None
+        return None, "it holds no entry file"
+    lines = []
+    for info in parts:
+        with filesystem.open_input_stream(info.path) as f:
+            lines += [line for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    if len(lines) != 1:
+        return None, f"it holds {len(lines)} lines where a commit writes one"
+    try:
+        record = json.loads(lines[0])
+        entry = json.loads(record["entry"]) if isinstance(record, dict) else None
+    except (ValueError, KeyError, TypeError):
+        return None, "it is not the JSON a commit writes"
+    if not isinstance(entry, dict):
+        return None, "it is not the JSON a commit writes"
+    if entry.get("finished_at") is None and isinstance(record.get("finished_at"), str):
+        entry["finished_at"] = record["finished_at"]
+    return entry, None
+
+
+def load(table: dict) -> History:
+    """Every history entry of ``table`` (the dict describe_table gives), checked."""
+    out = History(table["name"])
+    root = history_dir(table)
+    filesystem, path = files.resolve(root)
+    for info in filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True)):
+        if info.type != fs.FileType.Directory or not files.visible(info.base_name):
+            continue
+        where = f"{root}/{info.base_name}"
+        entry, why = _read_entry(filesystem, info.path, info.base_name)
+        if entry is None and why is None:
+            continue
+        if why is None:
+            problems = macros.fill_list("entry_errors", table, entry, "the entry")
+            if not problems and entry["merge_id"] != info.base_name:
+                problems = [f"the entry is of merge {entry['merge_id']}, not {info.base_name}"]
+            if not problems:
+                try:
+                    datetime.fromisoformat(entry["finished_at"])
+                except (TypeError, ValueError):
+                    problems = ["the entry's finished_at is not a time"]
+            why = problems[0] if problems else None
+        if why is not None:
+            out.rejected.append((where, why))
+        else:
+            out.entries.append(entry)
+    out.entries.sort(key=lambda e: e["finished_at"], reverse=True)
+    out.rejected.sort()
+    return out
+
+
+def read_history(spark, table_name: str, limit: int = 20) -> list[dict]:
+    """The newest ``limit`` readable entries of ``table_name``, newest first; a warning names the
+    rejected ones (`spark-merge repair-history` moves them aside)."""
+    from merge_core.spark.catalog import describe_table
+
+    history = load(describe_table(spark, [p.strip("`") for p in table_name.split(".")]))
+    for path, why in history.rejected:
+        log.warning(
+            "history entry %s of %s is not shown: %s (`spark-merge repair-history %s` moves it aside)",
+            path,
+            history.table,
+            why,
+            history.table,
+        )
+    return history.entries[: int(limit)]
+
+
+def repair(table: dict, dry_run: bool = False) -> list[tuple[str, str]]:
+    """Move the rejected entries of ``table`` under <root>/_spark_merge/history_rejected/, where
+    nothing reads them (kept for inspection); returns them (path, why)."""
+    history = load(table)
+    target = f"{table['root'].rstrip('/')}/{REJECTED_DIR}"
+    for where, why in history.rejected:
+        if dry_run:
+            continue
+        filesystem, src = files.resolve(where)
+        _, dst_dir = files.resolve(target)
+        filesystem.create_dir(dst_dir, recursive=True)
+        name = where.rsplit("/", 1)[1]
+        filesystem.move(src, f"{dst_dir}/{name}_{datetime.now(UTC):%Y%m%d%H%M%S}")
+        log.warning("moved history entry %s of %s aside: %s", where, table["name"], why)
+    return history.rejected

@@ -1,0 +1,87 @@
+"""What the catalog says about a table, read with SQL only (works over Spark Connect too)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.errors import AnalysisException, ParseException
+from pyspark.sql import SparkSession
+
+from merge_core.common import macros
+from merge_core.common.errors import MetadataError, TargetError
+
+SPARK_ERRORS = (AnalysisException, ParseException)
+_OWN = threading.local()  # how deep this thread is inside a spark-merge operation
+
+
+class _ReportedByUs(logging.Filter):
+    """PySpark logs every SQL error it raises (a JSON line with the JVM's stack) to these loggers.
+    Inside a spark-merge operation the error is spark-merge's to report, as one MergeError line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(_OWN, "depth", 0)
+
+
+@functools.cache
+def _filter_pyspark_error_logs() -> None:
+    """Once per process, at the first operation (not at import: importing the package changes no logger)."""
+    from pyspark.logger import PySparkLogger  # its own logger class: a plain Logger would not take its fields
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).addFilter(_ReportedByUs())
+
+
+def reports_spark_errors(fn: Callable) -> Callable:
+    """A public operation: the Spark errors raised inside it reach the user as spark-merge's own
+    one-line errors, without PySpark's log line of each (the thread's other Spark calls keep theirs)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _filter_pyspark_error_logs()
+        _OWN.depth = getattr(_OWN, "depth", 0) + 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _OWN.depth -= 1
+
+    return wrapper
+
+
+_POSITION = re.compile(r";?\s*line \d+,? pos \d+\s*;?")
+
+
+def spark_message(exc: Exception) -> str:
+    """The first line of Spark's message, without positions in SQL the user never wrote."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return _POSITION.sub("", text).strip().rstrip(";")
+
+
+def relation(parts: list[str]) -> str:
+    return ".".join(macros.render("quote", p) for p in parts)
+
+
+def describe_table(spark: SparkSession, parts: list[str], trusted: bool = True) -> dict:
+    """The `table` dict every macro takes; TargetError if it is missing or not rewritable, and
+    (``trusted``) MetadataError when its spark-merge properties are not its own (copied from
+    another table's DDL, the table moved or renamed, an edited version: table_info's trust_errors)."""
+    name = ".".join(parts)
+    rel = relation(parts)
+    try:
+        desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {rel} AS JSON").collect()[0][0])
+        types = [[r[0], r[1]] for r in spark.sql(f"DESCRIBE TABLE {rel}").collect()]
+    except SPARK_ERRORS as e:
+        if "TABLE_OR_VIEW_NOT_FOUND" in str(e) or "SCHEMA_NOT_FOUND" in str(e):
+            raise TargetError(f"target table {name} not found") from None
+        raise TargetError(f"cannot read target table {name}: {spark_message(e)}") from None
+    table = macros.fill("table_info", desc, types)
+    if table["errors"]:
+        raise TargetError("; ".join(table["errors"]))
+    if trusted and table["trust_errors"]:
+        raise MetadataError(table["trust_errors"][0])
+    return table

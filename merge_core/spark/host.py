@@ -1,0 +1,315 @@
+"""The Python host of the lifecycle macros (dbt_macros/macros/lifecycle/phases.sql).
+
+The statement sequence of a merge is written once, in Jinja; dbt runs it with its own
+macros as the host primitives, and this class binds the same primitives to a
+SparkSession: statements, progress logs, errors, the waiting commit lock with its
+renewed lease, failpoints, the metastore's batch repoint, and the commit guard that
+keeps an abort from another thread away from a journal being written.
+
+``trace``: set it to a list and every statement and primitive the lifecycle issues is
+appended to it (tests/test_conformance.py compares it with dbt's; `explain --counts` prints a
+dry run's statements from it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
+from merge_core.common import macros
+from merge_core.common.errors import (
+    EngineRejected,
+    LengthViolation,
+    MergeError,
+    NotNullViolation,
+    TargetError,
+    codes,
+    error_for,
+)
+from merge_core.spark import faults, files, lock, metastore
+from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
+
+log = logging.getLogger("spark_merge")
+# the codes a check raises from inside Spark (raise_error in the plan's SQL)
+_RAISED_BY = {e.code: e for e in (NotNullViolation, LengthViolation, EngineRejected)}
+
+
+def raised_by_check(e: Exception) -> MergeError | None:
+    """The error a check of the plan raised inside Spark (raise_error: Spark's USER_RAISED_EXCEPTION,
+    its message a code and text), from Spark's structured error, never from its message text (which
+    quotes the statement, with every check's message in it)."""
+    if not isinstance(e, PySparkException) or not str(e.getCondition() or "").startswith("USER_RAISED_EXCEPTION"):
+        return None
+    code, _, text = str((e.getMessageParameters() or {}).get("errorMessage", "")).partition(": ")
+    return _RAISED_BY[code](text) if code in _RAISED_BY else None
+
+
+# above this many partitions the file statistics are a query: its one catalog call (partitions by
+# filter) and its listing job cost less than a catalog call per partition
+LISTED_PARTITIONS_MAX = 64
+trace: list | None = None  # the statements and primitives of every lifecycle, in order (tests; explain --counts)
+
+
+def _trace(kind: str, text: str = "") -> None:
+    if trace is not None:
+        trace.append((kind, text))
+
+
+class SparkHost:
+    """Host primitives over ``spark`` for one merge (or one recovery, rollback, compaction)."""
+
+    def __init__(self, spark: SparkSession, merge_id: str = "", stop_check: Callable[[], None] | None = None):
+        self.spark, self.merge_id = spark, merge_id
+        self.stop_check = stop_check or (lambda: None)
+        self.journaled = False
+        # held while the journal is decided and written, and while an abort decides whether the
+        # staged data may go: never both (an abort must not remove data a journal points at)
+        self.guard = threading.Lock()
+        self.stopped = False
+        self._held: Any = None  # the commit lock's context while held
+        self._t0 = time.monotonic()
+        # {files.key(directory): {name: (bytes, rows)}} of the data files the last listing of each
+        # directory found: which files a rewrite carries over (carry), and what the check under the
+        # commit lock saw, so that files appended to a replaced directory after it are carried too
+        self.seen: dict[str, dict[str, tuple[int, int]]] = {}
+
+    # -- statements -----------------------------------------------------------
+    def run(self, sql: str, tolerate: bool = False) -> None:
+        sql = str(sql).strip()
+        _trace("sql", sql)
+        if tolerate:
+            try:
+                self.spark.sql(sql)
+            except SPARK_ERRORS as e:
+                log.warning("[%s] %s: %s", self.merge_id, sql.split("\n")[0][:80], spark_message(e))
+            return
+        self._sql(sql)
+
+    def rows(self, sql: str) -> list[dict]:
+        sql = str(sql).strip()
+        _trace("sql", sql)
+        return [r.asDict() for r in self._sql(sql, collect=True)]
+
+    def _sql(self, sql: str, collect: bool = False) -> Any:
+        self.stop_check()  # aborted meanwhile (on_kill): no statement may follow the clean-up
+        log.debug("[%s] SQL: %s", self.merge_id, sql)
+        try:
+            df = self.spark.sql(sql)
+            return df.collect() if collect else df
+        except Exception as e:
+            if self.journaled:
+                raise
+            raised = raised_by_check(e)
+            if raised is not None:  # a check raised in SQL (NOT NULL, a CHAR/VARCHAR length, a merge engine)
+                raise raised from None
+            if isinstance(e, SPARK_ERRORS) or (isinstance(e, PySparkException) and not self.stopped):
+                # an analysis error, or one a row raised at run time (an overflow under ANSI
+                # mode, a failed cast): name it, no JVM stack
+                raise MergeError(f"the merge failed in Spark, nothing was written: {spark_message(e)}") from None
+            raise
+
+    # -- the user sees ---------------------------------------------------------
+    def step(self, text: str) -> None:
+        log.info("[%s] %s (%.1f s)", self.merge_id, text, time.monotonic() - self._t0)
+
+    def warn(self, text: str) -> None:
+        log.warning("[%s] %s", self.merge_id, text)
+
+    def fail(self, code: str, message: str, rows: list | None = None) -> None:
+        _trace("fail", code)
+        raise error_for(code, message, rows)
+
+    def failpoint(self, name: str) -> None:
+        faults.reached(name)
+
+    # -- catalog and lock ------------------------------------------------------
+    def describe(self, table: dict) -> dict:
+        return describe_table(self.spark, [table["database"], table["table_name"]])
+
+    def lock(self, table: dict, merge_id: str) -> None:
+        _trace("lock")
+        held = lock.table_lock(self.spark, table, merge_id)
+        held.__enter__()
+        self._held = held
+
+    def unlock(self, table: dict = None, merge_id: str = "") -> None:
+        """Release the commit lock if this host holds it (also on abort)."""
+        held, self._held = self._held, None
+        if held is not None:
+            _trace("unlock")
+            held.__exit__(None, None, None)
+
+    def wait_free(self, table: dict) -> None:
+        _trace("wait_free")
+        lock.wait_until_free(self.spark, table)
+
+    def release_finished(self, table: dict, merge_id: str | None) -> None:
+        _trace("release_finished")
+        lock.break_if_dead(self.spark, table, finished=merge_id)
+
+    # -- files and commit --------------------------------------------------------
+    def exists(self, location: str) -> bool | None:
+        return files.exists(location)
+
+    def file_stats(self, table: dict, name: str, sql: str, partitions: list[dict]) -> list[dict]:
+        """The rows of ``sql`` (file_stats_sql: files, bytes and rows per directory of
+        ``partitions`` of ``name``, the target or this merge's staging table in its database),
+        answered without a Spark job where this session reaches the catalog and the files:
+        the partitions' locations as the catalog gives them now, listed, rows counted from the
+        footers. That is the files as they are, where a query reads Spark's cached listing.
+        A staging table with a partition the plan does not list is measured by ``sql``, whose
+        rows name it (output_errors refuses it). Spark Connect, files out of reach, or more than
+        LISTED_PARTITIONS_MAX partitions (a catalog call each): ``sql``."""
+        _trace("file_stats", sql)
+        self.stop_check()
+        try:
+            listed = self._listed_stats(table, name, partitions)
+        except files.ForeignFormat as e:
+            raise TargetError(
+                f"{table['name']} is registered as a {table['provider']} table, but {e.location} (a "
+                f"directory this {'merge rewrites' if name == table['table_name'] else 'merge staged'}) "
+                f"holds {e.found} metadata: rewriting it as plain {table['provider']} would leave that "
+                f"metadata describing files that are gone. Nothing was written"
+            ) from None
+        except Exception as e:  # py4j, a file system pyarrow cannot reach, a footer it cannot read
+            log.debug("[%s] file statistics by query (listing failed: %s)", self.merge_id, e)
+            listed = None
+        if listed is None:
+            return [r.asDict() for r in self._sql(str(sql).strip(), collect=True)]
+        return listed
+
+    def _listed_stats(self, table: dict, name: str, partitions: list[dict]) -> list[dict] | None:
+        if len(partitions) > LISTED_PARTITIONS_MAX:
+            return None
+        stage = name.lower() != table["table_name"].lower()
+        found = metastore.locations(
+            self.spark, table["database"], name, table["partition_columns"], partitions, count=stage
+        )
+        if found is None or (stage and found[1] > len(found[0])):
+            return None
+        pcols = table["partition_columns"]
+        return [
+            {
+                "__sm_part": json.dumps([part[c] for c in pcols], separators=(",", ":"), ensure_ascii=False),
+                "dir": d,
+                "files": n,
+                "bytes": size,
+                "rows": rows,
+            }
+            for part, location in found[0]
+            for d, (n, size, rows) in files.data_files(location, table["provider"], self.seen).items()
+        ]
+
+    def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
+        _trace("repoint", str(len(repoints)))
+        window = metastore.repoint(self.spark, table, repoints)
+        log.info("[%s] %d partition location(s) changed within %.3f s", merge_id, len(repoints), window)
+
+    def can_carry(self, table: dict, old: list[dict]) -> bool:
+        """Whether this host can carry a partition's untouched files into its new version: it listed
+        every one of the rewritten directories (so it knows their files) and reaches them."""
+        _trace("can_carry")
+        return bool(old) and all(files.key(r["dir"]) in self.seen for r in old)
+
+    def carry(self, table: dict, repoints: list[dict], rewritten: list[str]) -> list[dict]:
+        """Link each replaced directory's data files, but those in ``rewritten`` (file URIs, as
+        _metadata.file_path gives them), into the directory that replaces it: a hard link on a local
+        file system, a server-side copy on an object store (files.link), never a re-encoding. Returns
+        per directory what it carried, as file_stats rows ({'partition', 'dir', 'files', 'bytes', 'rows'})."""
+        _trace("carry", str(len(rewritten)))
+        gone = {files.key(files.location_of_uri(f)) for f in rewritten}
+        out = []
+        for r in repoints:
+            if not r.get("old_location"):
+                continue
+            old = r["old_location"].rstrip("/")
+            kept = [
+                (name, size, rows)
+                for name, (size, rows) in sorted(self.seen.get(files.key(old), {}).items())
+                if files.key(f"{old}/{name}") not in gone
+            ]
+            for name, _, _ in kept:
+                files.link(f"{old}/{name}", f"{r['location'].rstrip('/')}/{name}")
+            if kept:
+                out.append(
+                    {
+                        "partition": r["partition"] or {},
+                        "dir": r["location"],
+                        "files": len(kept),
+                        "bytes": sum(k[1] for k in kept),
+                        "rows": sum(k[2] for k in kept),
+                    }
+                )
+        return out
+
+    def carry_late(self, table: dict, repoints: list[dict]) -> None:
+        """After a commit: data files that appeared in a replaced directory after the check under the
+        lock listed it (an INSERT of another application that bypassed the lock) are linked into the
+        directory that replaced it, so the new version holds them too, and reported (MERGE_LATE_APPEND).
+        Only directories this host listed under the lock are compared; vacuum keeps any others."""
+        _trace("carry_late")
+        carried = []
+        for r in repoints:
+            old = r.get("old_location")
+            seen = self.seen.get(files.key(old)) if old else None
+            if seen is None:
+                continue
+            for relative, _ in files.data_file_times(old):
+                if relative.rsplit("/", 1)[-1] in self.seen.get(
+                    files.key(f"{old}/{relative}".rsplit("/", 1)[0]), set()
+                ):
+                    continue
+                files.link(f"{old.rstrip('/')}/{relative}", f"{r['location'].rstrip('/')}/{relative}")
+                carried.append(f"{old.rstrip('/')}/{relative}")
+        if carried:
+            log.warning(
+                "[%s] %s: %d data file(s) were written into %s after this merge checked it under the commit "
+                "lock (a write that bypassed spark-merge); carried into the new version: %s",
+                self.merge_id,
+                codes()["late_append"],
+                len(carried),
+                table["name"],
+                ", ".join(carried[:5]),
+            )
+
+    def journal(self, sql: str) -> None:
+        """The commit point: from here the commit is rolled forward, never back."""
+        with self.guard:
+            self.stop_check()
+            self.run(sql)
+            self.journaled = True
+
+    def now(self) -> str:
+        return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+    def elapsed_ms(self, s: dict | None = None) -> int:
+        return int((time.monotonic() - self._t0) * 1000)
+
+    def hash(self, text: str) -> str:
+        return hashlib.md5(str(text).encode()).hexdigest()
+
+
+def recover(spark: SparkSession, table: dict) -> bool:
+    """Finish an interrupted commit from its journal (spark__lifecycle_recover). True if there was one."""
+    return bool(macros.fill("lifecycle_recover", SparkHost(spark), table)["recovered"])
+
+
+def apply_journal(
+    spark: SparkSession,
+    table: dict,
+    merge_id: str,
+    repoints: list[dict],
+    entry: dict | None = None,
+    recovered: bool = False,
+) -> None:
+    """Complete a journaled commit (repoint, history, done, refresh): spark__lifecycle_apply_journal."""
+    macros.render("lifecycle_apply_journal", SparkHost(spark, merge_id), table, merge_id, repoints, entry, recovered)

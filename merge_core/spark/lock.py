@@ -1,0 +1,216 @@
+"""The commit lock (see macros/commit/lock.sql): one committer per table at a time, held by a lease.
+
+The holder writes when its lease expires and renews it while it lives (every LEASE_S / 3 from a
+daemon thread), so a holder that died (SIGKILL, a lost machine) is told from a live one within
+LEASE_S + GRACE_S seconds, and its lock is broken by whoever needs it next: a merge's begin, its
+commit, vacuum, recover. A live holder makes a waiter wait up to LOCK_WAIT_S, then fail with a
+message that names it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import SparkSession
+
+from merge_core.common import macros
+from merge_core.common.errors import ConflictError, MetadataError
+from merge_core.spark import files
+from merge_core.spark.catalog import SPARK_ERRORS, spark_message
+
+log = logging.getLogger("spark_merge")
+
+LOCK_WAIT_S = 120  # how long a committer waits for a live holder's commit to finish
+LEASE_S = 30  # a holder's lease; renewed every LEASE_S / 3 while it lives
+GRACE_S = 5  # clock skew allowed between hosts before a lapsed lease counts as dead
+LOCK_STALE_S = 900  # a lock without a lease (written by spark-merge before leases) this old is dead
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def exists(spark: SparkSession, table: dict) -> bool:
+    """Whether the lock table of ``table`` exists (held, or left by a dead process)."""
+    name = macros.render("literal", f"__sm_lock_{table['table_name']}")
+    return bool(spark.sql(f"SHOW TABLES IN {macros.render('quote', table['database'])} LIKE {name}").collect())
+
+
+def holder(spark: SparkSession, table: dict) -> dict | None:
+    """{'merge_id', 'since', 'expires', 'owner'} of the lock on ``table``, or None when it is free.
+    MetadataError when its properties are not a lock spark-merge wrote for this table."""
+    # look before reading: a missing table would make Spark log an error stack for every merge
+    if not exists(spark, table):
+        return None
+    try:
+        props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {macros.render('lock_relation', table)}").collect()}
+    except SPARK_ERRORS:  # released in between
+        return None
+    record = macros.fill("lock_record", table, props)  # checked as dbt checks it (macros/commit/lock.sql)
+    if record.get("error"):
+        raise MetadataError(record["error"])
+    return {k: record[k] for k in ("merge_id", "since", "expires", "owner")}
+
+
+def _parse(moment: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(moment)
+    except (TypeError, ValueError):
+        return None
+
+
+def is_dead(owner: dict, now: datetime | None = None) -> bool:
+    """Whether the holder's lease lapsed (it stopped renewing: its process is gone)."""
+    now = now or _now()
+    expires = _parse(owner.get("expires", ""))
+    if expires is not None:
+        return now > expires + timedelta(seconds=GRACE_S)
+    since = _parse(owner.get("since", ""))
+    return since is None or (now - since).total_seconds() > LOCK_STALE_S
+
+
+def describe(owner: dict) -> str:
+    """The holder, for messages: merge id, where it runs, since when, lease."""
+    where = f" on {owner['owner']}" if owner.get("owner") else ""
+    lease = f", lease until {owner['expires']}" if owner.get("expires") else ""
+    return f"merge {owner['merge_id']}{where} (since {owner['since']}{lease})"
+
+
+def break_lock(spark: SparkSession, table: dict) -> None:
+    spark.sql(macros.render("unlock_sql", table))
+
+
+def break_if_dead(spark: SparkSession, table: dict, owner: dict | None = None, finished: str | None = None) -> bool:
+    """Break a lock that guards no work any more: its holder's lease lapsed (the process is gone),
+    or its holder is ``finished``, the merge whose commit is complete (the table's last finished
+    merge, or one recovery just completed: its holder died between the done mark and the
+    release). True if it was broken."""
+    owner = owner if owner is not None else holder(spark, table)
+    if owner is None:
+        return False
+    if finished is not None and owner["merge_id"] == finished:
+        log.warning("releasing the commit lock of merge %s on %s: its commit is complete", finished, table["name"])
+    elif is_dead(owner):
+        log.warning(
+            "breaking the commit lock on %s of %s: its lease lapsed, the holder is gone", table["name"], describe(owner)
+        )
+    else:
+        return False
+    break_lock(spark, table)
+    return True
+
+
+def _live_holder_error(table: dict, owner: dict, waited_s: float) -> ConflictError:
+    return ConflictError(
+        f"{table['name']} is being committed by {describe(owner)}, which is alive (it keeps renewing its "
+        f"lease); gave up after {waited_s:.0f} s; nothing was written. Run again once it finishes; if that "
+        f"process is stuck, stop it: its lock is broken {LEASE_S + GRACE_S} s after it dies"
+    )
+
+
+def _wait(table: dict, wait_s: float | None, attempt) -> None:
+    """Call ``attempt()`` until it returns None (done); it returns the live holder that stands in
+    the way, or ``False`` to try again at once. Past ``wait_s`` (LOCK_WAIT_S) with a live holder in
+    the way: the ConflictError that names it. Both waits of this module share this loop."""
+    wait_s = LOCK_WAIT_S if wait_s is None else wait_s
+    deadline = time.monotonic() + wait_s
+    while True:
+        owner = attempt()
+        if owner is None:
+            return
+        if owner is False:
+            continue
+        if time.monotonic() > deadline:
+            raise _live_holder_error(table, owner, wait_s) from None
+        time.sleep(0.2 + random.random() * 0.3)
+
+
+def wait_until_free(spark: SparkSession, table: dict, wait_s: float | None = None) -> None:
+    """Before planning: break a dead holder's lock, and wait (up to ``wait_s``) for a live holder's
+    commit to end, so the plan reads the table as that commit leaves it."""
+    finished = table["properties"].get("spark_merge.last_merge_id")
+
+    def free():
+        owner = holder(spark, table)
+        return None if owner is None or break_if_dead(spark, table, owner, finished) else owner
+
+    _wait(table, wait_s, free)
+
+
+def _identity(spark: SparkSession) -> str:
+    try:
+        app = spark.conf.get("spark.app.id", None) or ""
+    except Exception:  # a Connect session may refuse to show it
+        app = ""
+    return f"{socket.gethostname()} pid {os.getpid()}" + (f" app {app}" if app else "")
+
+
+class _Renewer(threading.Thread):
+    """Renews the lease every LEASE_S / 3 until stopped."""
+
+    def __init__(self, spark: SparkSession, table: dict, merge_id: str):
+        super().__init__(daemon=True, name=f"spark-merge-lease-{merge_id}")
+        self.spark, self.table, self.merge_id = spark, table, merge_id
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(LEASE_S / 3):
+            expires = (_now() + timedelta(seconds=LEASE_S)).isoformat()
+            try:
+                owner = holder(self.spark, self.table)
+                if owner is None or owner["merge_id"] != self.merge_id:  # broken meanwhile: not ours to renew
+                    log.warning(
+                        "the commit lock on %s is no longer held by merge %s", self.table["name"], self.merge_id
+                    )
+                    return
+                self.spark.sql(macros.render("renew_lock_sql", self.table, expires))
+            except Exception as e:  # the next renewal may work; a lapsed lease only lets others break in
+                log.warning("could not renew the commit lock on %s: %s", self.table["name"], e)
+
+
+@contextmanager
+def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | None = None) -> Iterator[None]:
+    owner_text = _identity(spark)
+
+    def take():  # create it if none holds it, then read whose it is (macros/commit/lock.sql)
+        now = _now()
+        try:
+            spark.sql(
+                macros.render(
+                    "lock_sql",
+                    table,
+                    merge_id,
+                    now.isoformat(),
+                    (now + timedelta(seconds=LEASE_S)).isoformat(),
+                    owner_text,
+                )
+            )
+        except SPARK_ERRORS as e:
+            raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
+        owner = holder(spark, table)
+        if owner is not None and owner["merge_id"] == merge_id:
+            return None
+        if owner is None or break_if_dead(spark, table, owner):
+            return False  # released (or broken) between the create and the look: take it again
+        return owner
+
+    _wait(table, wait_s, take)
+    renewer = _Renewer(spark, table, merge_id)
+    renewer.start()
+    try:
+        yield
+    finally:
+        renewer.stopped.set()
+        renewer.join()
+        owner = holder(spark, table)
+        if owner is not None and owner["merge_id"] == merge_id:
+            spark.sql(macros.render("unlock_sql", table))
+        files.remove(f"{table['root'].rstrip('/')}/_spark_merge/locks/{merge_id}")

@@ -1,0 +1,193 @@
+"""The commit's visible step in as few metastore calls as the session allows.
+
+A classic SparkSession reaches Spark's external catalog (through py4j), whose
+``alterPartitions`` changes the locations of many partitions in one call, which the
+Hive metastore applies in one transaction (HiveAlterHandler.alterPartitions): a
+reader that lists the partitions sees all of them at the old or all at the new
+location. Partitions the commit creates follow in one ``ALTER TABLE ... ADD``
+statement (one createPartitions call), after their data is complete.
+
+A Spark Connect session has no such path (the client sends SQL and plans, not calls
+into the server's catalog), and the dbt materialization can only send SQL: both
+repoint with one ``ALTER TABLE ... PARTITION (...) SET LOCATION`` per partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from merge_core.common import macros
+from merge_core.spark import faults
+
+log = logging.getLogger("spark_merge")
+
+
+def _catalog(spark: SparkSession) -> Any | None:
+    """Spark's external catalog of a classic session, or None (Spark Connect)."""
+    jss = getattr(spark, "_jsparkSession", None)
+    if jss is None:
+        return None
+    try:
+        return jss.sessionState().catalog().externalCatalog()
+    except Exception as e:  # an unusual session: fall back to SQL
+        log.debug("external catalog not reachable: %s", e)
+        return None
+
+
+def batch_available(spark: SparkSession) -> bool:
+    return _catalog(spark) is not None
+
+
+def _scala_map(spark: SparkSession, values: dict) -> Any:
+    jvm = spark._jvm
+    java = jvm.java.util.HashMap()
+    for k, v in values.items():
+        java.put(k, v)  # None: the catalog's NULL partition value
+    companion = getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$")
+    return getattr(companion, "from")(jvm.scala.jdk.javaapi.CollectionConverters.asScala(java))
+
+
+def _with_location(spark: SparkSession, partition: Any, location: str) -> Any:
+    """A copy of a CatalogTablePartition whose storage points at ``location``."""
+    storage = partition.storage()
+    fields = [storage.productElement(i) for i in range(storage.productArity())]
+    fields[0] = spark._jvm.scala.Option.apply(spark._jvm.org.apache.hadoop.fs.Path(location).toUri())
+    parts = [partition.productElement(i) for i in range(partition.productArity())]
+    parts[1] = storage.copy(*fields)
+    return partition.copy(*parts)
+
+
+def repoint(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
+    """Point each partition (or the table) at its new location; returns the seconds between the
+    first and the last visible change. Idempotent, so a recovery may replay it."""
+    catalog = _catalog(spark) if table["partition_columns"] else None
+    if catalog is None:
+        return _repoint_by_statements(spark, table, repoints)
+    db, name = table["database"], table["table_name"]
+    moved, added = spark._jvm.java.util.ArrayList(), []
+    for r in repoints:
+        spec = _scala_map(spark, {c: r["partition"][c] for c in table["partition_columns"]})
+        found = catalog.getPartitionOption(db, name, spec)
+        if found.isDefined():
+            moved.add(_with_location(spark, found.get(), r["location"]))
+        else:
+            added.append(r)
+    t0 = time.monotonic()
+    if moved.size():
+        catalog.alterPartitions(db, name, spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(moved).toSeq())
+    if moved.size() and added:
+        faults.reached("between_repoints")
+    if added:
+        spark.sql(macros.render("add_partitions_sql", table, added))
+    return time.monotonic() - t0
+
+
+def _repoint_by_statements(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
+    statements = macros.fill_list("repoint_statements", table, repoints)
+    t0 = time.monotonic()
+    for n, stmt in enumerate(statements, start=1):
+        spark.sql(stmt)
+        if n < len(statements):
+            faults.reached("between_repoints")
+    return time.monotonic() - t0
+
+
+reads = 0  # catalog calls made by locations() in this process (bench/counts.py reports them)
+
+
+def locations(
+    spark: SparkSession,
+    database: str,
+    name: str,
+    partition_columns: list[str],
+    partitions: list[dict],
+    count: bool = False,
+) -> tuple[list[tuple[dict, str]], int | None] | None:
+    """Where the catalog says each of ``partitions`` ({column: string or None}) lives, now: the
+    (partition, location) pairs of those that exist, and (``count``) how many partitions the
+    table has in all; an unpartitioned table is one pair ({}, its location). None on Spark
+    Connect. One metastore call per partition, none of them a Spark job."""
+    global reads
+    catalog = _catalog(spark)
+    if catalog is None:
+        return None
+    reads += max(len(partitions), 1) + (1 if count and partition_columns else 0)
+    to_string = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
+    if not partition_columns:
+        return [({}, to_string(catalog.getTable(database, name).location()))], 1
+    found = []
+    for part in partitions:
+        spec = _scala_map(spark, {c: part[c] for c in partition_columns})
+        p = catalog.getPartitionOption(database, name, spec)
+        if p.isDefined():
+            found.append((part, to_string(p.get().location())))
+    total = catalog.listPartitionNames(database, name, spark._jvm.scala.Option.empty()).size() if count else None
+    return found, total
+
+
+def other_tables(spark: SparkSession, table: dict) -> list[dict]:
+    """Every other table of the catalog, as {'name', 'location', 'root', 'table_id'}: what vacuum and
+    adopt check the table's claim to its root against (a copy of its DDL carries its properties, a
+    table created with a LOCATION inside its root reads its files). Tables of every database, read
+    in one catalog call per database on a classic session; by SQL, a table at a time, elsewhere."""
+    catalog = _catalog(spark)
+    mine = (table["database"].lower(), table["table_name"].lower())
+    out = []
+    if catalog is not None:
+        java = spark._jvm.scala.jdk.javaapi.CollectionConverters
+        to_string = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
+        for db in java.asJava(catalog.listDatabases()):
+            names = catalog.listTables(db)
+            for t in java.asJava(catalog.getTablesByName(db, names)):
+                name = t.identifier().table()
+                if (db.lower(), name.lower()) == mine:
+                    continue
+                props = dict(java.asJava(t.properties()))
+                location = to_string(t.location()) if t.storage().locationUri().isDefined() else ""
+                out.append(
+                    {
+                        "name": f"{db}.{name}",
+                        "location": location,
+                        "root": props.get("spark_merge.root") or location,
+                        "table_id": props.get("spark_merge.table_id"),
+                    }
+                )
+        return out
+    import json
+
+    for (db,) in spark.sql("SHOW DATABASES").collect():
+        for r in spark.sql(f"SHOW TABLES IN {macros.render('quote', db)}").collect():
+            if r["isTemporary"] or (db.lower(), r["tableName"].lower()) == mine:
+                continue
+            rel = f"{macros.render('quote', db)}.{macros.render('quote', r['tableName'])}"
+            desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {rel} AS JSON").collect()[0][0])
+            props = desc.get("table_properties") or {}
+            location = desc.get("location") or ""
+            out.append(
+                {
+                    "name": f"{db}.{r['tableName']}",
+                    "location": location,
+                    "root": props.get("spark_merge.root") or location,
+                    "table_id": props.get("spark_merge.table_id"),
+                }
+            )
+    return out
+
+
+def claims_on(spark: SparkSession, table: dict) -> list[str]:
+    """Other tables that read files under ``table``'s root, or say they are ``table`` (its table id):
+    one line each, for the error that stops vacuum."""
+    from merge_core.spark import files
+
+    root = files.key(table["root"])
+    found = []
+    for other in other_tables(spark, table):
+        if other["location"] and files.is_inside(files.key(other["location"]), root):
+            found.append(f"{other['name']} (location {other['location']})")
+        elif other["table_id"] and table.get("table_id") and other["table_id"] == table["table_id"]:
+            found.append(f"{other['name']} (table_id {other['table_id']}, copied from this table's DDL)")
+    return found

@@ -1,0 +1,136 @@
+"""SparkSessions: the embedded default, a cluster master, or Spark Connect."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DEFAULT_HOME = "var"
+QUIET_LOG4J = Path(__file__).resolve().with_name("log4j2-quiet.properties")
+# Debian's libpostgresql-jdbc-java: the JDBC driver PostgreSQL targets need (merge_core/targets/postgres.py)
+POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
+# How long a session trusts a cached directory listing (spark.sql.metadataCacheTTLSeconds, a static
+# conf): not longer than any retention period in use, see embedded_conf
+METADATA_CACHE_TTL_SECONDS = 300
+# A shared Hive metastore's Thrift URI(s) when the caller names none (README: "A shared metastore")
+METASTORE_ENV = "SPARK_MERGE_METASTORE"
+
+
+def jdbc_driver_jars() -> str | None:
+    """spark.jars for JDBC targets: $SPARK_MERGE_JDBC_JARS, else Debian's PostgreSQL driver if installed."""
+    jars = os.environ.get("SPARK_MERGE_JDBC_JARS")
+    if jars:
+        return jars
+    return POSTGRES_JDBC_JAR if Path(POSTGRES_JDBC_JAR).exists() else None
+
+
+def local_cores(master: str) -> int | None:
+    """The task threads of a local master (`local`, `local[4]`, `local[*]`, `local[4,2]`), else None."""
+    found = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master.strip())
+    if not found:
+        return None
+    threads = found.group(1) or "1"
+    return (os.cpu_count() or 1) if threads == "*" else int(threads)
+
+
+def home_dir(warehouse: str | None = None) -> Path:
+    """The embedded warehouse's folder: ``warehouse``, else $SPARK_MERGE_HOME, else ./var (created)."""
+    home = Path(warehouse or os.environ.get("SPARK_MERGE_HOME", DEFAULT_HOME)).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def metastore_conf(home: Path, metastore: str | None) -> dict[str, str]:
+    """Where the catalog lives. Embedded: a Derby database under ``home``, which one JVM at a time
+    can open. Shared: a Hive metastore service (``thrift://host:9083``, several URIs comma-separated),
+    which any number of applications use at once; the tables' directories are then wherever the
+    metastore says, so every application must reach them (a shared file system or object store).
+    ``metastore`` None: $SPARK_MERGE_METASTORE, read here so that every session spark-merge starts
+    (get_session, `spark-merge server start`) makes the same choice."""
+    quiet_log = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"
+    metastore = metastore or os.environ.get(METASTORE_ENV) or None
+    if metastore:
+        return {"spark.hadoop.hive.metastore.uris": metastore, "spark.driver.extraJavaOptions": quiet_log}
+    return {
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home} {quiet_log}",
+    }
+
+
+def embedded_conf(home: Path, master_url: str, metastore: str | None = None) -> dict[str, str]:
+    """The session's Spark conf: the warehouse under ``home`` and the metastore (metastore_conf).
+    The one list of them: ``get_session`` builds with it, ``spark-merge server start`` (server.py)
+    passes it to the Connect server it starts over the same warehouse."""
+    quiet = os.environ.get("SPARK_LOG_LEVEL", "ERROR") == "ERROR"
+    conf = {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(home / "warehouse"),
+        **metastore_conf(home, metastore),
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.adaptive.enabled": "true",
+        # quiet by default: Spark's WARN lines (a loopback hostname, a missing native library, a
+        # directory that does not exist yet) and its progress bars read like failures between
+        # spark-merge's own progress lines; SPARK_LOG_LEVEL=WARN (or --verbose) brings them back
+        "spark.ui.showConsoleProgress": "false" if quiet else "true",
+        # Derby cannot filter partitions by a column whose name needs quoting (`part col`);
+        # fall back to listing them rather than failing the query
+        "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
+        # A session caches each directory's file listing (and its table relations) until it is told
+        # to refresh, and only the committing session is told. Another session of the application
+        # (a Thrift or Connect server's other clients) that listed a directory vacuum's canonical
+        # layout later refills would read files that are gone. Refills come at least the retention
+        # period after the version that used the directory, so a TTL no longer than the retention
+        # rules that out (README: "What a concurrent reader sees").
+        "spark.sql.metadataCacheTTLSeconds": str(METADATA_CACHE_TTL_SECONDS),
+    }
+    cores = local_cores(master_url)
+    if cores:
+        # Listing more than 32 partition directories runs a Spark job with one task per directory
+        # (up to 10000): on one machine those tasks share its few cores, and their scheduling, not
+        # the listing, dominates (0.5-1 s for 100 partitions on 2 cores). One task per core lists
+        # the same directories on the same threads.
+        conf["spark.sql.sources.parallelPartitionDiscovery.parallelism"] = str(cores)
+    jars = jdbc_driver_jars()
+    if jars:
+        conf["spark.jars"] = jars
+    return conf
+
+
+def get_session(
+    master: str | None = None,
+    remote: str | None = None,
+    warehouse: str | None = None,
+    conf: dict[str, str] | None = None,
+    app_name: str = "spark-merge",
+    metastore: str | None = None,
+) -> SparkSession:
+    """A SparkSession with a persistent catalog.
+
+    Embedded default: ``local[*]`` with the warehouse and a Derby metastore under
+    ``$SPARK_MERGE_HOME`` (default ``./var``), so tables survive between runs.
+    ``metastore='thrift://host:9083'`` (or $SPARK_MERGE_METASTORE) uses a shared Hive metastore
+    instead, so several applications can merge into the same tables at once.
+    ``remote='sc://host:port'`` uses Spark Connect; the server owns the catalog.
+    The PostgreSQL JDBC driver is put on the class path when found (``jdbc_driver_jars``).
+    """
+    if remote:
+        builder = SparkSession.builder.remote(remote)
+        for k, v in (conf or {}).items():
+            builder = builder.config(k, v)
+        return builder.getOrCreate()
+    home = home_dir(warehouse)
+    master_url = master or os.environ.get("SPARK_MASTER", "local[*]")
+    # Python UDFs in a source run in worker processes: this interpreter (with pyarrow and the rest
+    # of the environment), not whatever `python3` is first on the PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master_url).appName(app_name).enableHiveSupport()
+    for k, v in {**embedded_conf(home, master_url, metastore), **(conf or {})}.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    return spark

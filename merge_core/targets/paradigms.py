@@ -1,0 +1,91 @@
+"""Row-change paradigms: how a planned set of changes reaches the target.
+
+The plan (changes, duplicate check, counts, touched partitions) is the same for
+every target; the paradigm decides how rows change there, as in Trino:
+
+- DELETE_ROW_AND_INSERT_ROW (file tables, copy-on-write): rewrite the touched
+  partitions into a new directory, then repoint them with a journaled commit.
+- CHANGE_ONLY_UPDATED_COLUMNS (tables that update columns in place by a row id,
+  such as a database table keyed by its primary key): postgres.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from merge_core.common import macros
+from merge_core.spark import files, metastore
+
+log = logging.getLogger("spark_merge")
+
+
+class RowChangeParadigm:
+    """How the planned changes ``s`` (the lifecycle's planned-changes value) reach the target.
+    A paradigm reads ``s`` and the host primitives; it never sees the run object."""
+
+    name = ""
+
+    def write(self, host: Any, s: dict) -> None:
+        """Apply the planned changes (``s['metrics']`` holds the counts) and commit them."""
+        raise NotImplementedError
+
+    def explain(self, spark: SparkSession, s: dict, ctx: dict) -> list[str]:
+        """The write and commit SQL, as comments and statements, for ``explain``."""
+        raise NotImplementedError
+
+    def begin(self, table: dict, merge_id: str) -> None:
+        """Called once the target is known, before planning."""
+
+    def release(self, spark: SparkSession, s: dict) -> None:
+        """Called when the merge ends, committed or not."""
+
+    def discard_staged(self, s: dict) -> None:
+        """Remove what ``write`` staged before its commit point (on abort)."""
+        files.remove(s["ctx"]["stage_location"])
+
+
+class DeleteRowAndInsertRow(RowChangeParadigm):
+    """Copy-on-write for parquet/ORC tables: its write and commit is spark_merge__lifecycle_write
+    (Lifecycle.execute), the same statements dbt runs."""
+
+    name = "DELETE_ROW_AND_INSERT_ROW"
+
+    def explain(self, spark: SparkSession, s: dict, ctx: dict) -> list[str]:
+        table = s["table"]
+        if s["insert_only"]:
+            return ["-- 5. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
+        pcols = table["partition_columns"]
+        sample = {c: f"<{c}>" for c in pcols} if pcols else None
+        repoint = {
+            "partition": sample,
+            "location": ctx["stage_location"] + "/...",
+            "old_location": "...",
+            "exists": True,
+        }
+        return [
+            "-- 5. stage the new version of the touched partitions (the file stats of the partitions it replaces "
+            "are taken first) in one join: each row of those partitions written as its clause makes it or copied, "
+            "plus the inserted rows (the changes' cache is dropped once the probe shows Spark computes them the same "
+            "at every read; when it does not, as for rand(), or when step 3 finds a target row joined with several "
+            "source rows that do not all delete it, the stored changes are written instead: the partitions' rows "
+            "whose ids they do not name, plus their new rows)",
+            macros.render("fused_stage_sql", s["spec"], table, s["resolved"], ctx, [sample] if sample else []),
+            "-- 6. commit, under the lock: the partitions unchanged since read, the staged rows exactly the plan's "
+            "(only planned partitions, each with its rows before plus the plan's change; more rows than planned means "
+            "the changes were read from files the table no longer holds: MERGE_CONFLICT; else MERGE_PLAN_VIOLATION), "
+            "then the journal (with the history entry), then repoint: "
+            + (
+                "all moved partitions in one metastore call (ExternalCatalog.alterPartitions) and created ones in one "
+                "ADD, as below"
+                if metastore.batch_available(spark) and pcols
+                else "one statement per partition, as below"
+            )
+            + "; then the history entry, mark done, refresh",
+            macros.render("journal_sql", table, ctx["merge_id"], [repoint]),
+            *macros.fill_list("repoint_statements", table, [repoint]),
+            macros.render("journal_done_sql", table, ctx["merge_id"]),
+            macros.render("refresh_sql", table),
+        ]
