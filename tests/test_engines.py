@@ -217,6 +217,88 @@ def test_partial_update_rejects_deletes_unless_ignored_or_retracting_a_group(spa
     assert rows(spark, t) == [(1, None, 2, "x")]  # a retracted; b is in no group: kept
 
 
+def test_remove_record_on_delete_removes_the_row_and_the_key_starts_afresh(spark, make_table):
+    """Paimon's partial-update.remove-record-on-delete example: a -D removes the whole row; later
+    records of the key build a new one from nothing; a -U is dropped. Successive merges and one
+    batch give the same table."""
+    batches = [
+        ["(1, CAST(NULL AS STRING), 'apple', '+I')", "(2, 'B', 'pear', '+I')"],
+        ["(1, CAST(NULL AS STRING), CAST(NULL AS STRING), '-D')", "(2, 'x', 'x', '-U')"],
+        ["(1, CAST(NULL AS STRING), 'apache', '+I')"],
+        ["(1, 'A', CAST(NULL AS STRING), '+I')"],
+    ]
+    final = apply_in_both_ways(
+        spark,
+        make_table("k INT, a STRING, b STRING, op STRING"),
+        "k, a, b, op",
+        batches,
+        [
+            [(1, None, "apple", "+I"), (2, "B", "pear", "+I")],
+            [(2, "B", "pear", "+I")],  # 1 removed; the -U changed nothing
+            [(1, None, "apache", "+I"), (2, "B", "pear", "+I")],  # not 'apple': the key started afresh
+            None,
+        ],
+        merge_engine="partial-update",
+        primary_key="k",
+        row_kind_field="op",
+        remove_record_on_delete=True,
+    )
+    assert final == [(1, "A", "apache", "+I"), (2, "B", "pear", "+I")]
+
+
+def test_remove_record_on_delete_in_aggregation(spark, make_table):
+    """aggregation.remove-record-on-delete: a -D removes the row (sum and count start again, first_value
+    takes the next value); a -U still retracts (last_value to NULL)."""
+    batches = [
+        ["(1, 10, 1, 'first', '+I')", "(1, 5, 1, 'second', '+I')"],
+        ["(1, 5, 1, 'x', '-U')"],
+        ["(1, 0, 0, 'gone', '-D')"],
+        ["(1, 7, 1, 'again', '+I')"],
+    ]
+    final = apply_in_both_ways(
+        spark,
+        make_table("k INT, total INT, n INT, f STRING, op STRING"),
+        "k, total, n, f, op",
+        batches,
+        [[(1, 15, 2, "first", "+I")], [(1, 10, 1, "first", None)], [], [(1, 7, 1, "again", "+I")]],
+        merge_engine="aggregation",
+        primary_key="k",
+        row_kind_field="op",
+        remove_record_on_delete=True,
+        aggregate_function={"total": "sum", "n": "count", "f": "first_value", "op": "last_value"},
+        ignore_retract=["f"],  # first_value cannot retract
+    )
+    assert final == [(1, 7, 1, "again", "+I")]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(merge_engine="deduplicate"), "applies to the partial-update and aggregation engines, not deduplicate"),
+        (dict(merge_engine="first-row"), "not first-row"),
+        (dict(merge_engine="partial-update", ignore_delete=True), "contradict each other"),
+        (dict(merge_engine="partial-update", sequence_group={"n": "v"}), "remove_record_on_delete and sequence_group"),
+    ],
+)
+def test_remove_record_on_delete_refused_where_it_means_nothing_or_contradicts(spark, db, options, message):
+    t = f"{db}.rrd"
+    spark.sql(f"CREATE TABLE {t} (k INT, v STRING, n INT, op STRING) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1, '+I')")
+    before = snapshot(spark, t)
+    with pytest.raises(ValidationError, match=message):
+        engine_merge(
+            spark,
+            t,
+            "k, v, n, op",
+            ["(1, 'b', 2, '-D')"],
+            primary_key="k",
+            row_kind_field="op",
+            remove_record_on_delete=True,
+            **options,
+        )
+    assert snapshot(spark, t) == before
+
+
 # -- aggregation ---------------------------------------------------------------------------------
 
 

@@ -98,8 +98,22 @@
 {%- endif -%}
 {%- endmacro %}
 
-{#- The accumulator's new value of column c (index i) after record __sm_r. -#}
+{#- The accumulator's new value of column c (index i) after record __sm_r: the engine's rule, or, when
+    a -D record removes the row (remove_on_delete), NULL: the key starts afresh. -#}
 {% macro spark_merge__engine_field(c, i, e) -%}
+{%- set rule = spark_merge.spark_merge__engine_field_rule(c, i, e) | trim -%}
+{%- if e.remove_on_delete and (c.name | lower) not in e.pk | map('lower') | list -%}
+CASE WHEN {{ spark_merge.spark_merge__engine_removes() }} THEN NULL ELSE {{ rule }} END
+{%- else -%}{{ rule }}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Record __sm_r removes its key's row (remove_on_delete): a -D. -#}
+{% macro spark_merge__engine_removes() -%}
+coalesce(__sm_r.__sm_kind = '-D', false)
+{%- endmacro %}
+
+{% macro spark_merge__engine_field_rule(c, i, e) -%}
 {%- set lname = c.name | lower -%}
 {%- set A = '__sm_a.__sm_c' ~ i -%}
 {%- set X = '__sm_r.__sm_c' ~ i -%}
@@ -164,10 +178,12 @@ aggregate(__sm_rs,
 {%- for c in table.columns %}
     '__sm_c{{ loop.index0 }}', CAST({{ spark_merge.spark_merge__engine_field(c, loop.index0, e) }} AS {{ c.type }}),
 {%- if e.fn.get(c.name | lower) == 'first_value' %}
-    '__sm_f{{ loop.index0 }}', __sm_a.__sm_f{{ loop.index0 }} OR {{ spark_merge.spark_merge__engine_applied(c, e) }},
+    '__sm_f{{ loop.index0 }}', {% if e.remove_on_delete %}NOT {{ spark_merge.spark_merge__engine_removes() }} AND ({% endif
+        %}__sm_a.__sm_f{{ loop.index0 }} OR {{ spark_merge.spark_merge__engine_applied(c, e) }}{% if e.remove_on_delete %}){% endif %},
 {%- endif %}
 {%- endfor %}
-    '__sm_n', __sm_a.__sm_n OR {{ 'true' if e.engine == 'aggregation' else 'NOT __sm_r.__sm_d' }},
+    '__sm_n', {% if e.remove_on_delete %}NOT {{ spark_merge.spark_merge__engine_removes() }} AND ({% endif %}__sm_a.__sm_n OR {{ 'true' if
+        e.engine == 'aggregation' else 'NOT __sm_r.__sm_d' }}{% if e.remove_on_delete %}){% endif %},
     '__sm_t', __sm_a.__sm_t OR __sm_r.__sm_o = 0))
 {%- endif -%}
 {%- endmacro %}
@@ -205,7 +221,11 @@ aggregate(__sm_rs,
 {%- if e.kind_field -%}
   {%- do out.append(["exists(__sm_rs, __sm_z -> __sm_z.__sm_kind IS NULL OR __sm_z.__sm_kind NOT IN ('+I', '-U', '+U', '-D'))",
                      'row_kind_field ' ~ e.kind_field ~ ' must be one of +I, -U, +U, -D']) -%}
-  {%- if not e.ignore_delete -%}
+  {%- if e.remove_on_delete -%}
+    {#- a -D removes the row; partial-update drops a -U (as Paimon), aggregation retracts it -#}
+    {%- set retracts = "exists(__sm_rs, __sm_z -> __sm_z.__sm_kind = '-U')" -%}
+  {%- endif -%}
+  {%- if not e.ignore_delete and not (e.remove_on_delete and e.engine == 'partial-update') -%}
     {%- if e.engine == 'first-row' or (e.engine == 'partial-update' and not e.groups) -%}
       {%- do out.append([retracts, 'merge_engine ' ~ e.engine ~
           ' does not accept DELETE (-D) or UPDATE_BEFORE (-U) records; set ignore_delete to drop them' ~
@@ -310,7 +330,7 @@ WHERE
     {%- endif -%}
   {%- endfor -%}
   {%- set clauses = [] -%}
-  {%- if e.engine == 'deduplicate' and e.kind_field and not e.ignore_delete -%}
+  {%- if (e.engine == 'deduplicate' and e.kind_field and not e.ignore_delete) or e.remove_on_delete -%}
     {%- do clauses.append({'matched': true, 'action': 'delete', 'condition': s ~ '__sm_del', 'assignments': [], 'insert_columns': [], 'insert_values':
         [], 'star': false}) -%}
   {%- endif -%}

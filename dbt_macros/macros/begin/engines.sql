@@ -15,7 +15,7 @@
   row kind) raise MERGE_ENGINE_REJECTED while the plan is built, before writes.
 
   Options (spec.upsert): merge_engine, primary_key, sequence_field,
-  row_kind_field (+I, -U, +U, -D), ignore_delete, aggregate_function
+  row_kind_field (+I, -U, +U, -D), ignore_delete, remove_record_on_delete, aggregate_function
   {field: fn}, default_aggregate_function, sequence_group {"g1[,g2]": "a,b"}, ignore_retract [fields],
   distinct [fields], nested_key {field: "k1,k2"}, listagg_delimiter {field: d}.
 -#}
@@ -74,7 +74,7 @@
 
 {#-
   Checks the options against the table; fills `out` with errors and the
-  normalized engine: engine, pk, seq, kind_field, ignore_delete, fn {lname: fn},
+  normalized engine: engine, pk, seq, kind_field, ignore_delete, remove_on_delete, fn {lname: fn},
   groups [{seq: [names], fields: [lnames]}], ignore_retract, distinct,
   nested_key {lname: [names]}, delimiter {lname: text}.
 -#}
@@ -173,6 +173,16 @@
   {%- if not gfields -%}{%- do errors.append('sequence_group ' ~ key ~ ': the group has no fields') -%}{%- endif -%}
   {%- do groups.append({'seq': gseq, 'fields': gfields | map('lower') | list, 'name': key}) -%}
 {%- endfor -%}
+{#- Paimon's partial-update.remove-record-on-delete and aggregation.remove-record-on-delete -#}
+{%- set remove_on_delete = raw.get('remove_record_on_delete') in [true, 'true', 'True', 1] -%}
+{%- if remove_on_delete and engine not in ['partial-update', 'aggregation'] -%}
+  {%- do errors.append('remove_record_on_delete applies to the partial-update and aggregation engines, not ' ~ engine ~
+      (' (a -D record already deletes its row)' if engine == 'deduplicate' else ' (it accepts no -D record)')) -%}
+{%- elif remove_on_delete and ignore_delete -%}
+  {%- do errors.append('remove_record_on_delete and ignore_delete contradict each other (a -D record removes the row, or is dropped): set one') -%}
+{%- elif remove_on_delete and groups -%}
+  {%- do errors.append('remove_record_on_delete and sequence_group contradict each other (with sequence groups a -D record retracts its group): set one') -%}
+{%- endif -%}
 {#- fields without a function: the default one (aggregation: last_non_null_value) -#}
 {%- set default_fn = (raw.get('default_aggregate_function') or ('last_non_null_value' if engine == 'aggregation' else '')) | lower -%}
 {%- if default_fn and default_fn not in functions -%}
@@ -231,6 +241,6 @@
   {%- endif -%}
 {%- endfor -%}
 {%- do out.update({'errors': errors, 'engine': engine, 'pk': pk, 'seq': seq, 'kind_field': kind_field,
-                   'ignore_delete': ignore_delete, 'fn': fn, 'groups': groups, 'ignore_retract': ignore_retract,
+                   'ignore_delete': ignore_delete, 'remove_on_delete': remove_on_delete, 'fn': fn, 'groups': groups, 'ignore_retract': ignore_retract,
                    'distinct': distinct, 'nested_key': nested_key, 'delimiter': delimiter, 'functions': functions}) -%}
 {%- endmacro %}

@@ -52,6 +52,9 @@
    'cli': '--row-kind-field', 'dbt': 'row_kind_field', 'help': 'column holding +I, -U, +U or -D'},
   {'name': 'ignore_delete', 'kind': 'bool', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': '--ignore-delete', 'dbt': 'ignore_delete', 'help': 'drop -U/-D records instead of failing'},
+  {'name': 'remove_record_on_delete', 'kind': 'bool', 'group': 'engine', 'needs': ['row_kind_field'], 'choices': none, 'default': none,
+   'cli': '--remove-record-on-delete', 'dbt': 'remove_record_on_delete',
+   'help': 'partial-update and aggregation engines: a -D record removes the whole row (a later record of the key starts a new one)'},
   {'name': 'default_aggregate_function', 'kind': 'string', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': '--default-aggregate-function', 'dbt': 'default_aggregate_function', 'help': 'aggregation engine: the function of columns without their own'},
   {'name': 'aggregate_function', 'kind': 'fields', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
@@ -109,7 +112,8 @@
 {%- for needs, names in unmet.items() -%}
   {%- set what = {'merge_engine': 'merge engines (merge_engine: ' ~ spark_merge.spark_merge__choices_text('merge_engine') ~ ')',
                   'watermark_key': 'watermark upserts (watermark_key)',
-                  'watermark_key or merge_engine': 'watermark upserts and merge engines (watermark_key or merge_engine)'}.get(needs, needs) -%}
+                  'watermark_key or merge_engine': 'watermark upserts and merge engines (watermark_key or merge_engine)',
+                  'row_kind_field': 'change records marked +I, -U, +U or -D (row_kind_field)'}.get(needs, needs) -%}
   {%- do out.append(names | join(', ') ~ (' apply' if names | length > 1 else ' applies') ~ ' only to ' ~ what ~ ', and nothing here sets ' ~ needs ~
       ': set it, or leave ' ~ names | join(', ') ~ ' out') -%}
 {%- endfor -%}
