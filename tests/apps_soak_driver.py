@@ -100,6 +100,9 @@ def reader(uri: str, folder: Path) -> None:
             except Exception as e:  # noqa: BLE001 - the test asserts there is none
                 out.write(json.dumps({"error": f"{type(e).__name__}: {e}"[:2000]}) + "\n")
             out.flush()
+    # what the table holds now: this session's listings of directories appended to since it read
+    # them are up to spark.sql.metadataCacheTTLSeconds old (docs/operations.md), so drop them first
+    spark.sql(f"REFRESH TABLE {T}")
     final = {
         "rows": [list(r) for r in spark.sql(f"SELECT * FROM {T}").collect()],
         "history": [h["merge_id"] for h in history(spark, T, limit=1000)],

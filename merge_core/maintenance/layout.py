@@ -178,7 +178,7 @@ class CanonicalizeRun(Lifecycle):
 
     def finish(self):
         if not self.moves:  # nothing to move: no commit, no history entry
-            return self.finished_at()
+            return self._finished()
         return super().finish()
 
 
