@@ -111,7 +111,7 @@ def test_live_lock_makes_a_merge_wait_then_give_up_before_planning(spark, acct, 
     naming the holder, since when, its lease and what to do."""
     table = describe_table(spark, acct.split("."))
     _lock(spark, table, "other", 60)
-    monkeypatch.setattr(lock, "LOCK_WAIT_S", 1)
+    monkeypatch.setitem(lock.settings(), "wait_s", 1)
     before = snapshot(spark, acct)
     run = MergeRun(spark, to_spec(f"UPDATE {acct} SET amount = 0 WHERE id = 1"))
     with pytest.raises(ConflictError) as e:
@@ -135,10 +135,10 @@ def test_a_dead_holders_lock_is_broken_in_seconds(spark, acct):
     """A holder killed inside its commit stops renewing: once its lease lapses (plus the grace for
     clock skew) the next merge breaks the lock at once, with no wait."""
     table = describe_table(spark, acct.split("."))
-    _lock(spark, table, "dead", -(lock.GRACE_S + 1))
+    _lock(spark, table, "dead", -(lock.settings()["grace_s"] + 1))
     t0 = time.monotonic()
     merge(spark, f"UPDATE {acct} SET amount = 7 WHERE id = 1")
-    assert time.monotonic() - t0 < lock.LOCK_WAIT_S  # never waited for a live holder's commit
+    assert time.monotonic() - t0 < lock.settings()["wait_s"]  # never waited for a live holder's commit
     assert amount(spark, acct, 1) == 7 and lock.holder(spark, table) is None
 
 
@@ -148,16 +148,16 @@ def test_the_lock_of_a_finished_commit_is_released_at_begin_without_waiting(spar
     table = describe_table(spark, acct.split("."))
     spark.sql(f"ALTER TABLE {acct} SET TBLPROPERTIES ('spark_merge.last_merge_id' = 'done')")
     _lock(spark, table, "done", 60)
-    monkeypatch.setattr(lock, "LOCK_WAIT_S", 1)  # waiting for it would fail the merge
+    monkeypatch.setitem(lock.settings(), "wait_s", 1)  # waiting for it would fail the merge
     merge(spark, f"UPDATE {acct} SET amount = 9 WHERE id = 1")
     assert amount(spark, acct, 1) == 9 and lock.holder(spark, table) is None
 
 
 def test_recover_and_vacuum_break_a_dead_holders_lock(spark, acct):
     table = describe_table(spark, acct.split("."))
-    _lock(spark, table, "dead", -(lock.GRACE_S + 1))
+    _lock(spark, table, "dead", -(lock.settings()["grace_s"] + 1))
     assert recover(spark, acct) is False and lock.holder(spark, table) is None
-    _lock(spark, table, "dead2", -(lock.GRACE_S + 1))
+    _lock(spark, table, "dead2", -(lock.settings()["grace_s"] + 1))
     vacuum(spark, acct)
     assert lock.holder(spark, table) is None
 
@@ -167,7 +167,7 @@ def test_a_lock_within_its_lease_is_not_broken_and_a_held_lease_is_renewed(spark
     _lock(spark, table, "alive", 2)
     assert lock.break_if_dead(spark, table) is False and lock.holder(spark, table)["merge_id"] == "alive"
     lock.break_lock(spark, table)
-    monkeypatch.setattr(lock, "LEASE_S", 0.6)  # renewed every 0.2 s
+    monkeypatch.setitem(lock.settings(), "lease_s", 0.6)  # renewed every 0.2 s
     with lock.table_lock(spark, table, "holder"):
         first = lock.holder(spark, table)["expires"]
         time.sleep(1.5)

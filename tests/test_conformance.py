@@ -1,22 +1,26 @@
-"""One statement sequence, two hosts: dbt's materialization and merge_core issue the same statements.
+"""One statement sequence, two hosts: dbt and merge_core issue the same statements, from the first.
 
-The lifecycle (settle, plan, write, commit, finish) is written once in Jinja
-(dbt_macros/macros/lifecycle/phases.sql). dbt runs it with its own macros as host
-primitives, merge_core with host.SparkHost. Both trace every statement and primitive they
-issue; for the same merge into two identical tables the traces must be equal once merge ids,
-table names, locations, times, identifier quoting and the history entry's statement text are
-replaced.
+The lifecycle (begin, plan, write, commit, finish) is written once in Jinja
+(dbt_macros/macros/lifecycle/). dbt runs it with its own macros as host primitives, merge_core
+with its SparkHost (a merge's begin primitives: lifecycle/merge_host.py). Both trace every
+statement and primitive they issue, from the merge's first; for the same merge into two identical
+tables the traces must be equal once merge ids, table names, locations, times, identifier quoting
+and the history entry's statement text are replaced. Shapes: a dbt model per MERGE shape (an
+upsert, insert-only, delete and update, BY SOURCE, a duplicate match, the upserts), and dbt's
+UPDATE and DELETE operations, a validation that fails and a conflict with a live commit.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from merge_core import DuplicateMatchError, merge
-from merge_core.spark import host
+from merge_core import ConflictError, DuplicateMatchError, ValidationError, merge
+from merge_core.common import macros
+from merge_core.spark import host, lock
 from merge_core.spark.catalog import describe_table
 
 from .conftest import rows
@@ -139,6 +143,27 @@ def _unset_journal(text: str) -> str:
     return re.sub(r"'spark_merge\.journal\.\d+'(, 'spark_merge\.journal\.\d+')*", "'spark_merge.journal.<parts>'", text)
 
 
+def _assert_same(
+    spark, from_python: list, from_dbt: list, py_table: str, dbt_table: str, names: dict, first: str = "clean_dead"
+) -> None:
+    """The two traces are equal, step by step, once the tables' names and roots are placeholders; both
+    start with the merge's first step (``first``: a merge-on-read upsert's begin is its own, and
+    starts by waiting for a live commit)."""
+    for table in (py_table, dbt_table):
+        schema, name = table.split(".")
+        names[describe_table(spark, [schema, name])["root"].rstrip("/")] = "<root>"
+        names[f"`{schema}`.`{name}`"] = "<target>"
+        names[table] = "<target>"
+        names[f"__sm_lock_{name}"] = "__sm_lock_<t>"
+        names[name] = "<t>"  # the alias of an UPDATE or DELETE that names none: the table's name
+    python, dbt = _normalize(from_python, names), _normalize(from_dbt, names)
+    assert [k for k, _ in python] == [k for k, _ in dbt], f"the hosts took different steps:\n{python}\n{dbt}"
+    for number, (p, d) in enumerate(zip(python, dbt)):
+        assert p == d, f"statement {number} differs:\npython: {p[1]}\ndbt:    {d[1]}"
+    assert len(python) > 3
+    assert python[0][0] == first, f"the trace does not start at the merge's first step: {python[0]}"
+
+
 def _dbt_trace(logs: list[str]) -> list[tuple[str, str]]:
     return [tuple(json.loads(line.split(" ", 1)[1])) for line in logs if line.startswith("spark_merge.trace ")]
 
@@ -221,18 +246,82 @@ def test_dbt_and_python_issue_the_same_statements(spark, session_project, shape,
         for table in (py_table, dbt_table):
             names[f"`{table.split('.')[0]}`.`{table.split('.')[1]}`"] = "<view>"
         dbt_table, py_table = dbt_table + "__sm_log", py_table + "__sm_log"
-    for table, placeholder in ((py_table, "<target>"), (dbt_table, "<target>")):
-        names[describe_table(spark, table.split("."))["root"].rstrip("/")] = "<root>"
-        names[f"`{table.split('.')[0]}`.`{table.split('.')[1]}`"] = placeholder
-        names[table] = placeholder
-    names[f"__sm_lock_conf_{shape}_py"] = "__sm_lock_<t>"
-    names[f"__sm_lock_{name}"] = "__sm_lock_<t>"
-    python, dbt = _normalize(from_python, names), _normalize(from_dbt, names)
-    assert [k for k, _ in python] == [k for k, _ in dbt], "the hosts took different steps"
-    for number, (p, d) in enumerate(zip(python, dbt)):
-        assert p == d, f"statement {number} differs:\npython: {p[1]}\ndbt:    {d[1]}"
-    assert len(python) > 5
+    _assert_same(
+        spark,
+        from_python,
+        from_dbt,
+        py_table,
+        dbt_table,
+        names,
+        "wait_free" if shape == "merge_on_read" else "clean_dead",
+    )
     if shape != "duplicate":
         assert rows(spark, py_table) == rows(spark, dbt_table)
     if shape == "not_matched_by_source":  # ann (id 1, eu) is in batch 1 only: the clause zeroed her amount
         assert spark.sql(f"SELECT amount FROM {dbt_table} WHERE id = 1").collect()[0][0] == 0
+
+
+# dbt's operations beside the Python statements: (operation, its args, the statement)
+OPERATIONS = {
+    "update": (
+        "update",
+        {"set": {"amount": "amount * 2"}, "where": "region = 'eu'"},
+        "UPDATE {t} SET amount = amount * 2 WHERE region = 'eu'",
+    ),
+    "delete": ("delete", {"where": "id = 2"}, "DELETE FROM {t} WHERE id = 2"),
+    "failed_validation": ("update", {"set": {"nope": "1"}, "where": "id = 1"}, "UPDATE {t} SET nope = 1 WHERE id = 1"),
+    "conflict": ("delete", {"where": "id = 2"}, "DELETE FROM {t} WHERE id = 2"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(OPERATIONS))
+def test_dbt_operations_and_python_statements_issue_the_same_statements(
+    spark, session_project, shape, whole_partitions, monkeypatch
+):
+    """UPDATE and DELETE through dbt's operations and through merge(); a validation that fails (an
+    unknown column) and a conflict (another merge's live commit holds the lock) stop both hosts at
+    the same step, before anything is written."""
+    operation, args, statement = OPERATIONS[shape]
+    schema = session_project.schema
+    tables = {h: f"{schema}.op_{shape}_{h}" for h in ("db", "py")}  # names of one length
+    for t in tables.values():
+        spark.sql(f"DROP TABLE IF EXISTS {t}")
+        spark.sql(
+            f"CREATE TABLE {t} USING parquet PARTITIONED BY (region) AS "
+            f"SELECT id, name, amount, region FROM {schema}.account_updates WHERE batch = 1"
+        )
+    if shape == "conflict":  # a live holder: its lease runs a minute; each host waits 1 s, then gives up
+        now = datetime.now(UTC)
+        for t in tables.values():
+            spark.sql(
+                macros.render(
+                    "lock_sql", describe_table(spark, t.split(".")), "20260101000000_11111111", now.isoformat(),
+                    (now + timedelta(seconds=60)).isoformat(), "host-a pid 1",
+                )
+            )  # fmt: skip
+        monkeypatch.setitem(lock.settings(), "wait_s", 1)
+    before = {h: rows(spark, t) for h, t in tables.items()}
+    ok = shape not in ("failed_validation", "conflict")
+    session_project.dbt(
+        "run-operation", f"spark_merge.{operation}", "--args", json.dumps({"relation": tables["db"], **args}),
+        vars={"spark_merge_lock_wait_seconds": 1}, ok=ok,
+    )  # fmt: skip
+    from_dbt = _dbt_trace(session_project.logs)
+    host.trace = []
+    try:
+        if ok:
+            merge(spark, statement.format(t=tables["py"]))
+        else:
+            with pytest.raises(ValidationError if shape == "failed_validation" else ConflictError):
+                merge(spark, statement.format(t=tables["py"]))
+        from_python = list(host.trace)
+    finally:
+        host.trace = None
+    _assert_same(spark, from_python, from_dbt, tables["py"], tables["db"], {})
+    if ok:
+        assert rows(spark, tables["py"]) == rows(spark, tables["db"]) != before["py"]
+    else:
+        assert rows(spark, tables["py"]) == before["py"] and rows(spark, tables["db"]) == before["db"]
+    if shape == "conflict":
+        for t in tables.values():
+            lock.break_lock(spark, describe_table(spark, t.split(".")))

@@ -267,6 +267,7 @@ def test_lossy_assignments_warn_refuse_or_pass(spark, tables, caplog):
     """27.5 into an INT column: Spark stores 27 without a word. spark-merge says so at validation
     (default), refuses with lossy_assignments='refuse', and stays quiet for an explicit CAST."""
     import logging
+    import re
 
     acc, src = tables
     before = snapshot(spark, acc)
@@ -283,7 +284,8 @@ def test_lossy_assignments_warn_refuse_or_pass(spark, tables, caplog):
 
     with caplog.at_level(logging.WARNING, logger="spark_merge"):
         merge(spark, statement)  # warns, and stores as Spark does: 1.5 + 1 -> 2
-    assert [r.getMessage() for r in caplog.records if "lossy assignment" in r.getMessage()] == [
+    warned = [r.getMessage() for r in caplog.records if "lossy assignment" in r.getMessage()]
+    assert [re.sub(r"^\[\d{14}_[0-9a-f]{8}\] ", "", w) for w in warned] == [  # the merge's id, then the warning
         "lossy assignment: WHEN MATCHED clause 1 (UPDATE) value for column id: storing a value of type double in column id "
         "of type int drops the fraction (expression: s.amount + 1); CAST it explicitly to say you mean it "
         "(option lossy_assignments: warn, refuse, allow)"

@@ -7,7 +7,6 @@ the lifecycle and the plan's SQL raise them there, these classes carry them here
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
 
 from merge_core.common import macros
@@ -144,22 +143,24 @@ class RetryableConflict(MergeError):
     code: Any = _Code("retry")
 
 
-def error_for(code: str, message: str, rows: list[dict] | None = None) -> MergeError:
-    """The error a lifecycle macro's ``host.fail(code, message)`` raises (macros/lifecycle/phases.sql).
+def error_for(code: str, message: str, rows: list[dict] | None = None, fields: dict | None = None) -> MergeError:
+    """The error a lifecycle macro's ``host.fail(code, message, rows, fields)`` raises
+    (macros/lifecycle/phases.sql), its structured fields set from ``fields`` (a validation's
+    ``errors``, a duplicate match's ``rule``) and ``rows`` (a duplicate match's examples).
 
     MERGE_VERSION_MOVED is the one code no user sees: another merge committed since this one
     began, so the Python host plans again (RetryableConflict); dbt reports it as a conflict.
     """
+    fields = fields or {}
     cls: type[MergeError] | None = next((c for c in _all(MergeError) if c.code == code), None)
     if code == codes()["version_moved"]:
         cls = RetryableConflict
     error: Any = Exception.__new__(cls or MergeError)
     MergeError.__init__(error, message if cls else f"{code}: {message}")
     if cls is DuplicateMatchError:
-        found = re.search(r"duplicate_rule=(\w+)", message)
-        error.rule, error.examples = (found.group(1) if found else ""), list(rows or [])
+        error.rule, error.examples = fields.get("rule", ""), list(rows or [])
     if cls is ValidationError:
-        error.errors = [message]
+        error.errors = list(fields.get("errors") or [message])
     return error
 
 

@@ -46,8 +46,11 @@ class MergeResult:
 
 
 def new_merge_id() -> str:
-    """Sortable by time, unique, and a valid SQL identifier fragment."""
-    return f"{datetime.now(UTC):%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
+    """Sortable by time, unique, and a valid SQL identifier fragment (spark_merge__new_merge_id, as
+    dbt builds it)."""
+    from merge_core.common import macros
+
+    return macros.render("new_merge_id", datetime.now(UTC).isoformat(), uuid.uuid4().hex)
 
 
 def parse_message(message: str) -> dict[str, Any]:

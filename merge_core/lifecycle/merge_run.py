@@ -14,16 +14,13 @@ import logging
 from pyspark.sql import SparkSession
 
 from merge_core.common import macros
-from merge_core.common.errors import TargetError, ValidationError
+from merge_core.common.errors import ValidationError
 from merge_core.common.result import MergeResult
-from merge_core.lifecycle.housekeeping import drop_dead_leftovers, drop_dead_stage_tables, refuse_foreign_format
+from merge_core.lifecycle.merge_host import MergeHost
 from merge_core.lifecycle.run import Lifecycle, drive
 from merge_core.request.evolution import extra_field_errors, missing_field_values
-from merge_core.request.parse import direct_assignments, direct_source_columns, on_equalities, qualify_one_sided
+from merge_core.request.parse import direct_assignments, direct_source_columns
 from merge_core.request.spec import MergeSpec
-from merge_core.spark.catalog import describe_table
-from merge_core.spark.validate import source_columns, source_types, validate
-from merge_core.targets import paradigms
 
 log = logging.getLogger("spark_merge")
 
@@ -32,17 +29,6 @@ def broadcasts_changed(metrics: dict) -> bool:
     """Whether the rewrite broadcasts the row ids of updated and deleted rows to its anti-join
     (spark_merge__broadcast_changed, as the plan decides it; bench/ uses it)."""
     return macros.fill("broadcast_changed", metrics)["broadcast"]
-
-
-def choose_paradigm(table: dict, target=None) -> paradigms.RowChangeParadigm:
-    """How rows change in this target (Trino's row-change paradigms)."""
-    if table["provider"] == "jdbc" and target is not None:
-        from merge_core.targets.postgres import ChangeOnlyUpdatedColumns
-
-        return ChangeOnlyUpdatedColumns(target)
-    if table["provider"] in ("parquet", "orc"):
-        return paradigms.DeleteRowAndInsertRow()
-    raise TargetError(f"no row-change paradigm for {table['name']} ({table['provider']})")
 
 
 class MergeRun(Lifecycle):
@@ -58,42 +44,15 @@ class MergeRun(Lifecycle):
         # in a dry run, whose plan would read them from the table, refused ("refuse")
         self.schema_changes = "refuse" if dry_run else "apply"
         self.added_columns: list[list[str]] = []
+        self.host = MergeHost(self)  # the begin primitives of this run (merge_host.py)
 
     def begin(self) -> dict:
-        """Read the target, finish any interrupted commit, validate. Touches no data."""
+        """Read the target, finish any interrupted commit, validate (spark_merge__lifecycle_begin, the
+        statements dbt runs; this run's host binds its primitives). Touches no data."""
         self._tag(True)
-        drop_dead_leftovers(self.spark)
-        self.host.step("begin: describe and validate")
-        self._describe()
-        if not self.spec.upsert and self.spec_data["source_kind"] != "none":
-            qualify_one_sided(
-                self.spec_data,
-                lambda: source_columns(self.spark, self.spec_data),
-                [c["name"] for c in self.table["columns"]],
-            )
-        if self.spec_data["schema_evolution"]:
-            self._evolve_schema()
-        if self.spec.upsert:
-            self._compile_upsert()
-        self.resolved = validate(self.spark, self.spec_data, self.table)
-        self.ctx = macros.fill("context", self.spec_data, self.table, self.merge_id)
-        if self.spec_data["source_kind"] != "none":
-            self.ctx["on_keys"] = on_equalities(
-                self.spec_data["on"], self.spec_data["target_alias"], self.spec_data["source_alias"]
-            )
-        self.paradigm = choose_paradigm(self.table, self.target)
-        self.paradigm.begin(self.table, self.merge_id)
-        self._planned(
-            spec=self.spec_data,
-            table=self.table,
-            resolved=self.resolved,
-            ctx=self.ctx,
-            kind=self.spec.kind,
-            paradigm=self.paradigm.name,
-            statement=self.spec.sql,
-            insert_only=self.resolved["insert_only"],
-        )
-        macros.render("lifecycle_plan_hash", self.host, self.s)
+        self._planned(spec=self.spec_data, kind=self.spec.kind, statement=self.spec.sql)
+        macros.render("lifecycle_begin", self.host, self.s)
+        self.table, self.spec_data, self.resolved, self.ctx = (self.s[k] for k in ("table", "spec", "resolved", "ctx"))
         self.plan_hash = self.s["plan_hash"]
         self.state = "begun"
         info = {
@@ -106,33 +65,7 @@ class MergeRun(Lifecycle):
         log.info("BEGIN %s", json.dumps(info))
         return info
 
-    def _describe(self) -> None:
-        """The target as it is once no commit is in progress: a commit in progress changes what we
-        would plan against, so it finishes first (a dead holder's lock is broken here, before any
-        planning work), then an interrupted one is finished."""
-        if self.target is not None:
-            from merge_core.targets import postgres
-
-            self.table = postgres.describe(self.spark, self.target, self.spec.target, self.merge_id)
-            return
-        self.table = describe_table(self.spark, self.spec.target)
-        refuse_foreign_format(self.table)
-        drop_dead_stage_tables(self.spark, self.table)
-        if macros.fill("lifecycle_settle", self.host, self.table)["recovered"]:
-            self.table = describe_table(self.spark, self.spec.target)
-
-    def _compile_upsert(self) -> None:
-        """The upsert's guarded MERGE, generated now that the column types are known (and, for a merge
-        engine, the input order its fold may rely on)."""
-        if self.spec.upsert.get("merge_engine"):
-            plan = self.host.rows(macros.render("input_order_probe_sql", self.spec_data))[0]["plan"]
-            self.spec_data["input_order"] = macros.fill("input_order", self.spec_data, plan)["order"]
-        compiled = macros.fill("upsert_spec", self.spec_data, self.table, source_columns(self.spark, self.spec_data))
-        if compiled["errors"]:
-            raise ValidationError(compiled["errors"])
-        self.spec_data = {k: v for k, v in compiled.items() if k != "errors"}
-
-    def _evolve_schema(self) -> None:
+    def evolve_schema(self, types: list[list[str]]) -> None:
         """MERGE WITH SCHEMA EVOLUTION: the source columns the merge assigns directly (UPDATE SET * /
         INSERT *, SET c = s.c, INSERT (c) VALUES (s.c)) that the table lacks are added (ALTER TABLE
         ... ADD COLUMNS) before planning, once the statement has been
@@ -147,7 +80,6 @@ class MergeRun(Lifecycle):
                     "or a PostgreSQL target, add the columns (ALTER TABLE ... ADD COLUMNS) first"
                 ]
             )
-        types = source_types(self.spark, self.spec_data)
         self.spec_data["star_columns"] = [name.lower() for name, _ in types]
         direct = direct_source_columns(self.spec_data)
         evolved = macros.fill("evolved_columns", self.spec_data, self.table, types, direct)
@@ -172,11 +104,8 @@ class MergeRun(Lifecycle):
             return
         names = ", ".join(name for name, _ in self.added_columns)
         preview = _with_columns(self.table, self.added_columns)
-        validate(
-            self.spark,
-            self.spec_data,
-            {**preview, "relation": macros.render("evolved_relation", self.table, self.added_columns)},
-        )
+        relation = macros.render("evolved_relation", self.table, self.added_columns)
+        macros.render("lifecycle_validate", self.host, self.spec_data, {**preview, "relation": relation}, types, {})
         if self.schema_changes == "refuse":
             raise ValidationError(
                 [
@@ -189,7 +118,7 @@ class MergeRun(Lifecycle):
             return
         self.host.step(f"schema evolution: adding column(s) {names} to {self.table['name']}")
         self.host.run(macros.render("add_columns_sql", self.table, self.added_columns))
-        self.table = describe_table(self.spark, self.spec.target)
+        self.table = self.host.describe(self.table)
 
     def explain(self, placeholder_id: bool = False) -> str:
         """The plan's SQL, in order, before anything runs."""

@@ -82,7 +82,7 @@ class MergeSpec:
     # a value whose type says storing it loses information: warn (log), refuse, or allow
     lossy_assignments: str = "warn"
     # MERGE WITH SCHEMA EVOLUTION: directly assigned source columns the target lacks are added
-    # (UPDATE SET *, INSERT *, SET c = s.c; engine.MergeRun._evolve_schema, evolution.py)
+    # (UPDATE SET *, INSERT *, SET c = s.c; MergeRun.evolve_schema, request/evolution.py)
     schema_evolution: bool = False
     # Optional user promise: matching target rows live only where this predicate on the
     # target's columns holds (usually partition columns). Prunes the target scan.

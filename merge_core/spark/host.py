@@ -124,9 +124,9 @@ class SparkHost:
     def warn(self, text: str) -> None:
         log.warning("[%s] %s", self.merge_id, text)
 
-    def fail(self, code: str, message: str, rows: list | None = None) -> None:
+    def fail(self, code: str, message: str, rows: list | None = None, fields: dict | None = None) -> None:
         _trace("fail", code)
-        raise error_for(code, message, rows)
+        raise error_for(code, message, rows, fields)
 
     def failpoint(self, name: str) -> None:
         faults.reached(name)

@@ -1,14 +1,16 @@
 """The commit lock (see macros/commit/lock.sql): one committer per table at a time, held by a lease.
 
-The holder writes when its lease expires and renews it while it lives (every LEASE_S / 3 from a
+The holder writes when its lease expires and renews it while it lives (every lease_s / 3 from a
 daemon thread), so a holder that died (SIGKILL, a lost machine) is told from a live one within
-LEASE_S + GRACE_S seconds, and its lock is broken by whoever needs it next: a merge's begin, its
-commit, vacuum, recover. A live holder makes a waiter wait up to LOCK_WAIT_S, then fail with a
-message that names it.
+lease_s + grace_s seconds, and its lock is broken by whoever needs it next: a merge's begin, its
+commit, vacuum, recover. A live holder makes a waiter wait up to wait_s, then fail with a
+message that names it. The timing and the rule that a holder is dead are the lock macros'
+(spark_merge__lock_settings, spark_merge__lock_dead), which dbt follows too.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -28,10 +30,12 @@ from merge_core.spark.catalog import SPARK_ERRORS, spark_message
 
 log = logging.getLogger("spark_merge")
 
-LOCK_WAIT_S = 120  # how long a committer waits for a live holder's commit to finish
-LEASE_S = 30  # a holder's lease; renewed every LEASE_S / 3 while it lives
-GRACE_S = 5  # clock skew allowed between hosts before a lapsed lease counts as dead
-LOCK_STALE_S = 900  # a lock without a lease (written by spark-merge before leases) this old is dead
+
+@functools.cache
+def settings() -> dict:
+    """The lock's timing in seconds (spark_merge__lock_settings): wait_s, lease_s, dbt_lease_s,
+    grace_s, stale_s. Read when first asked for; tests change entries of this dict."""
+    return macros.fill("lock_settings")
 
 
 def _now() -> datetime:
@@ -68,13 +72,13 @@ def _parse(moment: str) -> datetime | None:
 
 
 def is_dead(owner: dict, now: datetime | None = None) -> bool:
-    """Whether the holder's lease lapsed (it stopped renewing: its process is gone)."""
+    """Whether the holder's lease lapsed (it stopped renewing: its process is gone), as
+    spark_merge__lock_dead decides it for both hosts."""
     now = now or _now()
-    expires = _parse(owner.get("expires", ""))
-    if expires is not None:
-        return now > expires + timedelta(seconds=GRACE_S)
-    since = _parse(owner.get("since", ""))
-    return since is None or (now - since).total_seconds() > LOCK_STALE_S
+    expires, since = _parse(owner.get("expires", "")), _parse(owner.get("since", ""))
+    lapsed = (now - expires).total_seconds() if expires is not None else None
+    held = (now - since).total_seconds() if since is not None else None
+    return bool(macros.render("lock_dead", lapsed, held))
 
 
 def describe(owner: dict) -> str:
@@ -112,15 +116,15 @@ def _live_holder_error(table: dict, owner: dict, waited_s: float) -> ConflictErr
     return ConflictError(
         f"{table['name']} is being committed by {describe(owner)}, which is alive (it keeps renewing its "
         f"lease); gave up after {waited_s:.0f} s; nothing was written. Run again once it finishes; if that "
-        f"process is stuck, stop it: its lock is broken {LEASE_S + GRACE_S} s after it dies"
+        f"process is stuck, stop it: its lock is broken {settings()['lease_s'] + settings()['grace_s']} s after it dies"
     )
 
 
 def _wait(table: dict, wait_s: float | None, attempt) -> None:
     """Call ``attempt()`` until it returns None (done); it returns the live holder that stands in
-    the way, or ``False`` to try again at once. Past ``wait_s`` (LOCK_WAIT_S) with a live holder in
+    the way, or ``False`` to try again at once. Past ``wait_s`` (settings' wait_s) with a live holder in
     the way: the ConflictError that names it. Both waits of this module share this loop."""
-    wait_s = LOCK_WAIT_S if wait_s is None else wait_s
+    wait_s = settings()["wait_s"] if wait_s is None else wait_s
     deadline = time.monotonic() + wait_s
     while True:
         owner = attempt()
@@ -154,7 +158,7 @@ def _identity(spark: SparkSession) -> str:
 
 
 class _Renewer(threading.Thread):
-    """Renews the lease every LEASE_S / 3 until stopped."""
+    """Renews the lease every lease_s / 3 until stopped."""
 
     def __init__(self, spark: SparkSession, table: dict, merge_id: str):
         super().__init__(daemon=True, name=f"spark-merge-lease-{merge_id}")
@@ -162,8 +166,9 @@ class _Renewer(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        while not self.stopped.wait(LEASE_S / 3):
-            expires = (_now() + timedelta(seconds=LEASE_S)).isoformat()
+        lease_s = settings()["lease_s"]
+        while not self.stopped.wait(lease_s / 3):
+            expires = (_now() + timedelta(seconds=lease_s)).isoformat()
             try:
                 owner = holder(self.spark, self.table)
                 if owner is None or owner["merge_id"] != self.merge_id:  # broken meanwhile: not ours to renew
@@ -189,7 +194,7 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
                     table,
                     merge_id,
                     now.isoformat(),
-                    (now + timedelta(seconds=LEASE_S)).isoformat(),
+                    (now + timedelta(seconds=settings()["lease_s"])).isoformat(),
                     owner_text,
                 )
             )

@@ -10,6 +10,24 @@
   one that needs it (merge_core/spark/lock.py).
 -#}
 
+{#- The lock's timing, in seconds, for both hosts: a committer waits up to wait_s for a live
+    holder's commit; a Python holder's lease is lease_s, renewed every lease_s / 3 from a thread; a
+    dbt holder, which cannot renew, takes dbt_lease_s; a lapsed lease counts as dead grace_s later
+    (clock skew between hosts); a lock without a lease (written before leases) is dead after stale_s. -#}
+{% macro spark_merge__lock_settings(out) -%}
+{%- do out.update({'wait_s': 120, 'lease_s': 30, 'dbt_lease_s': 120, 'grace_s': 5, 'stale_s': 900}) -%}
+{%- endmacro %}
+
+{#- Whether a holder is dead ('True' or empty): `lapsed_s` seconds since its lease expired (none
+    when it wrote no lease), `held_s` seconds since it took the lock (none when unknown). -#}
+{% macro spark_merge__lock_dead(lapsed_s, held_s) -%}
+{%- set k = {} -%}
+{%- do spark_merge.spark_merge__lock_settings(k) -%}
+{%- if lapsed_s is not none -%}{{ 'True' if lapsed_s > k.grace_s else '' }}
+{%- else -%}{{ 'True' if held_s is none or held_s > k.stale_s else '' }}
+{%- endif -%}
+{%- endmacro %}
+
 {% macro spark_merge__lock_relation(table) -%}
 {{ spark_merge.spark_merge__quote(table.database) }}.{{ spark_merge.spark_merge__quote('__sm_lock_' ~ table.table_name) }}
 {%- endmacro %}

@@ -15,7 +15,8 @@
     file_stats(table, name, sql, partitions)   the rows of sql (file_stats_sql): dbt runs it; Python
                                 lists the partitions' files where it can (no Spark job)
     step(text) / warn(text)     progress and warnings for the user
-    fail(code, message, rows)   stop the merge with an error of that code (MERGE_VERSION_MOVED:
+    fail(code, message, rows, fields)   stop the merge with an error of that code, its structured
+                                fields given (a validation's errors, a duplicate's rule) (MERGE_VERSION_MOVED:
                                 another merge committed since begin; Python plans again, dbt fails)
     failpoint(name)             crash tests stop here (merge_core/spark/faults.py)
     describe(table)             the table as the catalog describes it now
@@ -31,6 +32,8 @@
                                 directory since the check under the lock into the new one (dbt: none)
     now()                       the time, ISO-8601 UTC
     elapsed_ms(s)               milliseconds since the merge began
+    hash(text)                  a hex digest of text (the plan's fingerprint)
+  and begin's own (lifecycle/begin.sql).
 -#}
 
 {#- Every later step reads the same rows of the `kind` ('source' or 'changes'): Spark serves a
@@ -49,10 +52,10 @@
 {%- endmacro %}
 
 {#- Stop the merge: release the lock if held, drop this merge's views and tables, fail. -#}
-{% macro spark_merge__lifecycle_fail(host, s, code, message, rows=none) -%}
+{% macro spark_merge__lifecycle_fail(host, s, code, message, rows=none, fields=none) -%}
 {%- if s.get('locked') -%}{%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false}) -%}{%- endif -%}
 {%- do spark_merge.spark_merge__lifecycle_cleanup(host, s) -%}
-{%- do host.fail(code, message, rows) -%}
+{%- do host.fail(code, message, rows, fields or {}) -%}
 {%- endmacro %}
 
 {% macro spark_merge__lifecycle_cleanup(host, s) -%}
@@ -171,7 +174,7 @@
       endfor -%}{%- do shown.append(kv | join(', ')) -%}{%- endfor -%}
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'),
       'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '), ' ~ summary.dups ~
-      ' target row(s) in all. Offending target rows: ' ~ shown | join('; '), dups) -%}
+      ' target row(s) in all. Offending target rows: ' ~ shown | join('; '), dups, {'rule': spec.duplicate_rule}) -%}
 {%- endif -%}
 {#- the metastore drops trailing spaces from a partition value (CHAR(n)'s padding aside), so a
     rewritten partition could not be registered under its name: refused before any write (an append

@@ -61,8 +61,8 @@
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
 
-{% macro spark_merge__dbt_relation(identifier=none) -%}
-{{ spark_merge.spark_merge__quote(this.schema) }}.{{ spark_merge.spark_merge__quote(identifier or this.identifier) }}
+{% macro spark_merge__dbt_relation(identifier=none, schema=none) -%}
+{{ spark_merge.spark_merge__quote(schema or this.schema) }}.{{ spark_merge.spark_merge__quote(identifier or this.identifier) }}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_create_sql(cfg, sql, empty=false) -%}
@@ -89,8 +89,8 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {{ return(out) }}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_describe(identifier=none) -%}
-{%- set rel = spark_merge.spark_merge__dbt_relation(identifier) -%}
+{% macro spark_merge__dbt_describe(identifier=none, schema=none) -%}
+{%- set rel = spark_merge.spark_merge__dbt_relation(identifier, schema) -%}
 {%- set desc = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ rel ~ ' AS JSON').rows[0][0]) -%}
 {%- set types = [] -%}
 {%- for row in run_query('DESCRIBE TABLE ' ~ rel).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
@@ -102,19 +102,14 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {{ return(table) }}
 {%- endmacro %}
 
-{#- Spark's own rules on the conditions, asked by planning them as a join (see determinism_probe_sql
-    and probe_error): empty when fine, else the error for `part`. -#}
-{% macro spark_merge__dbt_probe(spec, table, conditions, part=none) -%}
-{{ return(spark_merge.spark_merge__probe_error(run_query(spark_merge.spark_merge__determinism_probe_sql(spec, table, conditions)).rows[0][0], part) | trim) }}
-{%- endmacro %}
-
-{#- on_schema_change: compare the model's columns with the table's. -#}
-{% macro spark_merge__dbt_schema_change(cfg, table, source_view) -%}
-{%- set source_types = {} -%}
+{#- on_schema_change: compare the model's columns (`source_types`: [name, type]) with the table's. -#}
+{% macro spark_merge__dbt_schema_change(cfg, table, source_types) -%}
+{%- set source_types_by_name = {} -%}
 {%- set source_names = [] -%}
-{%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ source_view).rows -%}
-  {%- do source_types.update({row[0] | lower: row[1]}) -%}{%- do source_names.append(row[0]) -%}
+{%- for name, type in source_types -%}
+  {%- do source_types_by_name.update({name | lower: type}) -%}{%- do source_names.append(name) -%}
 {%- endfor -%}
+{%- set source_types = source_types_by_name -%}
 {%- set added, removed, retyped = [], [], [] -%}
 {%- for n in source_names if (n | lower) not in table.columns_by_name -%}{%- do added.append(n) -%}{%- endfor -%}
 {%- for c in table.columns -%}
@@ -140,78 +135,23 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {{ return(false) }}
 {%- endmacro %}
 
+{#- A model's merge: begin, plan, execute, finish, the lifecycle merge_core runs too (lifecycle/*.sql),
+    over dbt's host (spark_merge_host.sql); the model's SQL is the source, as a temporary view. -#}
 {% macro spark_merge__dbt_merge(cfg, sql) -%}
-{%- set started = modules.datetime.datetime.now(modules.pytz.utc) -%}
-{%- set merge_id = started.strftime('%Y%m%d%H%M%S') ~ '_' ~ local_md5(invocation_id ~ this ~ started.isoformat())[:8] -%}
-{#- begin: describe, recover, source, schema change, validate -#}
 {%- set host = spark_merge.spark_merge__dbt_host() -%}
-{%- set table = spark_merge.spark_merge__dbt_describe() -%}
-{%- set settled = {} -%}
-{%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
-{%- if settled.recovered -%}{%- set table = spark_merge.spark_merge__dbt_describe() -%}{%- endif -%}
+{%- set started = host.now() -%}
+{%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ this ~ started)) | trim -%}
 {%- set source_view = spark_merge.spark_merge__quote(this.identifier ~ '__sm_source_' ~ merge_id) -%}
 {%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
-{%- if spark_merge.spark_merge__dbt_schema_change(cfg, table, source_view) -%}{%- set table = spark_merge.spark_merge__dbt_describe() -%}{%- endif -%}
-{%- set source_columns = [] -%}
-{%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ source_view).rows -%}{%- do source_columns.append(row[0]) -%}{%- endfor -%}
-{%- do spark_merge.spark_merge__dbt_check_columns(cfg, source_columns, 'the model') -%}
-{%- if not cfg.merge_on -%}
-  {%- do spark_merge.spark_merge__dbt_check_columns({'unique_key': cfg.unique_key, 'partition_by': [], 'update_columns': [], 'exclude_columns': []},
-                                                    table.columns | map(attribute='name') | list, table.name) -%}
-{%- endif -%}
-{%- set spec = spark_merge.spark_merge__dbt_spec(cfg, table, source_view, source_columns) -%}
-{%- if spec.upsert -%}
-  {%- if spec.upsert.get('merge_engine') -%}{#- the input order its fold may rely on -#}
-    {%- set order = {} -%}
-    {%- do spark_merge.spark_merge__input_order(spec, host.rows(spark_merge.spark_merge__input_order_probe_sql(spec))[0]['plan'], order) -%}
-    {%- do spec.update({'input_order': order.order}) -%}
-  {%- endif -%}
-  {%- set compiled = {} -%}
-  {%- do spark_merge.spark_merge__upsert_spec(spec, table, source_columns, compiled) -%}
-  {%- if compiled.errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ compiled.errors
-      | join('; ')) }}{%- endif -%}
-  {%- set spec = compiled -%}
-{%- endif -%}
-{%- set resolved = {} -%}
-{%- do spark_merge.spark_merge__resolve(spec, table, resolved) -%}
-{%- set errors = resolved.errors -%}
-{%- do spark_merge.spark_merge__reserved_column_errors(table, source_columns, errors) -%}
-{%- set parts, types = [], [] -%}
-{%- for scope in ['both', 'source', 'target'] -%}
-  {%- set batch = resolved.parts | selectattr('scope', 'equalto', scope) | list -%}
-  {%- if batch -%}
-    {%- for row in run_query(spark_merge.spark_merge__describe_parts_sql(spec, table, batch)).rows -%}{%- do types.append(row[1]) -%}{%- endfor -%}
-    {%- do parts.extend(batch) -%}
-  {%- endif -%}
-{%- endfor -%}
-{%- set warnings = [] -%}
-{%- do spark_merge.spark_merge__check_types(parts, types, errors, warnings, spec.lossy_assignments) -%}
-{%- for w in warnings -%}{%- do exceptions.warn('spark_merge (' ~ this ~ '): lossy assignment: ' ~ w) -%}{%- endfor -%}
-{%- if errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ errors | join('; ')) }}{%- endif -%}
-{%- for scope in ['both', 'source', 'target'] -%}
-  {%- set conditions = [] -%}
-  {%- do spark_merge.spark_merge__conditions(resolved.parts, scope, conditions) -%}
-  {%- if conditions and spark_merge.spark_merge__dbt_probe(spec, table, conditions) -%}
-    {%- for part in conditions -%}{#- name the culprits, one probe each -#}
-      {%- set error = spark_merge.spark_merge__dbt_probe(spec, table, [part], part) -%}
-      {%- if error -%}{%- do errors.append(error) -%}{%- endif -%}
-    {%- endfor -%}
-  {%- endif -%}
-{%- endfor -%}
-{%- if errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ errors | join('; ')) }}{%- endif -%}
-{%- set ctx = {} -%}
-{%- do spark_merge.spark_merge__context(spec, table, merge_id, ctx) -%}
-{#- ON equates each unique_key column of target and source (`<=>` in an upsert): plan step 0 narrows by them -#}
-{%- if not cfg.merge_on -%}
-  {%- for k in cfg.unique_key -%}{%- do ctx.on_keys.append({'target': k, 'source': k, 'null_safe': spec.on.find('<=>') >= 0}) -%}{%- endfor -%}
-{%- endif -%}
-{#- plan, execute, finish: the lifecycle merge_core runs too (lifecycle/phases.sql) -#}
 {%- set m = {} -%}
-{%- set s = {'spec': spec, 'table': table, 'resolved': resolved, 'ctx': ctx, 'merge_id': merge_id, 'metrics': m,
-             'kind': 'merge', 'paradigm': 'DELETE_ROW_AND_INSERT_ROW', 'statement': 'dbt model ' ~ this,
-             'insert_only': resolved.insert_only, 'started': started.isoformat()} -%}
-{%- do spark_merge.spark_merge__lifecycle_plan_hash(host, s) -%}
-{%- do log("spark_merge: BEGIN " ~ merge_id ~ " into " ~ table.name, info=true) -%}
+{%- do spark_merge.spark_merge__zero_metrics(m) -%}
+{%- set s = {'merge_id': merge_id, 'metrics': m, 'plan_hash': '', 'partitions': [], 'deltas': none, 'kind': 'merge',
+             'statement': 'dbt model ' ~ this, 'started': started,
+             'spec': {'target': [this.schema, this.identifier], 'source': source_view, 'source_kind': 'table',
+                      'target_alias': 'DBT_INTERNAL_DEST', 'source_alias': 'DBT_INTERNAL_SOURCE'},
+             'request': {'cfg': cfg, 'source_view': source_view}} -%}
+{%- do spark_merge.spark_merge__lifecycle_begin(host, s) -%}
+{%- do log("spark_merge: BEGIN " ~ merge_id ~ " into " ~ s.table.name, info=true) -%}
 {%- do spark_merge.spark_merge__lifecycle_plan(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_write(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}

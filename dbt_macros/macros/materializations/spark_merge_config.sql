@@ -4,14 +4,19 @@
   Aliases are dbt's own: DBT_INTERNAL_DEST (target) and DBT_INTERNAL_SOURCE.
 -#}
 
+{#- What runs: the model (`this`), or in an operation its target table. -#}
+{% macro spark_merge__dbt_who() -%}
+{{ return(this if this is defined else 'operation') }}
+{%- endmacro %}
+
 {% macro spark_merge__dbt_fail(message) -%}
-{{ exceptions.raise_compiler_error("spark_merge (" ~ this ~ "): " ~ message) }}
+{{ exceptions.raise_compiler_error("spark_merge (" ~ spark_merge.spark_merge__dbt_who() ~ "): " ~ message) }}
 {%- endmacro %}
 
 {#- A failure while the model runs (a conflict, a duplicate match, rows that do not fit the table):
     dbt labels it a Database Error; a wrong config stays a Compilation Error (spark_merge__dbt_fail). -#}
 {% macro spark_merge__dbt_runtime_fail(message) -%}
-{{ exceptions.raise_database_error("spark_merge (" ~ this ~ "): " ~ message) }}
+{{ exceptions.raise_database_error("spark_merge (" ~ spark_merge.spark_merge__dbt_who() ~ "): " ~ message) }}
 {%- endmacro %}
 
 {#- Config keys that name columns must name columns of `columns` (the model's, on every run; the

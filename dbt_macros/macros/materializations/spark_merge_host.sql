@@ -9,7 +9,7 @@
 {% macro spark_merge__dbt_host() -%}
 {{ return({
   'run': spark_merge.spark_merge__dbt_host_run, 'rows': spark_merge.spark_merge__dbt_host_rows,
-  'step': spark_merge.spark_merge__dbt_host_step, 'warn': spark_merge.spark_merge__dbt_host_step,
+  'step': spark_merge.spark_merge__dbt_host_step, 'warn': spark_merge.spark_merge__dbt_host_warn,
   'fail': spark_merge.spark_merge__dbt_host_fail, 'failpoint': spark_merge.spark_merge__dbt_host_failpoint,
   'describe': spark_merge.spark_merge__dbt_host_describe,
   'lock': spark_merge.spark_merge__dbt_lock, 'unlock': spark_merge.spark_merge__dbt_unlock,
@@ -19,6 +19,10 @@
   'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
   'carry_late': spark_merge.spark_merge__dbt_host_carry_late, 'can_carry': spark_merge.spark_merge__dbt_host_can_carry,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
+  'clean_dead': spark_merge.spark_merge__dbt_host_clean_dead, 'describe_target': spark_merge.spark_merge__dbt_host_describe_target,
+  'check_files': spark_merge.spark_merge__dbt_host_check_files, 'source_types': spark_merge.spark_merge__dbt_host_source_types,
+  'prepare': spark_merge.spark_merge__dbt_host_prepare, 'part_types': spark_merge.spark_merge__dbt_host_part_types,
+  'on_keys': spark_merge.spark_merge__dbt_host_on_keys, 'target_begin': spark_merge.spark_merge__dbt_host_target_begin,
 }) }}
 {%- endmacro %}
 
@@ -41,10 +45,20 @@
 {%- do log('spark_merge: ' ~ text, info=true) -%}
 {%- endmacro %}
 
-{#- MERGE_VERSION_MOVED: Python plans again; a dbt model fails, to be run again. -#}
-{% macro spark_merge__dbt_host_fail(code, message, rows=none) -%}
+{#- A warning dbt shows as one (and --warn-error turns into an error). -#}
+{% macro spark_merge__dbt_host_warn(text) -%}
+{%- do exceptions.warn('spark_merge (' ~ spark_merge.spark_merge__dbt_who() ~ '): ' ~ text) -%}
+{%- endmacro %}
+
+{#- MERGE_VERSION_MOVED: Python plans again; a dbt model fails, to be run again. Begin's validation
+    (its `fields` carry the errors) finds that the config does not fit the table: a Compilation Error,
+    as dbt reports a wrong config; anything found while the model runs is a Database Error. `fields`
+    are in the message: dbt's error carries text only. -#}
+{% macro spark_merge__dbt_host_fail(code, message, rows=none, fields=none) -%}
 {%- do spark_merge.spark_merge__dbt_trace('fail', code) -%}
-{%- if code == spark_merge.spark_merge__error_code('version_moved') -%}
+{%- if code == spark_merge.spark_merge__error_code('validation') and (fields or {}).get('errors') -%}
+  {{ spark_merge.spark_merge__dbt_fail(code ~ ': ' ~ message) }}
+{%- elif code == spark_merge.spark_merge__error_code('version_moved') -%}
   {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ': ' ~ message ~
       '; nothing was written, run the model again') }}
 {%- else -%}
@@ -63,7 +77,7 @@
 {%- endmacro %}
 
 {% macro spark_merge__dbt_host_describe(table) -%}
-{{ return(spark_merge.spark_merge__dbt_describe(table.table_name)) }}
+{{ return(spark_merge.spark_merge__dbt_describe(table.table_name, table.database)) }}
 {%- endmacro %}
 
 {#- dbt has no file system: whether staged data exists cannot be told (Python checks it). -#}
@@ -112,9 +126,8 @@
 {{ return(local_md5(text)) }}
 {%- endmacro %}
 
-{#- The commit lock's holder: {merge_id, since, expires, owner, dead}, or none when free. A holder
-    whose lease lapsed (by 5 s, for clock skew) is dead, as merge_core/spark/lock.py decides; a lock
-    without a lease (older spark-merge) is dead after 900 s. -#}
+{#- The commit lock's holder: {merge_id, since, expires, owner, dead}, or none when free; dead as
+    spark_merge__lock_dead decides for both hosts. -#}
 {% macro spark_merge__dbt_lock_holder(table) -%}
 {%- set held = run_query('SHOW TABLES IN ' ~ spark_merge.spark_merge__quote(table.database) ~ ' LIKE ' ~ spark_merge.spark_merge__literal('__sm_lock_'
     ~ table.table_name)).rows -%}
@@ -126,20 +139,19 @@
 {%- if record.error -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': ' ~ record.error) }}{%- endif -%}
 {%- set dt = modules.datetime -%}
 {%- set now = dt.datetime.now(modules.pytz.utc) -%}
-{%- set since = record.since -%}
-{%- set expires = record.expires -%}
-{%- if expires -%}
-  {%- set dead = (now - dt.datetime.fromisoformat(expires)).total_seconds() > 5 -%}
-{%- else -%}
-  {%- set dead = not since or (now - dt.datetime.fromisoformat(since)).total_seconds() > 900 -%}
-{%- endif -%}
+{%- set since, expires = record.since, record.expires -%}
+{%- set lapsed = (now - dt.datetime.fromisoformat(expires)).total_seconds() if expires else none -%}
+{%- set held = (now - dt.datetime.fromisoformat(since)).total_seconds() if since else none -%}
+{%- set dead = spark_merge.spark_merge__lock_dead(lapsed, held) | trim == 'True' -%}
 {{ return({'merge_id': record.merge_id, 'since': since, 'expires': expires, 'owner': record.owner or '?', 'dead': dead}) }}
 {%- endmacro %}
 
 {#- When a wait for the commit lock that starts now gives up: the var spark_merge_lock_wait_seconds
-    (120 s, lock.py's LOCK_WAIT_S) from now, in UTC. -#}
+    (default: lock_settings' wait_s, as for Python) from now, in UTC. -#}
 {% macro spark_merge__dbt_lock_deadline() -%}
-{{ return(modules.datetime.datetime.now(modules.pytz.utc) + modules.datetime.timedelta(seconds=var('spark_merge_lock_wait_seconds', 120) | float)) }}
+{%- set k = {} -%}
+{%- do spark_merge.spark_merge__lock_settings(k) -%}
+{{ return(modules.datetime.datetime.now(modules.pytz.utc) + modules.datetime.timedelta(seconds=var('spark_merge_lock_wait_seconds', k.wait_s) | float)) }}
 {%- endmacro %}
 
 {#- Wait while a live holder commits, polling every 0.5 s (a sleep in Spark: dbt has none of its
@@ -186,20 +198,21 @@
 {%- endif -%}
 {%- endmacro %}
 
-{#- The lock with a lease of 120 s (a dbt run cannot renew it from a thread; its commit takes
-    seconds). Wait while another holds it, create it if none does, and read whose it is: a taker
-    that lost the race to another (in any application) waits for that one in the next round. All
-    rounds share one deadline (spark_merge_lock_wait_seconds, 120 s, from the first), as
-    lock.table_lock's. -#}
+{#- The lock with a lease of lock_settings' dbt_lease_s (a dbt run cannot renew it from a thread;
+    its commit takes seconds). Wait while another holds it, create it if none does, and read whose
+    it is: a taker that lost the race to another (in any application) waits for that one in the next
+    round. All rounds share one deadline (dbt_lock_deadline, from the first), as lock.table_lock's. -#}
 {% macro spark_merge__dbt_lock(table, merge_id) -%}
 {%- do spark_merge.spark_merge__dbt_trace('lock') -%}
 {%- set state = {'held': false} -%}
 {%- set deadline = spark_merge.spark_merge__dbt_lock_deadline() -%}
+{%- set k = {} -%}
+{%- do spark_merge.spark_merge__lock_settings(k) -%}
 {%- for attempt in range(20) if not state.held -%}
   {%- do spark_merge.spark_merge__dbt_wait_lock(table, none, deadline) -%}
   {%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
-  {%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(), (now + modules.datetime.timedelta(seconds=120)).isoformat(),
-      'dbt ' ~ invocation_id)) -%}
+  {%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(),
+      (now + modules.datetime.timedelta(seconds=k.dbt_lease_s)).isoformat(), 'dbt ' ~ invocation_id)) -%}
   {%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
   {%- do state.update({'held': holder is not none and holder.merge_id == merge_id}) -%}
 {%- endfor -%}
@@ -212,4 +225,73 @@
 {% macro spark_merge__dbt_unlock(table, merge_id=none) -%}
 {%- do spark_merge.spark_merge__dbt_trace('unlock') -%}
 {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+{%- endmacro %}
+
+
+{#- Begin's primitives (lifecycle/begin.sql). -#}
+
+{#- dbt runs one model per session: no dead merge of this session can have left views in it. -#}
+{% macro spark_merge__dbt_host_clean_dead() -%}
+{%- do spark_merge.spark_merge__dbt_trace('clean_dead') -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_describe_target(parts) -%}
+{%- do spark_merge.spark_merge__dbt_trace('describe_target') -%}
+{{ return(spark_merge.spark_merge__dbt_describe(parts[1], parts[0])) }}
+{%- endmacro %}
+
+{#- dbt has no file system: another format's metadata in the table's directories cannot be seen
+    (Python refuses it), and dead merges' staging tables are left to vacuum. -#}
+{% macro spark_merge__dbt_host_check_files(table) -%}
+{%- do spark_merge.spark_merge__dbt_trace('check_files') -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_source_types(spec) -%}
+{%- set sql = spark_merge.spark_merge__describe_source_sql(spec) -%}
+{%- do spark_merge.spark_merge__dbt_trace('sql', sql) -%}
+{%- set out = [] -%}
+{%- for row in run_query(sql).rows -%}{%- do out.append([row[0], row[1]]) -%}{%- endfor -%}
+{{ return(out) }}
+{%- endmacro %}
+
+{#- The model's config as the spec for this table (dbt_spec), after on_schema_change and the
+    config's column names are checked against the model's and the table's columns; an operation's
+    spec (UPDATE, DELETE) as it is. -#}
+{% macro spark_merge__dbt_host_prepare(s, table, source_types) -%}
+{%- do spark_merge.spark_merge__dbt_trace('prepare') -%}
+{%- if s.request.get('spec') -%}{{ return({'spec': s.request.spec, 'table': table}) }}{%- endif -%}
+{%- set cfg = s.request.cfg -%}
+{%- if spark_merge.spark_merge__dbt_schema_change(cfg, table, source_types) -%}{%- set table = spark_merge.spark_merge__dbt_describe() -%}{%- endif -%}
+{%- set source_columns = source_types | map(attribute=0) | list -%}
+{%- do spark_merge.spark_merge__dbt_check_columns(cfg, source_columns, 'the model') -%}
+{%- if not cfg.merge_on -%}
+  {%- do spark_merge.spark_merge__dbt_check_columns({'unique_key': cfg.unique_key, 'partition_by': [], 'update_columns': [], 'exclude_columns': []},
+                                                    table.columns | map(attribute='name') | list, table.name) -%}
+{%- endif -%}
+{{ return({'spec': spark_merge.spark_merge__dbt_spec(cfg, table, s.request.source_view, source_columns), 'table': table}) }}
+{%- endmacro %}
+
+{#- dbt cannot catch a refusal: Spark's error on the batch fails the model (Python names the part). -#}
+{% macro spark_merge__dbt_host_part_types(spec, table, parts) -%}
+{%- set sql = spark_merge.spark_merge__describe_parts_sql(spec, table, parts) -%}
+{%- do spark_merge.spark_merge__dbt_trace('sql', sql) -%}
+{%- set types = [] -%}
+{%- for row in run_query(sql).rows -%}{%- do types.append(row[1]) -%}{%- endfor -%}
+{{ return({'types': types, 'errors': []}) }}
+{%- endmacro %}
+
+{#- ON's equalities: each unique_key column of target and source, when ON is built from unique_key
+    (`<=>` in an upsert's generated ON); none for merge_on. -#}
+{% macro spark_merge__dbt_host_on_keys(s, spec) -%}
+{%- do spark_merge.spark_merge__dbt_trace('on_keys') -%}
+{%- set keys = [] -%}
+{%- if not s.request.cfg.merge_on -%}
+  {%- for k in s.request.cfg.unique_key -%}{%- do keys.append({'target': k, 'source': k, 'null_safe': spec.on.find('<=>') >= 0}) -%}{%- endfor -%}
+{%- endif -%}
+{{ return(keys) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_host_target_begin(table) -%}
+{%- do spark_merge.spark_merge__dbt_trace('target_begin') -%}
+{{ return('DELETE_ROW_AND_INSERT_ROW') }}
 {%- endmacro %}

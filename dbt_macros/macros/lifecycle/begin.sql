@@ -1,0 +1,118 @@
+{#-
+  Begin, written once for both hosts (overview and host primitives in lifecycle/phases.sql):
+  read the target, let a live commit end and finish an interrupted one, read the source's
+  columns, shape the request into the spec for this table (the host's part: Python qualifies
+  one-sided names with sqlglot and applies schema evolution; dbt turns the model's config into
+  a spec and applies on_schema_change), generate an upsert's MERGE, validate, and name the
+  plan's relations. Touches no data. Fills `s`: table, spec, resolved, ctx, paradigm,
+  insert_only, plan_hash.
+
+  Begin's host primitives (besides run, rows, step, warn, fail, describe, wait_free, ...):
+    clean_dead()                    drop what dead merges of this session left (Python; dbt: none)
+    describe_target(parts)          the target table, described and checked
+    check_files(table)              refuse a table whose files are another format's (Python lists
+                                    them; dbt: cannot) and drop dead merges' staging tables
+    source_types(spec)              [name, type] of each source column (describe_source_sql)
+    prepare(s, table, source_types) {spec, table}: the request as a spec for this table
+    part_types(spec, table, parts)  {types, errors}: the type of each part (describe_parts_sql;
+                                    Python asks part by part when Spark refuses the batch)
+    on_keys(s, spec)                ON's equalities of a target and a source column
+    target_begin(table)             the row-change paradigm's name (a PostgreSQL target's own)
+-#}
+{% macro spark_merge__lifecycle_begin(host, s) -%}
+{%- do host.step('begin: describe and validate') -%}
+{%- do host.clean_dead() -%}
+{%- set table = host.describe_target(s.spec.target) -%}
+{%- if table.provider != 'jdbc' -%}
+  {%- do host.check_files(table) -%}
+  {%- set settled = {} -%}
+  {%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
+  {%- if settled.recovered -%}{%- set table = host.describe(table) -%}{%- endif -%}
+{%- endif -%}
+{%- set source_types = host.source_types(s.spec) if s.spec.source_kind != 'none' else [] -%}
+{%- set prepared = host.prepare(s, table, source_types) -%}
+{%- set spec, table = prepared.spec, prepared.table -%}
+{%- if spec.upsert -%}
+  {%- set compiled = {} -%}
+  {%- do spark_merge.spark_merge__lifecycle_upsert_spec(host, spec, table, source_types, compiled) -%}
+  {%- set spec = compiled -%}
+{%- endif -%}
+{%- set resolved = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_validate(host, spec, table, source_types, resolved) -%}
+{%- set ctx = {} -%}
+{%- do spark_merge.spark_merge__context(spec, table, s.merge_id, ctx) -%}
+{%- if spec.source_kind != 'none' -%}{%- do ctx.update({'on_keys': host.on_keys(s, spec)}) -%}{%- endif -%}
+{%- do s.update({'spec': spec, 'table': table, 'resolved': resolved, 'ctx': ctx, 'paradigm': host.target_begin(table),
+                 'insert_only': resolved.insert_only}) -%}
+{%- do spark_merge.spark_merge__lifecycle_plan_hash(host, s) -%}
+{%- endmacro %}
+
+{#- An upsert's generated MERGE (watermark or merge engine), now that the column types are known,
+    into `out`; a merge engine first learns the input order its fold may rely on (input_order). -#}
+{% macro spark_merge__lifecycle_upsert_spec(host, spec, table, source_types, out) -%}
+{%- if spec.upsert.get('merge_engine') -%}
+  {%- set order = {} -%}
+  {%- do spark_merge.spark_merge__input_order(spec, host.rows(spark_merge.spark_merge__input_order_probe_sql(spec))[0]['plan'], order) -%}
+  {%- do spec.update({'input_order': order.order}) -%}
+{%- endif -%}
+{%- set compiled = {} -%}
+{%- do spark_merge.spark_merge__upsert_spec(spec, table, source_types | map(attribute=0) | list, compiled) -%}
+{%- if compiled.errors -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('validation'), compiled.errors | join('; '), none, {'errors': compiled.errors}) -%}
+{%- endif -%}
+{%- for k, v in compiled.items() if k != 'errors' -%}{%- do out.update({k: v}) -%}{%- endfor -%}
+{%- endmacro %}
+
+{#- Validate the spec against the real target and source before anything is read or written
+    (begin/validate.sql has the checks): the clauses' structure, names the plan keeps for itself,
+    the type of every expression part (analysis only), then Spark's own rules on the conditions.
+    Every problem found is reported at once, as MERGE_VALIDATION_ERROR; a lossy assignment is a
+    warning (or, with lossy_assignments=refuse, an error). Fills `out` as resolve does. -#}
+{% macro spark_merge__lifecycle_validate(host, spec, table, source_types, out) -%}
+{%- do spark_merge.spark_merge__resolve(spec, table, out) -%}
+{%- set errors = out.errors -%}
+{%- do spark_merge.spark_merge__reserved_column_errors(table, source_types | map(attribute=0) | list, errors) -%}
+{%- set typed_parts, types = [], [] -%}
+{%- for scope in ['both', 'source', 'target'] -%}
+  {%- set batch = out.parts | selectattr('scope', 'equalto', scope) | list -%}
+  {%- if batch -%}
+    {%- set typed = host.part_types(spec, table, batch) -%}
+    {%- do errors.extend(typed.errors) -%}
+    {%- for p in batch if typed.types[loop.index0] is not none -%}
+      {%- do typed_parts.append(p) -%}{%- do types.append(typed.types[loop.index0]) -%}
+    {%- endfor -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- set warnings = [] -%}
+{%- do spark_merge.spark_merge__check_types(typed_parts, types, errors, warnings, spec.get('lossy_assignments') or 'warn') -%}
+{%- if errors -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('validation'), errors | join('; '), none, {'errors': errors}) -%}
+{%- endif -%}
+{%- for w in warnings -%}{%- do host.warn('lossy assignment: ' ~ w) -%}{%- endfor -%}
+{%- do out.update({'warnings': warnings}) -%}
+{%- for scope in ['both', 'source', 'target'] -%}
+  {%- set conditions = [] -%}
+  {%- do spark_merge.spark_merge__conditions(out.parts, scope, conditions) -%}
+  {%- if conditions and spark_merge.spark_merge__lifecycle_probe(host, spec, table, conditions) -%}
+    {%- for part in conditions -%}{#- name the culprits, one probe each -#}
+      {%- set error = spark_merge.spark_merge__lifecycle_probe(host, spec, table, [part], part) -%}
+      {%- if error -%}{%- do errors.append(error) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- if errors -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('validation'), errors | join('; '), none, {'errors': errors}) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Spark's own rules on the conditions (non-deterministic; constants that fail to fold), asked by
+    planning them as a join: empty when fine, else the error for `part` (see probe_error). -#}
+{% macro spark_merge__lifecycle_probe(host, spec, table, conditions, part=none) -%}
+{{ spark_merge.spark_merge__probe_error(host.rows(spark_merge.spark_merge__determinism_probe_sql(spec, table, conditions))[0]['plan'], part) | trim }}
+{%- endmacro %}
+
+{#- A merge's id: the time it began (to the second, UTC, from an ISO-8601 `now`) and 8 characters
+    of `entropy` (a hex digest the host draws), sortable by time and usable in identifiers. -#}
+{% macro spark_merge__new_merge_id(now, entropy) -%}
+{{ now[:19] | replace('-', '') | replace(':', '') | replace('T', '') | replace(' ', '') }}_{{ entropy[:8] }}
+{%- endmacro %}

@@ -1,0 +1,53 @@
+{#-
+  UPDATE and DELETE on a table from dbt, as operations:
+
+    dbt run-operation spark_merge.update --args '{relation: analytics.accounts, set: {amount: "amount * 2"}, where: "region = ''eu''"}'
+    dbt run-operation spark_merge.delete --args '{relation: analytics.accounts, where: "closed"}'
+
+  The same lifecycle as a model's merge and as merge_core's UPDATE and DELETE (lifecycle/*.sql, over
+  dbt's host): validated before anything is read, one journaled commit, its history entry. `set`
+  maps a column to a Spark SQL expression over the table's columns; `where` is a condition over
+  them (default: every row). Logs the merge's summary and returns its metrics.
+-#}
+{% macro update(relation, set, where='true') -%}
+{%- if set is not mapping or not set -%}
+  {{ spark_merge.spark_merge__dbt_fail("update needs set: a mapping of column to expression, got " ~ set) }}
+{%- endif -%}
+{{ return(spark_merge.spark_merge__dbt_statement('update', relation, set, where)) }}
+{%- endmacro %}
+
+{% macro delete(relation, where='true') -%}
+{{ return(spark_merge.spark_merge__dbt_statement('delete', relation, {}, where)) }}
+{%- endmacro %}
+
+{#- The statement's spec, as merge_core's parser gives it for UPDATE t SET ... WHERE ... (or DELETE),
+    its options at their declared defaults; run through the lifecycle. -#}
+{% macro spark_merge__dbt_statement(kind, relation, set, where) -%}
+{%- set parts = (relation | string).replace('`', '').split('.') -%}
+{%- if parts | length != 2 -%}
+  {{ spark_merge.spark_merge__dbt_fail(kind ~ " needs relation as schema.table, got " ~ relation) }}
+{%- endif -%}
+{%- set assignments = [] -%}
+{%- for column, expression in set.items() -%}{%- do assignments.append([column, expression | string]) -%}{%- endfor -%}
+{%- set spec = {'target': parts, 'on': where | string, 'source': none, 'source_kind': 'none', 'target_alias': parts[1], 'source_alias': 's',
+                'kind': kind, 'key_columns': [], 'sql': none, 'upsert': none,
+                'clauses': [{'matched': true, 'action': kind, 'condition': none, 'assignments': assignments, 'insert_columns': [],
+                             'insert_values': [], 'star': false, 'by_source': false}]} -%}
+{%- set declared = [] -%}
+{%- do spark_merge.spark_merge__option_table(declared) -%}
+{%- for o in declared if o.group == 'merge' and o.name not in spec -%}{%- do spec.update({o.name: o.default}) -%}{%- endfor -%}
+{%- set host = spark_merge.spark_merge__dbt_host() -%}
+{%- set started = host.now() -%}
+{%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ relation ~ started)) | trim -%}
+{%- set m = {} -%}
+{%- do spark_merge.spark_merge__zero_metrics(m) -%}
+{%- set s = {'merge_id': merge_id, 'metrics': m, 'plan_hash': '', 'partitions': [], 'deltas': none, 'kind': kind,
+             'statement': kind | upper ~ ' ' ~ parts | join('.') ~ ' (dbt run-operation)', 'started': started,
+             'spec': spec, 'request': {'spec': spec}} -%}
+{%- do spark_merge.spark_merge__lifecycle_begin(host, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_plan(host, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_write(host, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
+{%- do log(spark_merge.spark_merge__message(merge_id, m) | trim, info=true) -%}
+{{ return(m) }}
+{%- endmacro %}

@@ -1,0 +1,120 @@
+"""The Python host's primitives for a merge's begin (spark_merge__lifecycle_begin, lifecycle/begin.sql).
+
+Begin is written once, in Jinja, for both hosts; these are the steps only Python can take or
+takes its own way: the session's leftovers of dead merges, the target (a Spark catalog table or a
+PostgreSQL table), its files (another format's metadata refused, dead merges' staging tables
+dropped), the request shaped for the table (one-sided names qualified with sqlglot, schema
+evolution), each part's type asked part by part when Spark refuses a batch (so the error names
+the part), ON's equalities read with sqlglot, and the row-change paradigm. Each is traced like
+every other primitive (tests/test_conformance.py compares the traces of both hosts).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from merge_core.common import macros
+from merge_core.common.errors import TargetError, ValidationError
+from merge_core.lifecycle.housekeeping import drop_dead_leftovers, drop_dead_stage_tables, refuse_foreign_format
+from merge_core.request.parse import on_equalities, qualify_one_sided
+from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
+from merge_core.spark.host import SparkHost, _trace
+from merge_core.targets import paradigms
+
+if TYPE_CHECKING:
+    from merge_core.lifecycle.merge_run import MergeRun
+
+
+class MergeHost(SparkHost):
+    """SparkHost with the begin primitives of one MergeRun."""
+
+    def __init__(self, run: MergeRun):
+        super().__init__(run.spark, run.merge_id, stop_check=run.check_not_stopped)
+        self.merge = run  # not self.run: that is SparkHost.run, the statement primitive
+
+    def clean_dead(self) -> None:
+        _trace("clean_dead")
+        drop_dead_leftovers(self.spark)
+
+    def describe_target(self, parts: list[str]) -> dict:
+        _trace("describe_target")
+        run = self.merge
+        if run.target is not None:
+            from merge_core.targets import postgres
+
+            run.table = postgres.describe(self.spark, run.target, list(parts), run.merge_id)
+        else:
+            run.table = describe_table(self.spark, list(parts))
+        return run.table
+
+    def check_files(self, table: dict) -> None:
+        _trace("check_files")
+        refuse_foreign_format(table)
+        drop_dead_stage_tables(self.spark, table)
+
+    def source_types(self, spec: dict) -> list[list[str]]:
+        """[name, type] of each source column (analysis only), or a ValidationError naming the source."""
+        sql = macros.render("describe_source_sql", spec)
+        _trace("sql", sql)
+        self.stop_check()
+        try:
+            return [[r[0], r[1]] for r in self.spark.sql(sql).collect()]
+        except SPARK_ERRORS as e:
+            raise ValidationError([f"source {spec['source']}: {spark_message(e)}"]) from None
+
+    def prepare(self, s: dict, table: dict, source_types: list[list[str]]) -> dict:
+        """The parsed spec for ``table``: the names a one-sided clause leaves unqualified qualified
+        (sqlglot), and with schema evolution the columns it adds (MergeRun.evolve_schema)."""
+        _trace("prepare")
+        run = self.merge
+        run.table = table
+        spec = run.spec_data
+        if not run.spec.upsert and spec["source_kind"] != "none":
+            qualify_one_sided(spec, lambda: [n for n, _ in source_types], [c["name"] for c in table["columns"]])
+        if spec["schema_evolution"]:
+            run.evolve_schema(source_types)
+        return {"spec": run.spec_data, "table": run.table}
+
+    def part_types(self, spec: dict, table: dict, parts: list[dict]) -> dict:
+        """{'types', 'errors'}: each part's type (describe_parts_sql, analysis only); when Spark's
+        analyzer refuses the batch, part by part, so that each error names its part."""
+        sql = macros.render("describe_parts_sql", spec, table, parts)
+        _trace("sql", sql)
+        self.stop_check()
+        try:
+            return {"types": [r[1] for r in self.spark.sql(sql).collect()], "errors": []}
+        except SPARK_ERRORS:
+            pass
+        types: list[Any] = []
+        errors: list[str] = []
+        for part in parts:  # find the culprits, one analysis each
+            try:
+                types.append(self.spark.sql(macros.render("describe_parts_sql", spec, table, [part])).collect()[0][1])
+            except SPARK_ERRORS as e:
+                types.append(None)
+                errors.append(f"{part['label']}: {spark_message(e)}")
+        return {"types": types, "errors": errors}
+
+    def on_keys(self, s: dict, spec: dict) -> list[dict]:
+        """ON's equalities of a target column and a source column (sqlglot), which narrow the plan."""
+        _trace("on_keys")
+        return on_equalities(spec["on"], spec["target_alias"], spec["source_alias"])
+
+    def target_begin(self, table: dict) -> str:
+        """The target's row-change paradigm, begun (a PostgreSQL target's own); its name."""
+        _trace("target_begin")
+        run = self.merge
+        run.paradigm = choose_paradigm(table, run.target)
+        run.paradigm.begin(table, run.merge_id)
+        return run.paradigm.name
+
+
+def choose_paradigm(table: dict, target=None) -> paradigms.RowChangeParadigm:
+    """How rows change in this target (Trino's row-change paradigms)."""
+    if table["provider"] == "jdbc" and target is not None:
+        from merge_core.targets.postgres import ChangeOnlyUpdatedColumns
+
+        return ChangeOnlyUpdatedColumns(target)
+    if table["provider"] in ("parquet", "orc"):
+        return paradigms.DeleteRowAndInsertRow()
+    raise TargetError(f"no row-change paradigm for {table['name']} ({table['provider']})")
