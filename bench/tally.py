@@ -8,8 +8,8 @@ Counts are deterministic (they do not depend on the machine's speed), so tests m
   the queries that run Spark work (not the EXPLAIN probes, not the DDL);
 - metastore statements: those that read or write the catalog's persistent objects (ALTER, CREATE
   and DROP TABLE, REFRESH) plus the batched repoint (the temporary views of a merge and the commit
-  lock, which is a file, are not the metastore's; nor are the DESCRIBE calls of begin and commit,
-  which the trace does not record);
+  lock, which is a file, are not the metastore's; nor are begin's DESCRIBE QUERY statements, which
+  only analyse a query: the source's columns, the types of the request's parts);
 - file statistics: the host's file_stats answers (none of them a Spark job when the files are listed),
   and the catalog reads that listing made (a partition's location each, and the staging table's
   partition count).
@@ -20,8 +20,8 @@ from __future__ import annotations
 from merge_core.spark import host, metastore
 
 _groups = 0
-CATALOG_WORDS = ("ALTER ", "CREATE ", "DROP TABLE ", "REFRESH ", "DESCRIBE ", "SHOW ")
-SESSION_WORDS = ("CACHE ", "UNCACHE ", "DROP VIEW ", "EXPLAIN ")
+CATALOG_WORDS = ("ALTER ", "CREATE ", "DROP TABLE ", "REFRESH ", "DESCRIBE TABLE", "SHOW ")
+SESSION_WORDS = ("CACHE ", "UNCACHE ", "DROP VIEW ", "EXPLAIN ", "DESCRIBE QUERY ")
 
 
 def count(spark, fn) -> dict:

@@ -60,7 +60,7 @@ def _rows(spark, table):
     return sorted(tuple(r) for r in spark.sql(f"SELECT id, c, v, dt, length(c), length(v) FROM {table}").collect())
 
 
-@pytest.mark.parametrize("col", ["c", "v"])
+@pytest.mark.parametrize("col", [pytest.param("c", marks=pytest.mark.extended), "v"])  # CI: VARCHAR
 def test_insert_and_update_store_or_refuse_exactly_as_spark(spark, tables, col):
     """Each value through spark-merge's MERGE (insert and update) and UPDATE, beside Spark's INSERT into
     a twin: the same verdict, and after all statements the same rows (CHAR padded on read)."""
@@ -132,7 +132,7 @@ def test_the_dataframe_builder_and_the_insert_only_path_refuse_too(spark, tables
     assert snapshot(spark, t) == before
 
 
-@pytest.mark.parametrize("kind", ["CHAR(4)", "VARCHAR(3)"])
+@pytest.mark.parametrize("kind", [pytest.param("CHAR(4)", marks=pytest.mark.extended), "VARCHAR(3)"])  # CI: VARCHAR
 def test_a_char_or_varchar_partition_column_is_stored_or_refused_as_spark(spark, db, kind):
     """The partition column declared CHAR/VARCHAR: each value inserted by a MERGE, and rows moved
     between partitions by an UPDATE, against a twin Spark writes itself (INSERT for the verdict,

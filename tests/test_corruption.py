@@ -124,6 +124,7 @@ def _driver(url: str, *args: str) -> dict:
     return json.loads(lines[-1].removeprefix("RESULT ")) if lines else {}
 
 
+@pytest.mark.extended  # CI: the same-session case below; Spark Connect runs in CI in test_dataframe_api.py
 def test_a_dead_merges_cache_on_a_connect_server_is_never_read(connect_server):
     """The reported repro: A plans and dies, B commits, C runs A's statement on the same server."""
     a_statement = "UPDATE conc.t SET v = v + 100 WHERE id IN (1000, 1001)"

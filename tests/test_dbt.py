@@ -113,8 +113,7 @@ def session_project(projects):
     return projects("session")
 
 
-@pytest.mark.thrift_ci
-def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(project):
+def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(project):  # over Thrift in the extended tier
     db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("accounts")
     project.dbt("run", "-s", "accounts", vars={"batch": 1})
@@ -503,6 +502,7 @@ def test_commit_interrupted_in_python_is_finished_by_the_next_dbt_run(spark, ses
     assert any("recovering interrupted merge" in line for line in session_project.logs)
 
 
+@pytest.mark.extended  # CI: the watermark shape of test_conformance.py, idempotence in test_upsert.py
 def test_watermark_upsert_model_is_idempotent_across_backfills(project):
     db = project.sql  # the test's session, or the Thrift server's tables
     t = project.table("accounts_latest")
@@ -523,6 +523,7 @@ def test_watermark_upsert_model_is_idempotent_across_backfills(project):
     assert project.run_results()["accounts_latest"]["adapter_response"]["rows_affected"] == 0
 
 
+@pytest.mark.extended  # CI: the merge-on-read shape of test_conformance.py
 def test_merge_on_read_model_reads_like_the_copy_on_write_one(project):
     db = project.sql  # the test's session, or the Thrift server's tables
     cow, mor = project.table("accounts_latest"), project.table("accounts_log")
@@ -534,6 +535,7 @@ def test_merge_on_read_model_reads_like_the_copy_on_write_one(project):
     assert project.run_results()["accounts_log"]["adapter_response"]["rows_affected"] == 8
 
 
+@pytest.mark.extended  # CI: the engines in test_engines.py, dbt's statements in test_conformance.py
 def test_aggregation_engine_model(project):
     """Batch by batch, and all batches in one run (a full refresh), give the same rows."""
     db = project.sql  # the test's session, or the Thrift server's tables

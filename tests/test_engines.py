@@ -88,6 +88,7 @@ def test_sequence_groups(spark, make_table):
     assert final == [(1, 2, 2, 2, 3, 3, 3)]
 
 
+@pytest.mark.extended  # CI: test_sequence_groups
 def test_sequence_group_with_two_sequence_fields(spark, make_table):
     batches = [
         ["(1, 1, 1, 1, 1, 1, 1, 1)"],
@@ -316,6 +317,7 @@ def test_aggregation_max_and_sum(spark, make_table):
     assert final == [(1, 30.2, 35)]
 
 
+@pytest.mark.extended  # CI: the partial-update and sequence-group tests
 def test_nested_update_builds_a_wide_order(spark, make_table, db):
     sub = "ARRAY<STRUCT<sub_order_id: BIGINT, product_name: STRING, price: BIGINT>>"
     none = f"CAST(NULL AS {sub})"
@@ -752,7 +754,7 @@ def test_input_order_is_the_source_tables_files_and_rows_whatever_order_spark_re
     several-file source is whatever order Spark reads it in. A table source's order is its files'
     paths, then row positions: the same result however Spark splits it into tasks."""
     results = []
-    for n, split in enumerate(["1", str(128 << 20)]):
+    for n, split in enumerate(["64", str(128 << 20)]):  # a task per 64 bytes of each file, or one task
         t = f"{db}.t{n}"
         spark.sql(f"CREATE TABLE {t} (k INT, a DOUBLE, b INT, c STRING) USING parquet")
         spark.conf.set("spark.sql.files.maxPartitionBytes", split)

@@ -283,6 +283,7 @@ def test_vacuum_keeps_and_reports_a_late_append_no_version_reads(spark, merged, 
     assert "MERGE_LATE_APPEND" in result.summary()
 
 
+@pytest.mark.extended  # a fresh Spark application of its own
 def test_a_fresh_session_runs_python_udfs_and_prints_no_stack_for_an_existing_database(tmp_path):
     """The worker processes of a Python UDF get this interpreter (PATH's python3 may lack pyarrow),
     and a second CREATE DATABASE IF NOT EXISTS succeeds without a metastore stack trace on stderr."""

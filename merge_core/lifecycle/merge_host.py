@@ -11,7 +11,7 @@ every other primitive (tests/test_conformance.py compares the traces of both hos
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from merge_core.common import macros
 from merge_core.common.errors import TargetError, ValidationError
@@ -21,14 +21,28 @@ from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
 from merge_core.spark.host import SparkHost, _trace
 from merge_core.targets import paradigms
 
-if TYPE_CHECKING:
-    from merge_core.lifecycle.merge_run import MergeRun
+
+class BeginState(Protocol):
+    """What begin's primitives read and set on the run they serve (MergeRun), named here so that
+    this module does not import the run that imports it."""
+
+    spark: Any
+    merge_id: str
+    target: Any
+    table: dict
+    spec: Any
+    spec_data: dict
+    paradigm: Any
+
+    def check_not_stopped(self) -> None: ...
+
+    def evolve_schema(self, source_types: list[list[str]]) -> None: ...
 
 
 class MergeHost(SparkHost):
     """SparkHost with the begin primitives of one MergeRun."""
 
-    def __init__(self, run: MergeRun):
+    def __init__(self, run: BeginState):
         super().__init__(run.spark, run.merge_id, stop_check=run.check_not_stopped)
         self.merge = run  # not self.run: that is SparkHost.run, the statement primitive
 
