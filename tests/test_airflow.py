@@ -233,6 +233,7 @@ def test_failing_merge_fails_the_task_and_leaves_the_table(spark, airflow_home, 
     assert xcom(run, "merge", "merge_begin") is None  # the duplicate check fails before the begin is recorded
 
 
+@pytest.mark.extended  # CI: the injection case below and test_example_dags_run_out_of_the_box
 def test_gdpr_delete_removes_the_customers_everywhere(spark, airflow_home, db):
     t = f"{db}.purchases"
     spark.sql(

@@ -201,6 +201,7 @@ NESTED_VALUES = [
 ]
 
 
+@pytest.mark.extended  # CI: the top-level columns; nested fields in test_nested_fields.py
 def test_char_and_varchar_inside_structs_arrays_and_maps_as_spark(spark, db):
     """Spark checks the length of a CHAR/VARCHAR inside a struct, array or map too, and stores a nested
     CHAR padded: each value through a MERGE that updates a row (the rewrite) beside Spark's INSERT into

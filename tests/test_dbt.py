@@ -195,6 +195,7 @@ def test_is_incremental_filters_the_runs_that_merge(project):
         shim.write_text(text)
 
 
+@pytest.mark.extended  # CI: test_validation.py (the same macro), dbt's statements in test_conformance.py
 def test_lossy_assignment_warns_or_refuses(project):
     """A model whose value no longer fits the table's column type: dbt warns (and Spark rounds), or,
     with lossy_assignments='refuse', the model fails before any write."""
@@ -247,8 +248,7 @@ def test_clauses_with_delete(project):
     assert project.run_results()["account_balances"]["adapter_response"]["rows_affected"] == 3
 
 
-@pytest.mark.thrift_ci
-def test_duplicate_match_fails_the_model_and_leaves_the_table(project):
+def test_duplicate_match_fails_the_model_and_leaves_the_table(project):  # over Thrift in the extended tier
     db = project.sql  # the test's session, or the Thrift server's tables
     project.model(
         "dups",
@@ -267,6 +267,7 @@ def test_duplicate_match_fails_the_model_and_leaves_the_table(project):
     assert db.sql("SHOW TABLES LIKE '__sm_lock_dups'").count() == 0
 
 
+@pytest.mark.extended  # CI: the conflict case of test_conformance.py runs a dbt operation against a live lock
 def test_a_live_commit_lock_makes_the_model_wait_then_fail_clean(session_project, spark):
     """A live holder (its lease runs) of the target's commit lock: the run waits until its deadline
     (here spark_merge_lock_wait_seconds=2, 120 by default) and fails MERGE_CONFLICT naming the holder,
@@ -314,11 +315,12 @@ def test_a_live_commit_lock_makes_the_model_wait_then_fail_clean(session_project
 @pytest.mark.parametrize(
     "mode, ok, expected",
     [
-        ("ignore", True, [(1, "a"), (2, "b")]),
+        pytest.param("ignore", True, [(1, "a"), (2, "b")], marks=pytest.mark.extended),
         ("append_new_columns", True, [(1, "a", None), (2, "b", "x")]),
         ("sync_all_columns", True, [(1, "a", None), (2, "b", "x")]),
         ("fail", False, "columns differ"),
-        ("schema_evolution", True, [(1, "a", None), (2, "b", "x")]),  # the merge option: dbt's append_new_columns
+        # the merge option: dbt's append_new_columns (CI: that mode)
+        pytest.param("schema_evolution", True, [(1, "a", None), (2, "b", "x")], marks=pytest.mark.extended),
     ],
 )
 def test_on_schema_change(project, mode, ok, expected):

@@ -125,6 +125,7 @@ def test_aggregation_inside_partial_update(spark, make_table):
     assert final == [(1, 2, 1, 2, 3)]
 
 
+@pytest.mark.extended  # CI: test_aggregation_inside_partial_update
 def test_default_aggregate_function_in_partial_update(spark, make_table):
     n = "CAST(NULL AS INT)"
     batches = [[f"(1, 1, 1, {n}, {n})"], [f"(1, {n}, {n}, 1, 1)"], [f"(1, 2, 2, {n}, {n})"], [f"(1, {n}, {n}, 2, 2)"]]
@@ -143,6 +144,7 @@ def test_default_aggregate_function_in_partial_update(spark, make_table):
     assert final == [(1, 2, 2, 2, 3)]
 
 
+@pytest.mark.extended  # CI: test_sequence_groups
 def test_aggregation_in_a_group_with_two_sequence_fields(spark, make_table):
     batches = [
         ["(1, 1, 1, 1, '1', 1, 1)"],
@@ -247,6 +249,7 @@ def test_remove_record_on_delete_removes_the_row_and_the_key_starts_afresh(spark
     assert final == [(1, "A", "apache", "+I"), (2, "B", "pear", "+I")]
 
 
+@pytest.mark.extended  # CI: the partial-update case
 def test_remove_record_on_delete_in_aggregation(spark, make_table):
     """aggregation.remove-record-on-delete: a -D removes the row (sum and count start again, first_value
     takes the next value); a -U still retracts (last_value to NULL)."""
