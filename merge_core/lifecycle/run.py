@@ -110,17 +110,22 @@ class Lifecycle:
         macros.render("lifecycle_finish", self.host, self.s)
         return self._finished()
 
-    def _finished(self) -> MergeResult:
+    def _result(self, **flags: bool) -> MergeResult:
+        """The run's result as it stands (its metrics timed now): the one builder of a finished run's
+        and a dry run's result; ``flags`` are MergeResult's noop and dry_run."""
         self.metrics["executionTimeMs"] = self.host.elapsed_ms()
-        result = MergeResult(
+        return MergeResult(
             self.merge_id,
             self.s["table"]["name"],
             self.s["paradigm"],
             self.s.get("plan_hash", ""),
             dict(self.metrics),
             list(self.partitions),
-            noop="version_after" not in self.s,
+            **flags,
         )
+
+    def _finished(self) -> MergeResult:
+        result = self._result(noop="version_after" not in self.s)
         self._cleanup()
         self._tag(False)
         self.state = "finished"
@@ -133,17 +138,7 @@ class Lifecycle:
         written and no history entry is made."""
         if not self.s.get("insert_only"):
             self.metrics["numTargetPartitionsRewritten"] = len(self.partitions)
-        self.metrics["executionTimeMs"] = self.host.elapsed_ms()
-        result = MergeResult(
-            self.merge_id,
-            self.s["table"]["name"],
-            self.s["paradigm"],
-            self.s.get("plan_hash", ""),
-            dict(self.metrics),
-            list(self.partitions),
-            noop=True,
-            dry_run=True,
-        )
+        result = self._result(noop=True, dry_run=True)
         self.close()
         self.state = "finished"
         log.info(result.summary())
