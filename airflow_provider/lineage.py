@@ -13,6 +13,8 @@ import json
 from typing import Any
 from urllib.parse import urlparse
 
+from merge_core.common import macros
+
 CATALOG_NAMESPACE = "spark_catalog"
 
 
@@ -30,7 +32,7 @@ def dataset_name(location: str | None, table: str) -> tuple[str, str]:
 def describe(spark: Any, table: str) -> dict:
     """Name and location of a table from the catalog; a view or an unknown name keeps only its name."""
     try:
-        desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").collect()[0][0])
+        desc = json.loads(spark.sql(macros.describe_json_sql(table)).collect()[0][0])
     except Exception:  # lineage must never fail the merge
         return {"table": table, "location": None}
     name = ".".join(p for p in (desc.get("namespace") or [])[-1:] + [desc.get("table_name")] if p) or table

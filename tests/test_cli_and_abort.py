@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 import pytest
@@ -60,6 +61,19 @@ def test_cli_run_explain_history(spark, people, capsys):
     assert out["merge_id"] in capsys.readouterr().out
     assert main(["run", "--sql", f"UPDATE {people} SET nope = 1", "-q"]) == 2
     assert "unknown column nope" in capsys.readouterr().err
+
+
+def test_cli_run_prints_its_summary_once_and_logs_progress_not_json(spark, people, capsys, caplog):
+    """The CLI prints the end-of-run summary to stdout; its log (stderr) keeps the progress lines but
+    neither repeats the summary nor carries the step records (BEGIN/PLAN/FINISH JSON, at DEBUG)."""
+    caplog.set_level(logging.INFO)
+    assert main(["run", "--sql", f"UPDATE {people} SET name = 'yan' WHERE id = 2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("updated 1, deleted 0") == 1, out
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "updated 1, deleted 0" not in logged
+    assert re.search(r"^\[[^]]+\] \w", logged, re.M), logged  # the steps, as they run
+    assert not re.search(r"^(BEGIN|PLAN|FINISH) \{", logged, re.M), logged
 
 
 @pytest.mark.parametrize(

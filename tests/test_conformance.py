@@ -6,8 +6,9 @@ with its SparkHost (a merge's begin primitives: lifecycle/merge_host.py). Both t
 statement and primitive they issue, from the merge's first; for the same merge into two identical
 tables the traces must be equal once merge ids, table names, locations, times, identifier quoting
 and the history entry's statement text are replaced. Shapes: a dbt model per MERGE shape (an
-upsert, insert-only, delete and update, BY SOURCE, a duplicate match, the upserts), and dbt's
-UPDATE and DELETE operations, a validation that fails and a conflict with a live commit.
+upsert, insert-only, delete and update, BY SOURCE, a duplicate match, the upserts, a merge-on-read
+upsert), dbt's UPDATE, DELETE and rollback operations, a validation that fails and a conflict with a
+live commit.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from merge_core import ConflictError, DuplicateMatchError, ValidationError, merge
+from merge_core import ConflictError, DuplicateMatchError, ValidationError, merge, rollback
 from merge_core.common import macros
 from merge_core.spark import host, lock
 from merge_core.spark.catalog import describe_table
@@ -147,8 +148,8 @@ def _assert_same(
     spark, from_python: list, from_dbt: list, py_table: str, dbt_table: str, names: dict, first: str = "clean_dead"
 ) -> None:
     """The two traces are equal, step by step, once the tables' names and roots are placeholders; both
-    start with the merge's first step (``first``: a merge-on-read upsert's begin is its own, and
-    starts by waiting for a live commit)."""
+    start with the merge's first step (``first``: a merge-on-read upsert's begin starts by listing
+    the view, a statement)."""
     for table in (py_table, dbt_table):
         schema, name = table.split(".")
         names[describe_table(spark, [schema, name])["root"].rstrip("/")] = "<root>"
@@ -181,7 +182,17 @@ def whole_partitions(monkeypatch):
     monkeypatch.setattr(host.SparkHost, "can_carry", can_carry)
 
 
-@pytest.mark.parametrize("shape", sorted(SHAPES))
+# shapes whose statements the others already compare, in make test-all only (CI's time)
+EXTENDED = {
+    "watermark_upsert": "the upsert begin and write of upsert and engine_upsert",
+}
+
+
+def _shapes(names) -> list:
+    return [pytest.param(n, marks=pytest.mark.extended) if n in EXTENDED else n for n in sorted(names)]
+
+
+@pytest.mark.parametrize("shape", _shapes(SHAPES))
 def test_dbt_and_python_issue_the_same_statements(spark, session_project, shape, whole_partitions):
     config, statement, batch = SHAPES[shape]
     updates = f"{session_project.schema}.account_updates"
@@ -245,6 +256,8 @@ def test_dbt_and_python_issue_the_same_statements(spark, session_project, shape,
             names[f"__sm_lock_{table.split('.')[1]}__sm_log"] = "__sm_lock_<log>"
         for table in (py_table, dbt_table):
             names[f"`{table.split('.')[0]}`.`{table.split('.')[1]}`"] = "<view>"
+        for table in (py_table, dbt_table):  # begin lists the view by its bare name
+            names[table.split(".")[1]] = "<view>"
         dbt_table, py_table = dbt_table + "__sm_log", py_table + "__sm_log"
     _assert_same(
         spark,
@@ -253,7 +266,7 @@ def test_dbt_and_python_issue_the_same_statements(spark, session_project, shape,
         py_table,
         dbt_table,
         names,
-        "wait_free" if shape == "merge_on_read" else "clean_dead",
+        "sql" if shape == "merge_on_read" else "clean_dead",
     )
     if shape != "duplicate":
         assert rows(spark, py_table) == rows(spark, dbt_table)
@@ -274,7 +287,7 @@ OPERATIONS = {
 }
 
 
-@pytest.mark.parametrize("shape", sorted(OPERATIONS))
+@pytest.mark.parametrize("shape", _shapes(OPERATIONS))
 def test_dbt_operations_and_python_statements_issue_the_same_statements(
     spark, session_project, shape, whole_partitions, monkeypatch
 ):
@@ -325,3 +338,44 @@ def test_dbt_operations_and_python_statements_issue_the_same_statements(
     if shape == "conflict":
         for t in tables.values():
             lock.break_lock(spark, describe_table(spark, t.split(".")))
+
+
+def test_dbt_and_python_rollbacks_issue_the_same_statements(spark, session_project):
+    """A rollback through dbt's operation and through rollback(): two merges into each table (an update
+    of one partition; an upsert that updates a row and creates a partition), then both undone: the same
+    statements from the first, and each table back to its rows before the merges (the created
+    partition emptied)."""
+
+    schema = session_project.schema
+    tables = {h: f"{schema}.rb_undo_{h}" for h in ("db", "py")}  # names of one length
+    first_row = "(SELECT * FROM {t} ORDER BY id LIMIT 1)"
+    undo = {}
+    for t in tables.values():
+        spark.sql(f"DROP TABLE IF EXISTS {t}")
+        spark.sql(
+            f"CREATE TABLE {t} USING parquet PARTITIONED BY (region) AS "
+            f"SELECT id, name, amount, region FROM {schema}.account_updates WHERE batch = 1"
+        )
+    before = {h: rows(spark, t) for h, t in tables.items()}
+    for h, t in tables.items():
+        undo[h] = merge(spark, f"UPDATE {t} SET amount = amount + 1 WHERE region = 'eu'").merge_id
+        one = first_row.format(t=t)
+        merge(
+            spark,
+            f"MERGE INTO {t} t USING (SELECT id, 'upd' AS name, amount, region FROM {one} UNION ALL "
+            f"SELECT 99, 'new', amount, 'ap' FROM {one}) s ON t.id = s.id "
+            f"WHEN MATCHED THEN UPDATE SET name = s.name WHEN NOT MATCHED THEN INSERT *",
+        )
+    session_project.dbt(
+        "run-operation", "spark_merge.rollback", "--args", json.dumps({"relation": tables["db"], "to": undo["db"]})
+    )
+    from_dbt = _dbt_trace(session_project.logs)
+    host.trace = []
+    try:
+        rollback(spark, tables["py"], undo["py"])
+        from_python = list(host.trace)
+    finally:
+        host.trace = None
+    _assert_same(spark, from_python, from_dbt, tables["py"], tables["db"], {}, "describe_target")
+    assert rows(spark, tables["py"]) == before["py"] and rows(spark, tables["db"]) == before["db"]
+    assert rows(spark, f"(SELECT * FROM {tables['db']} WHERE region = 'ap')") == []

@@ -231,3 +231,62 @@ def test_match_filter_of_an_empty_source_and_of_null_safe_keys(table):
     assert out["filter"] == "(false OR `id` IS NULL)"  # <=> matches a NULL key to a NULL key
     out = _narrow(table, [("id", True)], {"numSourceRows": 50, "__sm_key0": {"type": "int", "lo": "1", "hi": "2"}})
     assert out["filter"] == "(`id` BETWEEN CAST('1' AS int) AND CAST('2' AS int) OR `id` IS NULL)"
+
+
+def _entry(merge_id, version, repoints, inserted=0, kind="merge", partitions=()):
+    return {
+        "merge_id": merge_id,
+        "finished_at": f"2026-01-0{version}T00:00:00+00:00",
+        "version_before": version,
+        "version_after": version + 1,
+        "repoints": [{"partition": {"p": p}, "old_location": old, "location": new} for p, old, new in repoints],
+        "metrics": {"numTargetRowsInserted": inserted},
+        "kind": kind,
+        "partitions": [{"p": p} for p in partitions],
+    }
+
+
+ROLLBACK_TABLE = {"name": "db.t", "version": 3, "database": "db", "table_name": "t"}
+HISTORY = [  # given newest first, as history() lists them: the plan orders by version
+    _entry("b", 2, [("1", "/x/m1/p=1", "/x/m2/p=1"), ("2", None, "/x/m2/p=2")]),
+    _entry("a", 1, [("1", "/x/p=1", "/x/m1/p=1")]),
+]
+
+
+def test_rollback_plan_restores_each_partition_to_its_directory_before_the_range():
+    plan = macros.fill("rollback_plan", ROLLBACK_TABLE, HISTORY, "a")
+    assert plan["restore"] == [
+        {"partition": {"p": "1"}, "location": "/x/p=1", "current": "/x/m2/p=1"},
+        {"partition": {"p": "2"}, "location": None, "current": "/x/m2/p=2"},  # created in the range: emptied
+    ]
+    assert plan["rolled_back"] == ["a", "b"] and "error" not in plan
+    assert macros.fill("rollback_plan", ROLLBACK_TABLE, HISTORY, "b")["restore"][0]["location"] == "/x/m1/p=1"
+
+
+@pytest.mark.parametrize(
+    "history, version, to, refusal",
+    [
+        (HISTORY, 3, "zz", ["invalid_spec", "no merge zz in its history"]),
+        # the table moved on (version 4) and no entry says how: a commit's entry is missing
+        (HISTORY, 4, "a", ["unsupported", "no entry for the commit that moved it from version 3"]),
+        # an insert-only merge appended in place to a partition the range never replaced
+        (
+            HISTORY + [_entry("c", 3, [], inserted=5, partitions=["0"])],
+            4,
+            "a",
+            ["unsupported", "appended rows to p=0 in place"],
+        ),
+        # the canonical layout refilled the directory p=1 had before the range
+        (
+            HISTORY + [_entry("c", 3, [("1", "/x/m2/p=1", "/x/p=1")], kind="canonicalize")],
+            4,
+            "a",
+            ["unsupported", "/x/p=1, which partition p=1 had then, was refilled"],
+        ),
+        ([dict(_entry("a", 1, []), version_after=1)], 1, "a", ["invalid_spec", "changed no data"]),  # a no-op
+    ],
+)
+def test_rollback_plan_refuses_what_it_cannot_undo_faithfully(history, version, to, refusal):
+    plan = macros.fill("rollback_plan", dict(ROLLBACK_TABLE, version=version), history, to)
+    code, message = plan["error"]
+    assert code == refusal[0] and refusal[1] in message, message

@@ -403,6 +403,7 @@ def _logging(args: argparse.Namespace) -> None:
         format="%(asctime)s %(levelname)s %(message)s",
         stream=sys.stderr,
     )
+    logging.getLogger("spark_merge.summary").setLevel(logging.WARNING)  # the CLI prints it to stdout
     if args.verbose:
         os.environ.setdefault("SPARK_LOG_LEVEL", "WARN")
     else:

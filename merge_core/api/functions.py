@@ -116,7 +116,7 @@ def repair_journal(spark: SparkSession, table: str, dry_run: bool = False) -> di
     from merge_core.spark.catalog import describe_table
 
     info = describe_table(spark, [p.strip("`") for p in table.split(".")], trusted=False)
-    journal = macros.fill("pending_journal", info)
+    journal = macros.pending_journal(info)
     if not journal.get("corrupt"):
         if journal:
             raise SpecError(
@@ -127,10 +127,8 @@ def repair_journal(spark: SparkSession, table: str, dry_run: bool = False) -> di
     found = {"why": journal["corrupt"], "text": journal["text"]}
     if dry_run:
         return found
-    spark.sql(macros.render("journal_reset_sql", info))
-    clear = macros.render(
-        "journal_clear_sql", describe_table(spark, [info["database"], info["table_name"]], trusted=False)
-    )
+    spark.sql(macros.journal_reset_sql(info))
+    clear = macros.journal_clear_sql(describe_table(spark, [info["database"], info["table_name"]], trusted=False))
     if clear:
         spark.sql(clear)
     return found

@@ -15,7 +15,7 @@ from merge_core.common import macros
 @functools.cache
 def codes() -> dict[str, str]:
     """Every error code, by name (macros/core/codes.sql), read when first asked for."""
-    return macros.fill("codes")["error"]
+    return macros.codes()["error"]
 
 
 class _Code:

@@ -50,7 +50,7 @@ def new_merge_id() -> str:
     dbt builds it)."""
     from merge_core.common import macros
 
-    return macros.render("new_merge_id", datetime.now(UTC).isoformat(), uuid.uuid4().hex)
+    return macros.new_merge_id(datetime.now(UTC).isoformat(), uuid.uuid4().hex)
 
 
 def parse_message(message: str) -> dict[str, Any]:
@@ -63,5 +63,5 @@ def parse_message(message: str) -> dict[str, Any]:
     if not found:
         return {}
     parts = dict(p.rsplit(" ", 1) for p in found.group(2).split(", ") if re.fullmatch(r"[a-z ]+ \d+", p))
-    labels = macros.fill("codes")["message"]
+    labels = macros.codes()["message"]
     return {"merge_id": found.group(1), "metrics": {key: int(parts[label]) for label, key in labels if label in parts}}

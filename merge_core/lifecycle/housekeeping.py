@@ -36,7 +36,7 @@ def drop_dead_leftovers(spark: SparkSession) -> list[str]:
     """
     dropped = []
     try:
-        views = spark.sql("SHOW VIEWS LIKE '__sm_*'").collect()
+        views = spark.sql(macros.show_views_sql("__sm_*")).collect()
     except SPARK_ERRORS as e:  # a catalog without views: nothing to drop
         log.debug("listing views: %s", e)
         return dropped
@@ -45,8 +45,8 @@ def drop_dead_leftovers(spark: SparkSession) -> list[str]:
         found = _LEFTOVER.match(v["viewName"])
         if not v["isTemporary"] or not found or found.group(1) in live:
             continue
-        name = macros.render("quote", v["viewName"])
-        for stmt in (f"UNCACHE TABLE IF EXISTS {name}", f"DROP VIEW IF EXISTS {name}"):
+        name = macros.quote(v["viewName"])
+        for stmt in (macros.uncache_sql(name), macros.drop_view_sql(name)):
             spark.sql(stmt)
         dropped.append(v["viewName"])
     if dropped:
@@ -81,7 +81,7 @@ def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: floa
     ``min_age_hours`` (a merge of another process may still be writing a younger one). Staging
     tables are external: dropping them leaves their files to vacuum."""
     try:
-        found = spark.sql(f"SHOW TABLES IN {macros.render('quote', table['database'])} LIKE '__sm_*'").collect()
+        found = spark.sql(macros.show_tables_sql(table["database"], "__sm_*")).collect()
     except SPARK_ERRORS as e:
         log.debug("listing tables: %s", e)
         return []
@@ -96,7 +96,7 @@ def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: floa
         started = datetime.strptime(matched.group(2), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
         if started > cutoff:
             continue
-        spark.sql(f"DROP TABLE IF EXISTS {macros.render('quote', table['database'])}.{macros.render('quote', name)}")
+        spark.sql(macros.drop_table_sql(macros.relation(table["database"], name)))
         dropped.append(name)
     if dropped:
         log.warning("dropped %d table(s) left by merges that died: %s", len(dropped), ", ".join(dropped))

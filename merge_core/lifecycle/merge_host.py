@@ -68,7 +68,7 @@ class MergeHost(SparkHost):
 
     def source_types(self, spec: dict) -> list[list[str]]:
         """[name, type] of each source column (analysis only), or a ValidationError naming the source."""
-        sql = macros.render("describe_source_sql", spec)
+        sql = macros.describe_source_sql(spec)
         _trace("sql", sql)
         self.stop_check()
         try:
@@ -92,7 +92,7 @@ class MergeHost(SparkHost):
     def part_types(self, spec: dict, table: dict, parts: list[dict]) -> dict:
         """{'types', 'errors'}: each part's type (describe_parts_sql, analysis only); when Spark's
         analyzer refuses the batch, part by part, so that each error names its part."""
-        sql = macros.render("describe_parts_sql", spec, table, parts)
+        sql = macros.describe_parts_sql(spec, table, parts)
         _trace("sql", sql)
         self.stop_check()
         try:
@@ -103,7 +103,7 @@ class MergeHost(SparkHost):
         errors: list[str] = []
         for part in parts:  # find the culprits, one analysis each
             try:
-                types.append(self.spark.sql(macros.render("describe_parts_sql", spec, table, [part])).collect()[0][1])
+                types.append(self.spark.sql(macros.describe_parts_sql(spec, table, [part])).collect()[0][1])
             except SPARK_ERRORS as e:
                 types.append(None)
                 errors.append(f"{part['label']}: {spark_message(e)}")

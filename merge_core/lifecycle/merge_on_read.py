@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -23,7 +21,7 @@ from merge_core.common.errors import TargetError, ValidationError
 from merge_core.common.result import MergeResult
 from merge_core.lifecycle.run import Lifecycle, drive
 from merge_core.request.spec import MergeSpec
-from merge_core.spark.catalog import SPARK_ERRORS, describe_table, relation, spark_message
+from merge_core.spark.catalog import SPARK_ERRORS, describe_table, relation
 
 log = logging.getLogger("spark_merge")
 LOG_SUFFIX = "__sm_log"
@@ -33,7 +31,7 @@ OPTIONS_PROPERTY = "spark_merge.upsert"
 def _is_view(spark: SparkSession, parts: list[str]) -> bool | None:
     """True for a view, False for a table, None when nothing has that name."""
     try:
-        desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {relation(parts)} AS JSON").collect()[0][0])
+        desc = json.loads(spark.sql(macros.describe_json_sql(relation(parts))).collect()[0][0])
     except SPARK_ERRORS as e:
         if "TABLE_OR_VIEW_NOT_FOUND" in str(e):
             return None
@@ -41,31 +39,8 @@ def _is_view(spark: SparkSession, parts: list[str]) -> bool | None:
     return (desc.get("type") or "").upper() == "VIEW"
 
 
-def log_table(spark: SparkSession, parts: list[str], check: Callable[[dict], Any] | None = None) -> dict:
-    """The log behind the view ``parts``, converting a plain table on first use; ``check`` sees the
-    plain table before that conversion renames it, so a refused upsert leaves it as it was."""
-    db, name = parts[-2], parts[-1]
-    log_parts = [db, name + LOG_SUFFIX]
-    kind = _is_view(spark, parts)
-    if kind is None:
-        raise TargetError(f"target table {'.'.join(parts)} not found")
-    if kind is False:
-        if _is_view(spark, log_parts) is not None:
-            raise TargetError(f"{'.'.join(parts)} is a table but {'.'.join(log_parts)} exists too; drop one")
-        if check is not None:
-            check(describe_table(spark, parts))
-        log.warning(
-            "converting %s to merge-on-read: the table becomes %s, read through the view %s",
-            ".".join(parts),
-            ".".join(log_parts),
-            ".".join(parts),
-        )
-        spark.sql(f"ALTER TABLE {relation(parts)} RENAME TO {relation(log_parts)}")
-    return describe_table(spark, log_parts)
-
-
 def _plan(table: dict, upsert: dict) -> dict:
-    plan = macros.fill("upsert_plan", upsert, table)
+    plan = macros.upsert_plan(upsert, table)
     if plan["errors"]:
         raise ValidationError(plan["errors"])
     return plan
@@ -80,54 +55,26 @@ class UpsertRun(Lifecycle):
         self.spec = spec
 
     def begin(self) -> dict:
+        """spark_merge__lifecycle_begin_log, the begin dbt runs: convert a plain table on the first
+        upsert, settle the log, check the upsert against it."""
         self._tag(True)
         data = self.spec.to_dict()
-
-        def check(table: dict) -> dict:
-            plan = _plan(table, data["upsert"])
-            try:  # the source must give every column, with types the table can store
-                self.spark.sql(f"DESCRIBE QUERY {macros.render('mor_rows_sql', table, data)}").collect()
-            except SPARK_ERRORS as e:
-                raise ValidationError([f"source for {table['name']}: {spark_message(e)}"]) from None
-            return plan
-
-        table = log_table(self.spark, self.spec.target, check)
-        if macros.fill("lifecycle_settle", self.host, table)["recovered"]:
-            table = describe_table(self.spark, [table["database"], table["table_name"]])
-        plan = check(table)
-        self._planned(
+        self._start(
             spec=data,
-            table=table,
+            target=list(self.spec.target),
             kind="upsert",
-            paradigm="MERGE_ON_READ",
             statement=f"MERGE-ON-READ UPSERT INTO {'.'.join(self.spec.target)}",
-            view=relation(self.spec.target),
-            log_plan=plan,
             upsert=data["upsert"],
         )
-        self.state = "begun"
-        return {
-            "merge_id": self.merge_id,
-            "target": table["name"],
-            "paradigm": "MERGE_ON_READ",
-            "plan_hash": "",
-            "kind": "upsert",
-        }
+        macros.lifecycle_begin_log(self.host, self.s)
+        return self._begun()
 
     def plan(self) -> dict:
-        macros.render("lifecycle_plan_log", self.host, self.s)
-        self.state = "planned"
-        return {
-            "merge_id": self.merge_id,
-            "target": self.s["table"]["name"],
-            "paradigm": "MERGE_ON_READ",
-            "plan_hash": "",
-            "partitions_to_rewrite": [],
-            "changed_rows": self.metrics["numTargetRowsInserted"],
-        }
+        macros.lifecycle_plan_log(self.host, self.s)
+        return self._planned_info(self.metrics["numTargetRowsInserted"])
 
     def explain(self, placeholder_id: bool = False) -> str:
-        macros.render("lifecycle_plan_log", _Explaining(), self.s)
+        macros.lifecycle_plan_log(_Explaining(), self.s)
         return (
             ";\n\n".join(
                 [
@@ -172,7 +119,7 @@ class CompactionRun(Lifecycle):
         if _is_view(self.spark, parts) is not True:
             raise TargetError(f"{self.name} is not a merge-on-read table (no view over {self.name}{LOG_SUFFIX})")
         table = describe_table(self.spark, [parts[-2], parts[-1] + LOG_SUFFIX])
-        if macros.fill("lifecycle_settle", self.host, table)["recovered"]:
+        if macros.lifecycle_settle(self.host, table)["recovered"]:
             table = describe_table(self.spark, [table["database"], table["table_name"]])
         plan = _plan(table, json.loads(table["properties"].get(OPTIONS_PROPERTY) or "{}"))
         cutoff = None
@@ -184,53 +131,35 @@ class CompactionRun(Lifecycle):
                 )
             moment = datetime.now(UTC) - timedelta(hours=self.retention)
             cutoff = f"CAST(TIMESTAMP'{moment:%Y-%m-%d %H:%M:%S}+00:00' AS {first['type']})"
-        ctx = macros.fill("context", {}, table, self.merge_id)
-        self._planned(
+        ctx = macros.context({}, table, self.merge_id)
+        self._start(
             table=table,
             ctx=ctx,
             kind="compact",
             paradigm="MERGE_ON_READ",
             statement=f"COMPACT {self.name}",
-            stage_statement=macros.render(
-                "stage_select_sql", table, ctx, macros.render("mor_compact_select", table, plan, cutoff)
-            ),
+            stage_statement=macros.stage_select_sql(table, ctx, macros.mor_compact_select(table, plan, cutoff)),
         )
-        self.state = "begun"
-        return {
-            "merge_id": self.merge_id,
-            "target": table["name"],
-            "paradigm": "MERGE_ON_READ",
-            "plan_hash": "",
-            "kind": "compact",
-        }
+        return self._begun()
 
     def plan(self) -> dict:
         table = self.s["table"]
-        self.s["rows_before"] = self.host.rows(f"SELECT count(*) AS n FROM {table['relation']}")[0]["n"]
+        self.s["rows_before"] = self.host.rows(macros.count_rows_sql(table["relation"]))[0]["n"]
         partitions = (
             [
                 r["partition"]
-                for r in macros.fill_list(
-                    "decode_partitions",
+                for r in macros.decode_partitions(
                     table,
-                    self.host.rows(macros.render("file_stats_sql", table, table["relation"], None)),
+                    self.host.rows(macros.file_stats_sql(table, table["relation"], None)),
                 )
             ]
             if table["partition_columns"]
             else [{}]
         )
-        self.s["partitions"] = partitions
+        self.s["changes"] = macros.planned_changes(partitions, None, None)
         if not partitions:  # an empty log: nothing to rewrite
             self.s.pop("stage_statement")
-        self.state = "planned"
-        return {
-            "merge_id": self.merge_id,
-            "target": table["name"],
-            "paradigm": "MERGE_ON_READ",
-            "plan_hash": "",
-            "partitions_to_rewrite": partitions,
-            "changed_rows": 0,
-        }
+        return self._planned_info(0)
 
 
 def compact(spark: SparkSession, name: str, tombstone_retention_hours: float | None = None) -> dict:

@@ -28,7 +28,7 @@ log = logging.getLogger("spark_merge")
 def broadcasts_changed(metrics: dict) -> bool:
     """Whether the rewrite broadcasts the row ids of updated and deleted rows to its anti-join
     (spark_merge__broadcast_changed, as the plan decides it; bench/ uses it)."""
-    return macros.fill("broadcast_changed", metrics)["broadcast"]
+    return macros.broadcast_changed(metrics)["broadcast"]
 
 
 class MergeRun(Lifecycle):
@@ -50,19 +50,12 @@ class MergeRun(Lifecycle):
         """Read the target, finish any interrupted commit, validate (spark_merge__lifecycle_begin, the
         statements dbt runs; this run's host binds its primitives). Touches no data."""
         self._tag(True)
-        self._planned(spec=self.spec_data, kind=self.spec.kind, statement=self.spec.sql)
-        macros.render("lifecycle_begin", self.host, self.s)
+        self._start(spec=self.spec_data, kind=self.spec.kind, statement=self.spec.sql)
+        macros.lifecycle_begin(self.host, self.s)
         self.table, self.spec_data, self.resolved, self.ctx = (self.s[k] for k in ("table", "spec", "resolved", "ctx"))
         self.plan_hash = self.s["plan_hash"]
-        self.state = "begun"
-        info = {
-            "merge_id": self.merge_id,
-            "target": self.table["name"],
-            "paradigm": self.paradigm.name,
-            "plan_hash": self.plan_hash,
-            "kind": self.spec.kind,
-        }
-        log.info("BEGIN %s", json.dumps(info))
+        info = self._begun()
+        log.debug("BEGIN %s", json.dumps(info))
         return info
 
     def evolve_schema(self, types: list[list[str]]) -> None:
@@ -82,7 +75,7 @@ class MergeRun(Lifecycle):
             )
         self.spec_data["star_columns"] = [name.lower() for name, _ in types]
         direct = direct_source_columns(self.spec_data)
-        evolved = macros.fill("evolved_columns", self.spec_data, self.table, types, direct)
+        evolved = macros.evolved_columns(self.spec_data, self.table, types, direct)
         star = any(c["star"] for c in self.spec_data["clauses"])
         assigned = [t for t in types if star or t[0].lower() in direct]
         errors = evolved["errors"] + extra_field_errors(self.table, assigned)
@@ -104,8 +97,8 @@ class MergeRun(Lifecycle):
             return
         names = ", ".join(name for name, _ in self.added_columns)
         preview = _with_columns(self.table, self.added_columns)
-        relation = macros.render("evolved_relation", self.table, self.added_columns)
-        macros.render("lifecycle_validate", self.host, self.spec_data, {**preview, "relation": relation}, types, {})
+        relation = macros.evolved_relation(self.table, self.added_columns)
+        macros.lifecycle_validate(self.host, self.spec_data, {**preview, "relation": relation}, types)
         if self.schema_changes == "refuse":
             raise ValidationError(
                 [
@@ -117,13 +110,13 @@ class MergeRun(Lifecycle):
             self.table = preview
             return
         self.host.step(f"schema evolution: adding column(s) {names} to {self.table['name']}")
-        self.host.run(macros.render("add_columns_sql", self.table, self.added_columns))
+        self.host.run(macros.add_columns_sql(self.table, self.added_columns))
         self.table = self.host.describe(self.table)
 
     def explain(self, placeholder_id: bool = False) -> str:
         """The plan's SQL, in order, before anything runs."""
         spec, table = self.spec_data, self.table
-        ctx = macros.fill("context", spec, table, "<id>") if placeholder_id else self.ctx
+        ctx = macros.context(spec, table, "<id>") if placeholder_id else self.ctx
         parts = [
             f"-- spark-merge plan for {spec['kind'].upper()} into {table['name']} "
             f"({table['provider']}, partitioned by {table['partition_columns'] or 'nothing'}); "
@@ -137,16 +130,16 @@ class MergeRun(Lifecycle):
                 f"numSourceRows; for the ON equalities "
                 f"({keys}) its values' range (a partition column's list), which every target scan below "
                 f"is narrowed to",
-                macros.render("cache_source_sql", spec, ctx),
-                macros.render("source_stats_sql", table, ctx),
+                macros.cache_source_sql(spec, ctx),
+                macros.source_stats_sql(table, ctx),
             ]
         if self.added_columns:
             parts += [
                 "-- schema evolution: first add the source's columns the target lacks (UPDATE SET * and "
                 "INSERT * carry them)",
-                macros.render("add_columns_sql", table, self.added_columns),
+                macros.add_columns_sql(table, self.added_columns),
             ]
-        by_source = macros.fill("by_source_reads", spec, self.resolved)
+        by_source = macros.by_source_reads(spec, self.resolved)
         if by_source["note"]:
             parts.append(f"-- {by_source['note']}")
         if self._prunes_by_matches() and not by_source["all"]:
@@ -156,22 +149,22 @@ class MergeRun(Lifecycle):
                 "listed every partition column; no join, only the range, for a dense integer key. Skipped "
                 "too for a fused write (every assigned value deterministic, not insert-only): step 3's join "
                 "reads only the columns it needs and names these partitions, and step 5 reads them",
-                macros.render("matched_partitions_sql", spec, table, ctx),
+                macros.matched_partitions_sql(spec, table, ctx),
             ]
         parts += [
             "-- 2. changes: join, first matching WHEN clause, new values with their checks (declared as a lazy cache; "
             "dropped again, before anything reads it, when Spark would serve it and every assigned value is "
             "deterministic: then step 3 reads the join and step 5 joins once more; else cached, or written once "
             f"to {ctx['changes_table']} when Spark will not serve the cache, and every later step reads it)",
-            macros.render("cache_changes_sql", spec, table, self.resolved, ctx),
+            macros.cache_changes_sql(spec, table, self.resolved, ctx),
         ]
         parts += [
             "-- 3. one aggregation over the changes: the duplicate check (no target row may receive two "
             f"modifying actions under any rule; here duplicate_rule={spec['duplicate_rule']}), the counts per "
             "operation and the partitions touched",
-            macros.render("change_summary_sql", spec, table, self.resolved, ctx),
+            macros.change_summary_sql(spec, table, self.resolved, ctx),
         ]
-        dup = macros.render("duplicates_sql", spec, table, self.resolved, ctx)
+        dup = macros.duplicates_sql(spec, table, self.resolved, ctx)
         if dup:
             parts += ["-- 4. only when step 3 finds duplicates: which target rows, for the error", dup]
         parts += self.paradigm.explain(self.spark, self.s, ctx)
@@ -184,23 +177,15 @@ class MergeRun(Lifecycle):
     def plan(self) -> dict:
         """Build the changes, run the duplicate check, count, find partitions. No writes.
         (spark_merge__lifecycle_plan, the same statements dbt runs.)"""
-        macros.render("lifecycle_plan", self.host, self.s)
-        self.state = "planned"
+        macros.lifecycle_plan(self.host, self.s)
         changed = sum(
             self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
         )
-        log.info(
+        log.debug(
             "PLAN %s",
             json.dumps({"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}),
         )
-        return {
-            "merge_id": self.merge_id,
-            "target": self.table["name"],
-            "paradigm": self.paradigm.name,
-            "plan_hash": self.plan_hash,
-            "partitions_to_rewrite": self.partitions,
-            "changed_rows": changed,
-        }
+        return self._planned_info(changed)
 
     def execute(self) -> None:
         """Write the changes the paradigm's way and commit them atomically."""
@@ -225,7 +210,7 @@ class MergeRun(Lifecycle):
 
 def _with_columns(table: dict, columns: list[list[str]]) -> dict:
     """``table`` as it will be once ``columns`` ([name, type]) are added: nullable, no default."""
-    added = [macros.fill("column_record", n, t, {}) for n, t in columns]
+    added = [macros.column_record(n, t, {}) for n, t in columns]
     return {
         **table,
         "columns": table["columns"] + added,

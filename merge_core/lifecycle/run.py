@@ -28,6 +28,9 @@ from merge_core.spark import files
 from merge_core.spark.host import SparkHost
 
 log = logging.getLogger("spark_merge")
+# the end-of-run summary, on its own logger: a host that shows the summary itself (the CLI prints it
+# to stdout) quiets this one and keeps the progress lines
+summary_log = logging.getLogger("spark_merge.summary")
 
 # Lifecycles alive in this process: a begin removes the session's leftovers of every other one.
 _LIVE: set[str] = set()
@@ -41,7 +44,7 @@ def live_ids() -> set[str]:
 
 def zero_metrics() -> dict[str, int]:
     """Every metric a commit reports, at zero (spark_merge__zero_metrics: the names are defined there)."""
-    return macros.fill("zero_metrics")
+    return macros.zero_metrics()
 
 
 class Lifecycle:
@@ -84,30 +87,43 @@ class Lifecycle:
         except Exception as e:  # a session without tags can still merge; only on_kill is coarser
             log.debug("[%s] job tag: %s", self.merge_id, e)
 
-    def _planned(self, **s: Any) -> dict:
-        """The planned-changes value, with this lifecycle's id, metrics and plan hash slot."""
-        self.s = {
-            "merge_id": self.merge_id,
-            "metrics": self.metrics,
-            "plan_hash": "",
-            "partitions": [],
-            "deltas": None,
-            **s,
-        }
+    def _start(self, **fields: Any) -> dict:
+        """This run's state (spark_merge__run_state, as dbt starts it) with its metrics dict."""
+        self.s = macros.run_state(self.merge_id, {"metrics": self.metrics, **fields})
         return self.s
+
+    def _begun(self) -> dict:
+        """What begin reports (the hooks' on_planned sees it first): one builder for every run."""
+        self.state = "begun"
+        return {**self._info(), "kind": self.s["kind"]}
+
+    def _planned_info(self, changed_rows: int, partitions: list | None = None) -> dict:
+        """What plan reports: the partitions it rewrites (the planned changes' unless given)."""
+        self.state = "planned"
+        parts = self.partitions if partitions is None else partitions
+        return {**self._info(), "partitions_to_rewrite": parts, "changed_rows": changed_rows}
+
+    def _info(self) -> dict:
+        s = self.s
+        return {
+            "merge_id": self.merge_id,
+            "target": s["table"]["name"],
+            "paradigm": s["paradigm"],
+            "plan_hash": s["plan_hash"],
+        }
 
     def execute(self) -> None:
         """Write the planned changes and commit them (spark_merge__lifecycle_write, as under dbt)."""
-        macros.render("lifecycle_write", self.host, self.s)
+        macros.lifecycle_write(self.host, self.s)
         self.state = "committed"
 
     @property
     def partitions(self) -> list[dict]:
-        return self.s.get("partitions") or []
+        return self.s["changes"]["partitions"] if self.s else []
 
     def finish(self) -> MergeResult:
         """The history entry (unless the commit's journal carried it), clean-up, the result."""
-        macros.render("lifecycle_finish", self.host, self.s)
+        macros.lifecycle_finish(self.host, self.s)
         return self._finished()
 
     def _result(self, **flags: bool) -> MergeResult:
@@ -129,8 +145,8 @@ class Lifecycle:
         self._cleanup()
         self._tag(False)
         self.state = "finished"
-        log.info("FINISH %s", json.dumps({"merge_id": self.merge_id, **result.metrics}))
-        log.info(result.summary())
+        log.debug("FINISH %s", json.dumps({"merge_id": self.merge_id, **result.metrics}))
+        summary_log.info(result.summary())
         return result
 
     def planned_result(self) -> MergeResult:
@@ -141,13 +157,13 @@ class Lifecycle:
         result = self._result(noop=True, dry_run=True)
         self.close()
         self.state = "finished"
-        log.info(result.summary())
+        summary_log.info(result.summary())
         return result
 
     def history_entry(self) -> dict:
         """This commit's history entry as of now (spark_merge__history_entry, the one builder)."""
         self.metrics["executionTimeMs"] = self.host.elapsed_ms()
-        return macros.fill("history_entry", self.s, self.s.get("version_after", self.s["table"]["version"]))
+        return macros.history_entry(self.s, self.s.get("version_after", self.s["table"]["version"]))
 
     def abort(self) -> None:
         """Leave the table as it was: stop this commit's Spark jobs, drop its caches, the staging
@@ -193,7 +209,7 @@ class Lifecycle:
 
     def _cleanup(self) -> None:
         if self.s.get("ctx"):
-            macros.render("lifecycle_cleanup", self.host, self.s)
+            macros.lifecycle_cleanup(self.host, self.s)
         self.release()  # after the caches that read what it releases
         with _LIVE_LOCK:
             _LIVE.discard(self.merge_id)

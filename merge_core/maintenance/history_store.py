@@ -109,7 +109,7 @@ def load(table: dict) -> History:
         if entry is None and why is None:
             continue
         if why is None:
-            problems = macros.fill_list("entry_errors", table, entry, "the entry")
+            problems = macros.entry_errors(table, entry, "the entry")
             if not problems and entry["merge_id"] != info.base_name:
                 problems = [f"the entry is of merge {entry['merge_id']}, not {info.base_name}"]
             if not problems:

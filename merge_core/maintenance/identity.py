@@ -46,9 +46,9 @@ def adopt(spark: SparkSession, table_name: str, dry_run: bool = False) -> dict:
     if not reasons:
         return {"table": name, "set": {}, "unset": [], "reasons": []}
     if not dry_run:
-        spark.sql(macros.render("set_properties_sql", table, new))
+        spark.sql(macros.set_properties_sql(table, new))
         if unset:
-            spark.sql(macros.render("unset_properties_sql", table, unset))
+            spark.sql(macros.unset_properties_sql(table, unset))
         log.warning("adopted %s: %s", name, "; ".join(reasons))
     return {"table": name, "set": new, "unset": unset, "reasons": reasons}
 
@@ -68,7 +68,7 @@ def _identity_changes(table: dict, name: str, others: list[dict]) -> tuple[dict,
     journal and last merge id, another table's, go). A table id that is no id: a new one. Another
     table under the same root with the same id: a copy, refused."""
     props, location = table["properties"], table["location"]
-    identity = macros.fill("identity", {k: v for k, v in props.items() if k != "spark_merge.table"}, name, location)
+    identity = macros.identity({k: v for k, v in props.items() if k != "spark_merge.table"}, name, location)
     if any("spark_merge.root" in e for e in identity["trust_errors"]):
         reason = (
             f"spark_merge.root {table['root']} does not hold its location {location}: a new identity "
@@ -78,7 +78,7 @@ def _identity_changes(table: dict, name: str, others: list[dict]) -> tuple[dict,
         unset = [k for k in props if k.startswith("spark_merge.journal.") or k == "spark_merge.last_merge_id"]
         return new, unset, [reason]
     table_id = props.get("spark_merge.table_id")
-    if table_id is not None and not macros.render("is_id", table_id):
+    if table_id is not None and not macros.is_id(table_id):
         return (
             {"spark_merge.table_id": f"adopted_{new_merge_id()}"},
             [],

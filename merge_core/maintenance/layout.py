@@ -112,34 +112,19 @@ class CanonicalizeRun(Lifecycle):
         table = settled_table(self.spark, self.table_name)
         hours = retention_hours(table) if self.retain_hours is None else self.retain_hours
         self.moves, self.waiting = plan_moves(self.spark, table, hours)
-        self._planned(
+        self._start(
             table=table,
-            ctx=macros.fill("context", {}, table, self.merge_id),
+            ctx=macros.context({}, table, self.merge_id),
             kind="canonicalize",
             paradigm="CANONICALIZE",
             statement=f"CANONICALIZE {table['name']}",
             commit_repoints=True,
-            partitions=[m["partition"] or {} for m in self.moves],
+            changes=macros.planned_changes([m["partition"] or {} for m in self.moves], None, None),
         )
-        self.state = "begun"
-        return {
-            "merge_id": self.merge_id,
-            "target": table["name"],
-            "paradigm": "CANONICALIZE",
-            "plan_hash": "",
-            "kind": "canonicalize",
-        }
+        return self._begun()
 
     def plan(self) -> dict:
-        self.state = "planned"
-        return {
-            "merge_id": self.merge_id,
-            "target": self.s["table"]["name"],
-            "paradigm": "CANONICALIZE",
-            "plan_hash": "",
-            "partitions_to_rewrite": self.partitions,
-            "changed_rows": 0,
-        }
+        return self._planned_info(0)
 
     def discard_staged(self) -> None:
         """Nothing to discard: a refilled canonical directory is one no version uses (the next
@@ -152,7 +137,7 @@ class CanonicalizeRun(Lifecycle):
         s, host = self.s, self.host
         host.lock(s["table"], self.merge_id)
         s["locked"] = True
-        macros.fill("lifecycle_unchanged", host, s)  # a commit since begin: plan again (drive)
+        macros.lifecycle_unchanged(host, s)  # a commit since begin: plan again (drive)
         now = current_locations(self.spark, s["table"])
         repoints = []
         for m in self.moves:

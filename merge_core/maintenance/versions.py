@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from datetime import datetime
 from urllib.parse import unquote
 
@@ -30,7 +29,6 @@ log = logging.getLogger("spark_merge")
 DEFAULT_RETENTION_HOURS = 168.0  # 7 days, as Delta Lake; table property spark_merge.retention_hours overrides
 
 
-EMPTY_PARTITION = re.compile(r"/empty-\d+$")  # the directory a commit gives a partition it emptied
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # how the catalog spells a NULL partition value
 
 
@@ -61,11 +59,6 @@ def settled_table(spark: SparkSession, name: str) -> dict:
     return table
 
 
-def partition_key(partition: dict | None) -> tuple:
-    """Sortable and NULL apart from every string (a NULL partition value sorts first)."""
-    return tuple(sorted((k.lower(), v is not None, v or "") for k, v in (partition or {}).items()))
-
-
 def finished_at(entry: dict) -> datetime:
     return datetime.fromisoformat(entry["finished_at"])
 
@@ -74,9 +67,9 @@ def partition_location(spark: SparkSession, table: dict, partition: dict | None)
     """Where the metastore points a partition (the table for an unpartitioned one); None if it does not exist."""
     if not table["partition_columns"]:
         return table["location"]
-    spec = macros.render("partition_spec", table, {c: partition[c] for c in table["partition_columns"]})
+    spec = macros.partition_spec(table, {c: partition[c] for c in table["partition_columns"]})
     try:
-        desc = spark.sql(f"DESCRIBE TABLE EXTENDED {table['relation']} {spec} AS JSON").collect()[0][0]
+        desc = spark.sql(macros.describe_json_sql(table["relation"], spec)).collect()[0][0]
     except SPARK_ERRORS as e:
         if "PARTITIONS_NOT_FOUND" in str(e) or "NoSuchPartition" in str(e):
             return None
@@ -101,7 +94,7 @@ def current_locations(spark: SparkSession, table: dict) -> dict[str, tuple[dict 
     by_name = {"/".join(files.key(d).split("/")[-depth:]): d for d in dirs}
     by_lower = {c.lower(): c for c in table["partition_columns"]}
     found = {}
-    for (spec,) in spark.sql(f"SHOW PARTITIONS {rel}").collect():
+    for (spec,) in spark.sql(macros.show_partitions_sql(rel)).collect():
         values = {
             by_lower[unquote(k).lower()]: None if v == NULL_PARTITION else unquote(v)
             for k, v in (kv.split("=", 1) for kv in spec.split("/"))

@@ -13,7 +13,7 @@ from merge_core.common import macros
 
 @functools.lru_cache(maxsize=1)
 def table() -> tuple[dict, ...]:
-    return tuple(macros.fill_list("option_table"))
+    return tuple(macros.option_table())
 
 
 def option(name: str) -> dict:

@@ -32,7 +32,7 @@ def sql_literal(value: Any) -> str:
             raise SpecError(f"{value!r} has no SQL literal; pass a finite number or a string")
         return repr(value)
     if isinstance(value, str):
-        return macros.render("literal", value)
+        return macros.literal(value)
     raise SpecError(
         f"a value of type {type(value).__name__} has no SQL literal here: pass a number, a string, "
         f"a boolean or None ({value!r})"
@@ -50,4 +50,4 @@ def sql_name(name: str) -> str:
             f"{name!r} is not a table or column name (each dot-separated part must be letters, "
             f"digits and underscores, not starting with a digit)"
         )
-    return ".".join(macros.render("quote", p) for p in parts)
+    return ".".join(macros.quote(p) for p in parts)

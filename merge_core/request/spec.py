@@ -23,7 +23,7 @@ SOURCE_KINDS = ("table", "query", "none")
 
 def whens() -> tuple[str, ...]:
     """matched, not_matched, not_matched_by_source: the words naming a WHEN clause's kind."""
-    return tuple(macros.fill("codes")["when"])
+    return tuple(macros.codes()["when"])
 
 
 def upsert_options() -> tuple[str, ...]:
@@ -113,7 +113,7 @@ class MergeSpec:
         if not self.target or not all(self.target):
             raise SpecError("target table name is empty")
         if self.upsert:  # an option given where nothing reads it is refused, as dbt refuses it
-            unread = macros.fill_list("option_errors", self.upsert)
+            unread = macros.option_errors(self.upsert)
             if unread:
                 raise SpecError("; ".join(unread))
 

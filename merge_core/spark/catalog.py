@@ -63,7 +63,7 @@ def spark_message(exc: Exception) -> str:
 
 
 def relation(parts: list[str]) -> str:
-    return ".".join(macros.render("quote", p) for p in parts)
+    return ".".join(macros.quote(p) for p in parts)
 
 
 def describe_table(spark: SparkSession, parts: list[str], trusted: bool = True) -> dict:
@@ -73,13 +73,13 @@ def describe_table(spark: SparkSession, parts: list[str], trusted: bool = True) 
     name = ".".join(parts)
     rel = relation(parts)
     try:
-        desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {rel} AS JSON").collect()[0][0])
-        types = [[r[0], r[1]] for r in spark.sql(f"DESCRIBE TABLE {rel}").collect()]
+        desc = json.loads(spark.sql(macros.describe_json_sql(rel)).collect()[0][0])
+        types = [[r[0], r[1]] for r in spark.sql(macros.describe_columns_sql(rel)).collect()]
     except SPARK_ERRORS as e:
         if "TABLE_OR_VIEW_NOT_FOUND" in str(e) or "SCHEMA_NOT_FOUND" in str(e):
             raise TargetError(f"target table {name} not found") from None
         raise TargetError(f"cannot read target table {name}: {spark_message(e)}") from None
-    table = macros.fill("table_info", desc, types)
+    table = macros.table_info(desc, types)
     if table["errors"]:
         raise TargetError("; ".join(table["errors"]))
     if trusted and table["trust_errors"]:

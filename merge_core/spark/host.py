@@ -32,6 +32,7 @@ from merge_core.common.errors import (
     MergeError,
     NotNullViolation,
     TargetError,
+    ValidationError,
     codes,
     error_for,
 )
@@ -39,8 +40,9 @@ from merge_core.spark import faults, files, lock, metastore
 from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
 
 log = logging.getLogger("spark_merge")
-# the codes a check raises from inside Spark (raise_error in the plan's SQL)
-_RAISED_BY = {e.code: e for e in (NotNullViolation, LengthViolation, EngineRejected)}
+# the errors a check raises from inside Spark (raise_error in the plan's SQL); their codes are read
+# on first use, so importing renders nothing
+_RAISED = (NotNullViolation, LengthViolation, EngineRejected)
 
 
 def raised_by_check(e: Exception) -> MergeError | None:
@@ -50,7 +52,8 @@ def raised_by_check(e: Exception) -> MergeError | None:
     if not isinstance(e, PySparkException) or not str(e.getCondition() or "").startswith("USER_RAISED_EXCEPTION"):
         return None
     code, _, text = str((e.getMessageParameters() or {}).get("errorMessage", "")).partition(": ")
-    return _RAISED_BY[code](text) if code in _RAISED_BY else None
+    raised_by = {e.code: e for e in _RAISED}
+    return raised_by[code](text) if code in raised_by else None
 
 
 # above this many partitions the file statistics are a query: its one catalog call (partitions by
@@ -98,6 +101,17 @@ class SparkHost:
         sql = str(sql).strip()
         _trace("sql", sql)
         return [r.asDict() for r in self._sql(sql, collect=True)]
+
+    def analyze(self, sql: str, label: str) -> None:
+        """An analysis-only statement (DESCRIBE QUERY); Spark's refusal is a ValidationError naming
+        ``label`` (dbt's binding lets dbt report it)."""
+        sql = str(sql).strip()
+        _trace("sql", sql)
+        self.stop_check()
+        try:
+            self.spark.sql(sql).collect()
+        except SPARK_ERRORS as e:
+            raise ValidationError([f"{label}: {spark_message(e)}"]) from None
 
     def _sql(self, sql: str, collect: bool = False) -> Any:
         self.stop_check()  # aborted meanwhile (on_kill): no statement may follow the clean-up
@@ -300,7 +314,7 @@ class SparkHost:
 
 def recover(spark: SparkSession, table: dict) -> bool:
     """Finish an interrupted commit from its journal (spark__lifecycle_recover). True if there was one."""
-    return bool(macros.fill("lifecycle_recover", SparkHost(spark), table)["recovered"])
+    return bool(macros.lifecycle_recover(SparkHost(spark), table)["recovered"])
 
 
 def apply_journal(
@@ -312,4 +326,4 @@ def apply_journal(
     recovered: bool = False,
 ) -> None:
     """Complete a journaled commit (repoint, history, done, refresh): spark__lifecycle_apply_journal."""
-    macros.render("lifecycle_apply_journal", SparkHost(spark, merge_id), table, merge_id, repoints, entry, recovered)
+    macros.lifecycle_apply_journal(SparkHost(spark, merge_id), table, merge_id, repoints, entry, recovered)

@@ -35,7 +35,7 @@ log = logging.getLogger("spark_merge")
 def settings() -> dict:
     """The lock's timing in seconds (spark_merge__lock_settings): wait_s, lease_s, dbt_lease_s,
     grace_s, stale_s. Read when first asked for; tests change entries of this dict."""
-    return macros.fill("lock_settings")
+    return macros.lock_settings()
 
 
 def _now() -> datetime:
@@ -44,8 +44,7 @@ def _now() -> datetime:
 
 def exists(spark: SparkSession, table: dict) -> bool:
     """Whether the lock table of ``table`` exists (held, or left by a dead process)."""
-    name = macros.render("literal", f"__sm_lock_{table['table_name']}")
-    return bool(spark.sql(f"SHOW TABLES IN {macros.render('quote', table['database'])} LIKE {name}").collect())
+    return bool(spark.sql(macros.show_tables_sql(table["database"], f"__sm_lock_{table['table_name']}")).collect())
 
 
 def holder(spark: SparkSession, table: dict) -> dict | None:
@@ -55,10 +54,10 @@ def holder(spark: SparkSession, table: dict) -> dict | None:
     if not exists(spark, table):
         return None
     try:
-        props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {macros.render('lock_relation', table)}").collect()}
+        props = {r[0]: r[1] for r in spark.sql(macros.show_properties_sql(macros.lock_relation(table))).collect()}
     except SPARK_ERRORS:  # released in between
         return None
-    record = macros.fill("lock_record", table, props)  # checked as dbt checks it (macros/commit/lock.sql)
+    record = macros.lock_record(table, props)  # checked as dbt checks it (macros/commit/lock.sql)
     if record.get("error"):
         raise MetadataError(record["error"])
     return {k: record[k] for k in ("merge_id", "since", "expires", "owner")}
@@ -78,7 +77,7 @@ def is_dead(owner: dict, now: datetime | None = None) -> bool:
     expires, since = _parse(owner.get("expires", "")), _parse(owner.get("since", ""))
     lapsed = (now - expires).total_seconds() if expires is not None else None
     held = (now - since).total_seconds() if since is not None else None
-    return bool(macros.render("lock_dead", lapsed, held))
+    return bool(macros.lock_dead(lapsed, held))
 
 
 def describe(owner: dict) -> str:
@@ -89,7 +88,7 @@ def describe(owner: dict) -> str:
 
 
 def break_lock(spark: SparkSession, table: dict) -> None:
-    spark.sql(macros.render("unlock_sql", table))
+    spark.sql(macros.unlock_sql(table))
 
 
 def break_if_dead(spark: SparkSession, table: dict, owner: dict | None = None, finished: str | None = None) -> bool:
@@ -176,7 +175,7 @@ class _Renewer(threading.Thread):
                         "the commit lock on %s is no longer held by merge %s", self.table["name"], self.merge_id
                     )
                     return
-                self.spark.sql(macros.render("renew_lock_sql", self.table, expires))
+                self.spark.sql(macros.renew_lock_sql(self.table, expires))
             except Exception as e:  # the next renewal may work; a lapsed lease only lets others break in
                 log.warning("could not renew the commit lock on %s: %s", self.table["name"], e)
 
@@ -189,8 +188,7 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
         now = _now()
         try:
             spark.sql(
-                macros.render(
-                    "lock_sql",
+                macros.lock_sql(
                     table,
                     merge_id,
                     now.isoformat(),
@@ -217,5 +215,5 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
         renewer.join()
         owner = holder(spark, table)
         if owner is not None and owner["merge_id"] == merge_id:
-            spark.sql(macros.render("unlock_sql", table))
+            spark.sql(macros.unlock_sql(table))
         files.remove(f"{table['root'].rstrip('/')}/_spark_merge/locks/{merge_id}")

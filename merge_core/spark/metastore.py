@@ -82,12 +82,12 @@ def repoint(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
     if moved.size() and added:
         faults.reached("between_repoints")
     if added:
-        spark.sql(macros.render("add_partitions_sql", table, added))
+        spark.sql(macros.add_partitions_sql(table, added))
     return time.monotonic() - t0
 
 
 def _repoint_by_statements(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
-    statements = macros.fill_list("repoint_statements", table, repoints)
+    statements = macros.repoint_statements(table, repoints)
     t0 = time.monotonic()
     for n, stmt in enumerate(statements, start=1):
         spark.sql(stmt)
@@ -159,12 +159,12 @@ def other_tables(spark: SparkSession, table: dict) -> list[dict]:
         return out
     import json
 
-    for (db,) in spark.sql("SHOW DATABASES").collect():
-        for r in spark.sql(f"SHOW TABLES IN {macros.render('quote', db)}").collect():
+    for (db,) in spark.sql(macros.show_databases_sql()).collect():
+        for r in spark.sql(macros.show_tables_sql(db)).collect():
             if r["isTemporary"] or (db.lower(), r["tableName"].lower()) == mine:
                 continue
-            rel = f"{macros.render('quote', db)}.{macros.render('quote', r['tableName'])}"
-            desc = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {rel} AS JSON").collect()[0][0])
+            rel = macros.relation(db, r["tableName"])
+            desc = json.loads(spark.sql(macros.describe_json_sql(rel)).collect()[0][0])
             props = desc.get("table_properties") or {}
             location = desc.get("location") or ""
             out.append(

@@ -56,7 +56,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
     def explain(self, spark: SparkSession, s: dict, ctx: dict) -> list[str]:
         table = s["table"]
         if s["insert_only"]:
-            return ["-- 5. insert-only: append, no rewrite", macros.render("append_sql", table, ctx)]
+            return ["-- 5. insert-only: append, no rewrite", macros.append_sql(table, ctx)]
         pcols = table["partition_columns"]
         sample = {c: f"<{c}>" for c in pcols} if pcols else None
         repoint = {
@@ -72,7 +72,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             "at every read; when it does not, as for rand(), or when step 3 finds a target row joined with several "
             "source rows that do not all delete it, the stored changes are written instead: the partitions' rows "
             "whose ids they do not name, plus their new rows)",
-            macros.render("fused_stage_sql", s["spec"], table, s["resolved"], ctx, [sample] if sample else []),
+            macros.fused_stage_sql(s["spec"], table, s["resolved"], ctx, [sample] if sample else []),
             "-- 6. commit, under the lock: the partitions unchanged since read, the staged rows exactly the plan's "
             "(only planned partitions, each with its rows before plus the plan's change; more rows than planned means "
             "the changes were read from files the table no longer holds: MERGE_CONFLICT; else MERGE_PLAN_VIOLATION), "
@@ -84,8 +84,8 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
                 else "one statement per partition, as below"
             )
             + "; then the history entry, mark done, refresh",
-            macros.render("journal_sql", table, ctx["merge_id"], [repoint]),
-            *macros.fill_list("repoint_statements", table, [repoint]),
-            macros.render("journal_done_sql", table, ctx["merge_id"]),
-            macros.render("refresh_sql", table),
+            macros.journal_sql(table, ctx["merge_id"], [repoint]),
+            *macros.repoint_statements(table, [repoint]),
+            macros.journal_done_sql(table, ctx["merge_id"]),
+            macros.refresh_sql(table),
         ]

@@ -126,9 +126,7 @@ def describe(spark, target: PostgresTarget, parts: list[str], merge_id: str) -> 
     defaults = {r[0].lower() for r in columns if r[3]}
     cols = [
         {
-            **macros.fill(
-                "column_record", n, t, {"nullable": n.lower() not in not_null, "has_default": n.lower() in defaults}
-            ),
+            **macros.column_record(n, t, {"nullable": n.lower() not in not_null, "has_default": n.lower() in defaults}),
             "computed_by_target": True,
         }  # PostgreSQL computes, casts and checks what it stores (pg_merge.py)
         for n, t in _spark_view(spark, target, schema, name, view, columns)
@@ -196,12 +194,12 @@ def _spark_view(spark, target: PostgresTarget, schema: str, name: str, view: str
     reader.jdbc(
         target.jdbc_url(), sql_identifier(schema, name), properties=target.jdbc_properties()
     ).createOrReplaceTempView(view)
-    return [(r[0], r[1]) for r in spark.sql(f"DESCRIBE QUERY SELECT * FROM `{view}`").collect()]
+    return [(r[0], r[1]) for r in spark.sql(macros.describe_relation_sql(macros.quote(view))).collect()]
 
 
 def forget(spark, table: dict) -> None:
     """Drop the temporary view describe() made (when the merge ends, whichever way)."""
-    spark.sql(f"DROP VIEW IF EXISTS {table['relation']}")
+    spark.sql(macros.drop_view_sql(table["relation"]))
 
 
 def sql_identifier(*parts: str) -> str:
@@ -258,7 +256,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         """The staging table's columns: the source's, as Spark types them (none for UPDATE/DELETE)."""
         if s["spec"]["source_kind"] == "none":
             return pg_merge.Staged(self._stage(s))
-        described = host.rows(f"DESCRIBE QUERY SELECT * FROM {s['ctx']['source']}")
+        described = host.rows(macros.describe_relation_sql(s["ctx"]["source"]))
         return pg_merge.Staged(
             self._stage(s),
             [
@@ -275,7 +273,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         types = {
             name: pg_merge.transport(t)
             for name, t in (
-                (r["col_name"], r["data_type"]) for r in host.rows(f"DESCRIBE QUERY SELECT * FROM {s['ctx']['source']}")
+                (r["col_name"], r["data_type"]) for r in host.rows(macros.describe_relation_sql(s["ctx"]["source"]))
             )
         }
         with self.target.connect() as conn:
@@ -372,7 +370,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         """The history row (spark_merge__history_entry, the one builder), written in the merge's own
         transaction, so it exists iff the merge does."""
         s["metrics"]["executionTimeMs"] = host.elapsed_ms()
-        entry = dict(macros.fill("history_entry", s, s["table"]["version"]), finished_at=host.now())
+        entry = dict(macros.history_entry(s, s["table"]["version"]), finished_at=host.now())
         history_table = sql_identifier(s["table"]["database"], HISTORY_TABLE)
         return [
             (
@@ -395,9 +393,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
                 self._stage(s),
                 [
                     (r[0], *pg_merge.transport(r[1])[::2])
-                    for r in spark.sql(
-                        f"DESCRIBE QUERY SELECT * FROM {macros.render('source_relation', s['spec'])}"
-                    ).collect()
+                    for r in spark.sql(macros.describe_relation_sql(macros.source_relation(s["spec"]))).collect()
                 ],
             )
         )

@@ -116,3 +116,62 @@
 {% macro spark_merge__new_merge_id(now, entropy) -%}
 {{ now[:19] | replace('-', '') | replace(':', '') | replace('T', '') | replace(' ', '') }}_{{ entropy[:8] }}
 {%- endmacro %}
+
+{#- A merge-on-read upsert's begin, for both hosts: the view `s.target` ([database, name]) reads
+    the log `<name>__sm_log`. A plain table of that name is converted on the first upsert (renamed
+    to the log; the write creates the view), once the upsert is checked against it, so a refused
+    upsert leaves it as it was. Then a live commit ends and an interrupted one is finished, and the
+    upsert is checked against the log. Fills `s`: table (the log), view, log_plan, paradigm.
+    Host primitive besides run, rows, warn, fail, describe, wait_free: analyze(sql, label), which
+    runs an analysis-only statement and fails a validation naming `label` when Spark refuses it. -#}
+{% macro spark_merge__lifecycle_begin_log(host, s) -%}
+{%- do host.step('begin: describe and validate (merge-on-read)') -%}
+{%- set db, name = s.target[-2], s.target[-1] -%}
+{%- set log_name = name ~ '__sm_log' -%}
+{%- set kinds = {} -%}
+{%- do spark_merge.spark_merge__relation_kind(host, db, name, kinds) -%}
+{%- if not kinds[name] -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('target'), 'target table ' ~ db ~ '.' ~ name ~ ' not found') -%}
+{%- elif kinds[name] != 'VIEW' -%}
+  {%- do spark_merge.spark_merge__relation_kind(host, db, log_name, kinds) -%}
+  {%- if kinds[log_name] -%}
+    {%- do host.fail(spark_merge.spark_merge__error_code('target'), db ~ '.' ~ name ~ ' is a table but ' ~ db ~ '.' ~ log_name ~
+        ' exists too; drop one') -%}
+  {%- endif -%}
+  {%- do spark_merge.spark_merge__lifecycle_check_log(host, s, host.describe({'database': db, 'table_name': name}), {}) -%}
+  {%- do host.warn('converting ' ~ db ~ '.' ~ name ~ ' to merge-on-read: the table becomes ' ~ db ~ '.' ~ log_name ~
+      ', read through the view ' ~ db ~ '.' ~ name) -%}
+  {%- do host.run(spark_merge.spark_merge__rename_table_sql(spark_merge.spark_merge__relation(db, name),
+      spark_merge.spark_merge__relation(db, log_name))) -%}
+{%- endif -%}
+{%- set table = host.describe({'database': db, 'table_name': log_name}) -%}
+{%- set settled = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
+{%- if settled.recovered -%}{%- set table = host.describe(table) -%}{%- endif -%}
+{%- set plan = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_check_log(host, s, table, plan) -%}
+{%- do s.update({'table': table, 'view': spark_merge.spark_merge__relation(db, name), 'log_plan': plan,
+                 'paradigm': 'MERGE_ON_READ'}) -%}
+{%- endmacro %}
+
+{#- The upsert options checked against the log (or the table about to become it), and the source
+    given every column with a type the table can store (analysis only); the plan into `out`. -#}
+{% macro spark_merge__lifecycle_check_log(host, s, table, out) -%}
+{%- do spark_merge.spark_merge__upsert_plan(s.upsert, table, out) -%}
+{%- if out.errors -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('validation'), out.errors | join('; '), none, {'errors': out.errors}) -%}
+{%- endif -%}
+{%- do host.analyze(spark_merge.spark_merge__describe_query_sql(spark_merge.spark_merge__mor_rows_sql(table, s.spec)),
+    'source for ' ~ table.name) -%}
+{%- endmacro %}
+
+{#- Whether `database`.`name` is a 'VIEW' or a 'TABLE' ('' when nothing has that name), into
+    out[name]: listed first, so a missing name is not an error either host must catch. -#}
+{% macro spark_merge__relation_kind(host, database, name, out) -%}
+{%- if host.rows(spark_merge.spark_merge__show_tables_sql(database, name)) | length == 0 -%}
+  {%- do out.update({name: ''}) -%}
+{%- else -%}
+  {%- set desc = host.rows(spark_merge.spark_merge__describe_json_sql(spark_merge.spark_merge__relation(database, name)))[0] -%}
+  {%- do out.update({name: (fromjson(desc.values() | list | first).get('type') or '') | upper}) -%}
+{%- endif -%}
+{%- endmacro %}

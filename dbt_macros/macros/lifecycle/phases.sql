@@ -154,7 +154,7 @@
 {%- set served = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx), served) -%}
 {%- set fusable = fuse.ok and served.served -%}
-{%- if fusable -%}{%- do host.run('UNCACHE TABLE IF EXISTS ' ~ ctx.changes_view) -%}{%- endif -%}
+{%- if fusable -%}{%- do host.run(spark_merge.spark_merge__uncache_sql(ctx.changes_view)) -%}{%- endif -%}
 {%- do host.step('plan: join target and source; in one aggregation the duplicate check (' ~ spec.duplicate_rule ~
     ' rule), the counts and the partitions the changes touch') -%}
 {%- set summary = {} -%}
@@ -192,7 +192,7 @@
 {%- do host.step('plan: ' ~ m.numTargetRowsInserted ~ ' row(s) to insert, ' ~ m.numTargetRowsUpdated ~ ' to update, '
                  ~ m.numTargetRowsDeleted ~ ' to delete, in ' ~ summary.partitions | length ~ ' partition(s)') -%}
 {#- for an append these are the partitions it adds files to (rollback needs to know) -#}
-{%- do s.update({'partitions': summary.partitions, 'deltas': summary.deltas, 'rewrite_files': summary.files}) -%}
+{%- do spark_merge.spark_merge__planned_changes(summary.partitions, summary.deltas, summary.files, s.changes) -%}
 {%- set broadcast = {} -%}
 {%- do spark_merge.spark_merge__broadcast_changed(m, broadcast) -%}
 {%- do ctx.update({'broadcast_changed': broadcast.broadcast}) -%}

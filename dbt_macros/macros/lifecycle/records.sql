@@ -17,12 +17,32 @@
 {%- endfor -%}
 {%- endmacro %}
 
+{#- The planned changes, the one record the plan hands the write (and a dry run reports): the
+    partitions the changes touch (values by partition column), the rows each gains and loses
+    (`deltas`, checked against the staged files; none: not checked row by row) and the files
+    holding a changed row (`files`; none: whole partitions are rewritten). -#}
+{% macro spark_merge__planned_changes(partitions, deltas, files, out) -%}
+{%- do out.update({'partitions': partitions, 'deltas': deltas, 'files': files}) -%}
+{%- endmacro %}
+
+{#- A run's state, the one dict every lifecycle macro reads and fills (`s`), as either host starts
+    it: the merge id, zeroed metrics, no plan hash and no planned changes yet, then the host's
+    `fields` (spec, table, kind, statement, when it started; a host may pass its own metrics dict). -#}
+{% macro spark_merge__run_state(merge_id, fields, out) -%}
+{%- set m, changes = {}, {} -%}
+{%- do spark_merge.spark_merge__zero_metrics(m) -%}
+{%- do spark_merge.spark_merge__planned_changes([], none, none, changes) -%}
+{%- do out.update({'merge_id': merge_id, 'metrics': m, 'plan_hash': '', 'changes': changes}) -%}
+{%- do out.update(fields) -%}
+{%- endmacro %}
+
 {#- The one history-entry builder: what a commit records (the journal carries it). A statement
     that wrote nothing (no matching rows, an empty source) is recorded as status 'no-op'. -#}
 {% macro spark_merge__history_entry(s, version_after, out) -%}
 {%- do out.update({
   'merge_id': s.merge_id, 'target': s.table.name, 'kind': s.kind, 'paradigm': s.paradigm, 'plan_hash': s.plan_hash,
-  'status': 'committed' if version_after != s.table.version else 'no-op', 'statement': s.statement, 'metrics': s.metrics.copy(), 'partitions': s.partitions,
+  'status': 'committed' if version_after != s.table.version else 'no-op', 'statement': s.statement, 'metrics': s.metrics.copy(),
+  'partitions': s.changes.partitions,
   'repoints': s.get('repoints', []), 'version_before': s.table.version, 'version_after': version_after,
   'table_id': s.table.get('table_id') or (s.merge_id if version_after != s.table.version and s.table.provider != 'jdbc' else none),
   'checked_at': s.get('checked_at'),
@@ -45,7 +65,8 @@
 {%- for k in keys if k != 'merge_engine' -%}
   {%- set v = s.upsert.get(k) -%}{%- do options.update({k: none if v is none or v == [] else v}) -%}
 {%- endfor -%}
-{%- do s.update({'insert_only': true, 'partitions': [], 'deltas': none,
+{%- do spark_merge.spark_merge__planned_changes([], none, none, s.changes) -%}
+{%- do s.update({'insert_only': true,
                  'append_statements': [spark_merge.spark_merge__mor_append_sql(s.table, s.spec),
                      spark_merge.spark_merge__mor_view_sql(s.view, s.table, s.log_plan)],
                  'properties': {'spark_merge.upsert': options | tojson}}) -%}

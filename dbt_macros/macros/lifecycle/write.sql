@@ -33,37 +33,37 @@
 {%- do s.metrics.update({'numOutputRows': s.metrics.numTargetRowsInserted}) -%}
 {%- endmacro %}
 
-{#- Stage the new content of s.partitions, then commit it. A merge's rewrite is checked against
+{#- Stage the new content of s.changes.partitions, then commit it. A merge's rewrite is checked against
     its plan: the changed rows' files are the files the commit replaces, and each partition gains
-    exactly the rows the plan says (s.deltas). Another statement (s.stage_statement: a compaction)
-    is checked only to stay inside s.partitions. -#}
+    exactly the rows the plan says (s.changes.deltas). Another statement (s.stage_statement: a compaction)
+    is checked only to stay inside s.changes.partitions. -#}
 {% macro spark_merge__lifecycle_rewrite(host, s) -%}
 {%- set table, ctx, m = s.table, s.ctx, s.metrics -%}
 {%- set merging = not s.get('stage_statement') -%}
 {%- do host.step('execute: measure partitions to replace') -%}
 {%- set old = [] -%}
-{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.partitions, old) -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.changes.partitions, old) -%}
 {#- file-granular: a host that knows the partitions' files (it listed them) rewrites only the files
     holding a changed row, and carries the others over (a hard link or a server-side copy: the
     same file); a host without a file system (dbt) rewrites the touched partitions whole -#}
-{%- set granular = merging and s.get('rewrite_files') is not none and host.can_carry(table, old) -%}
-{%- if granular -%}{%- do ctx.update({'rewrite_files': s.rewrite_files}) -%}{%- endif -%}
-{%- do host.step('execute: write ' ~ (s.rewrite_files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.partitions | length
+{%- set granular = merging and s.changes.files is not none and host.can_carry(table, old) -%}
+{%- if granular -%}{%- do ctx.update({'rewrite_files': s.changes.files}) -%}{%- endif -%}
+{%- do host.step('execute: write ' ~ (s.changes.files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.changes.partitions | length
     ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}
 {%- do host.run(s.stage_statement if not merging
-                else spark_merge.spark_merge__fused_stage_sql(s.spec, table, s.resolved, ctx, s.partitions) if s.get('fused')
-                else spark_merge.spark_merge__stage_sql(table, ctx, s.partitions)) -%}
+                else spark_merge.spark_merge__fused_stage_sql(s.spec, table, s.resolved, ctx, s.changes.partitions) if s.get('fused')
+                else spark_merge.spark_merge__stage_sql(table, ctx, s.changes.partitions)) -%}
 {%- set new = [] -%}
-{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage_name, ctx.stage, s.partitions, new) -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage_name, ctx.stage, s.changes.partitions, new) -%}
 {%- do host.run('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- do ctx.update({'stage_dropped': true}) -%}
 {%- do host.failpoint('after_staging') -%}
 {%- set planned = {} -%}
-{%- do spark_merge.spark_merge__repoints(table, ctx, s.partitions, old, new, planned) -%}
+{%- do spark_merge.spark_merge__repoints(table, ctx, s.changes.partitions, old, new, planned) -%}
 {%- for location in planned.empty -%}{%- do host.run(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}{%- endfor -%}
 {%- do m.update(planned.metrics) -%}
 {%- if granular -%}
-  {%- set carried = host.carry(table, planned.repoints, s.rewrite_files) -%}
+  {%- set carried = host.carry(table, planned.repoints, s.changes.files) -%}
   {%- do host.step('execute: carried ' ~ carried | sum(attribute='files') ~ ' unchanged file(s) into the new version') -%}
   {%- do spark_merge.spark_merge__carried_metrics(m, carried) -%}
   {%- set new = new + carried -%}
@@ -78,7 +78,7 @@
 {#- the files as they are now: a query reads this session's listing, cached while planning -#}
 {%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
 {%- set current, changed = [], [] -%}
-{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.partitions, current) -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.changes.partitions, current) -%}
 {%- do spark_merge.spark_merge__changed_partitions(table, old, current, changed) -%}
 {%- if changed -%}
   {%- set names = [] -%}
@@ -90,7 +90,7 @@
 {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
 {#- nothing moved under us (checked above): the staged rows must be exactly the plan's -#}
 {%- set violations = [] -%}
-{%- do spark_merge.spark_merge__output_errors(table, s.partitions, s.deltas if merging else none, old, new, violations) -%}
+{%- do spark_merge.spark_merge__output_errors(table, s.changes.partitions, s.changes.deltas if merging else none, old, new, violations) -%}
 {%- set messages = violations | map(attribute='message') | list -%}
 {%- if violations and merging and violations | selectattr('excess', 'none') | list | length == 0 -%}
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'this merge read rows of ' ~ table.name ~

@@ -16,6 +16,26 @@
 {{ return(spark_merge.spark_merge__dbt_statement('update', relation, set, where)) }}
 {%- endmacro %}
 
+{#- Point a table back at the version it had before merge `to` (and undo the later ones), as
+    `spark-merge rollback` does: the same lifecycle (lifecycle/rollback.sql), one journaled commit. -#}
+{% macro rollback(relation, to) -%}
+{%- set parts = (relation | string).replace('`', '').split('.') -%}
+{%- if parts | length != 2 -%}
+  {{ spark_merge.spark_merge__dbt_fail("rollback needs relation as schema.table, got " ~ relation) }}
+{%- endif -%}
+{%- set host = spark_merge.spark_merge__dbt_host() -%}
+{%- set started = host.now() -%}
+{%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ relation ~ started)) | trim -%}
+{%- set s = {} -%}
+{%- do spark_merge.spark_merge__run_state(merge_id, {'target': parts, 'to_merge_id': to | string, 'kind': 'rollback', 'started': started}, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_begin_rollback(host, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_execute_rollback(host, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
+{%- do log('rolled ' ~ s.table.name ~ ' back to before ' ~ to ~ ': ' ~ s.repoints | length ~ ' partition(s) repointed (rollback ' ~ merge_id ~ ')',
+    info=true) -%}
+{{ return(s.entry) }}
+{%- endmacro %}
+
 {% macro delete(relation, where='true') -%}
 {{ return(spark_merge.spark_merge__dbt_statement('delete', relation, {}, where)) }}
 {%- endmacro %}
@@ -39,11 +59,11 @@
 {%- set host = spark_merge.spark_merge__dbt_host() -%}
 {%- set started = host.now() -%}
 {%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ relation ~ started)) | trim -%}
-{%- set m = {} -%}
-{%- do spark_merge.spark_merge__zero_metrics(m) -%}
-{%- set s = {'merge_id': merge_id, 'metrics': m, 'plan_hash': '', 'partitions': [], 'deltas': none, 'kind': kind,
+{%- set s = {} -%}
+{%- do spark_merge.spark_merge__run_state(merge_id, {'kind': kind,
              'statement': kind | upper ~ ' ' ~ parts | join('.') ~ ' (dbt run-operation)', 'started': started,
-             'spec': spec, 'request': {'spec': spec}} -%}
+             'spec': spec, 'request': {'spec': spec}}, s) -%}
+{%- set m = s.metrics -%}
 {%- do spark_merge.spark_merge__lifecycle_begin(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_plan(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_write(host, s) -%}

@@ -26,7 +26,7 @@
     {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
   {%- elif existing is none or should_full_refresh() -%}
     {%- set model_columns = [] -%}
-    {%- for row in run_query('DESCRIBE QUERY ' ~ sql).rows -%}{%- do model_columns.append(row[0]) -%}{%- endfor -%}
+    {%- for row in run_query(spark_merge.spark_merge__describe_query_sql(sql)).rows -%}{%- do model_columns.append(row[0]) -%}{%- endfor -%}
     {%- do spark_merge.spark_merge__dbt_check_columns(cfg, model_columns, 'the model') -%}
     {%- if existing is not none and existing.is_view -%}
       {%- do adapter.drop_relation(existing) -%}
@@ -41,7 +41,7 @@
     {%- endcall -%}
     {%- if not upsert -%}
       {#- the rows created, as later runs report the rows they change -#}
-      {%- set created = run_query('SELECT count(*) FROM ' ~ spark_merge.spark_merge__dbt_relation()).rows[0][0] | int -%}
+      {%- set created = run_query(spark_merge.spark_merge__count_rows_sql(spark_merge.spark_merge__dbt_relation())).rows[0][0] | int -%}
       {%- do store_raw_result(name='main', message='CREATE ' ~ created ~ ' row(s)', code='CREATE', rows_affected=created) -%}
     {%- endif -%}
     {%- if mor -%}
@@ -91,9 +91,9 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 
 {% macro spark_merge__dbt_describe(identifier=none, schema=none) -%}
 {%- set rel = spark_merge.spark_merge__dbt_relation(identifier, schema) -%}
-{%- set desc = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ rel ~ ' AS JSON').rows[0][0]) -%}
+{%- set desc = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]) -%}
 {%- set types = [] -%}
-{%- for row in run_query('DESCRIBE TABLE ' ~ rel).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
+{%- for row in run_query(spark_merge.spark_merge__describe_columns_sql(rel)).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
 {%- set table = {} -%}
 {%- do spark_merge.spark_merge__table_info(desc, types, table) -%}
 {%- if table.errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(table.errors | join('; ')) }}{%- endif -%}
@@ -143,19 +143,19 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ this ~ started)) | trim -%}
 {%- set source_view = spark_merge.spark_merge__quote(this.identifier ~ '__sm_source_' ~ merge_id) -%}
 {%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
-{%- set m = {} -%}
-{%- do spark_merge.spark_merge__zero_metrics(m) -%}
-{%- set s = {'merge_id': merge_id, 'metrics': m, 'plan_hash': '', 'partitions': [], 'deltas': none, 'kind': 'merge',
+{%- set s = {} -%}
+{%- do spark_merge.spark_merge__run_state(merge_id, {'kind': 'merge',
              'statement': 'dbt model ' ~ this, 'started': started,
              'spec': {'target': [this.schema, this.identifier], 'source': source_view, 'source_kind': 'table',
                       'target_alias': 'DBT_INTERNAL_DEST', 'source_alias': 'DBT_INTERNAL_SOURCE'},
-             'request': {'cfg': cfg, 'source_view': source_view}} -%}
+             'request': {'cfg': cfg, 'source_view': source_view}}, s) -%}
+{%- set m = s.metrics -%}
 {%- do spark_merge.spark_merge__lifecycle_begin(host, s) -%}
 {%- do log("spark_merge: BEGIN " ~ merge_id ~ " into " ~ s.table.name, info=true) -%}
 {%- do spark_merge.spark_merge__lifecycle_plan(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_write(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
-{%- do run_query('DROP VIEW IF EXISTS ' ~ source_view) -%}
+{%- do run_query(spark_merge.spark_merge__drop_view_sql(source_view)) -%}
 {%- set changed = m.numTargetRowsInserted + m.numTargetRowsUpdated + m.numTargetRowsDeleted -%}
 {%- set message = spark_merge.spark_merge__message(merge_id, m) | trim -%}
 {%- do log("spark_merge: FINISH " ~ tojson(m), info=true) -%}
@@ -169,38 +169,26 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
   it, as merge_core/lifecycle/merge_on_read.py does); each run appends the model's rows.
 -#}
 {% macro spark_merge__dbt_mor_upsert(cfg, sql) -%}
-{%- set started = modules.datetime.datetime.now(modules.pytz.utc) -%}
-{%- set merge_id = started.strftime('%Y%m%d%H%M%S') ~ '_' ~ local_md5(invocation_id ~ this ~ started.isoformat())[:8] -%}
-{%- set log_name = this.identifier ~ '__sm_log' -%}
+{%- set host = spark_merge.spark_merge__dbt_host() -%}
+{%- set started = host.now() -%}
+{%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ this ~ started)) | trim -%}
 {%- set source_view = spark_merge.spark_merge__quote(this.identifier ~ '__sm_source_' ~ merge_id) -%}
 {%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
 {%- set source_columns = [] -%}
-{%- for row in run_query('DESCRIBE QUERY SELECT * FROM ' ~ source_view).rows -%}{%- do source_columns.append(row[0]) -%}{%- endfor -%}
+{%- for row in run_query(spark_merge.spark_merge__describe_relation_sql(source_view)).rows -%}{%- do source_columns.append(row[0]) -%}{%- endfor -%}
 {%- do spark_merge.spark_merge__dbt_check_columns(cfg, source_columns, 'the model') -%}
-{%- set kind = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ spark_merge.spark_merge__dbt_relation() ~ ' AS JSON').rows[0][0]).get('type', '') | upper -%}
-{%- if kind != 'VIEW' -%}
-  {%- do run_query('ALTER TABLE ' ~ spark_merge.spark_merge__dbt_relation() ~ ' RENAME TO ' ~ spark_merge.spark_merge__dbt_relation(log_name)) -%}
-{%- endif -%}
-{%- set table = spark_merge.spark_merge__dbt_describe(log_name) -%}
-{%- set host = spark_merge.spark_merge__dbt_host() -%}
-{%- set settled = {} -%}
-{%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
-{%- if settled.recovered -%}{%- set table = spark_merge.spark_merge__dbt_describe(log_name) -%}{%- endif -%}
 {%- set upsert = spark_merge.spark_merge__dbt_upsert_options(cfg) -%}
-{%- set plan = {} -%}
-{%- do spark_merge.spark_merge__upsert_plan(upsert, table, plan) -%}
-{%- if plan.errors -%}{{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('validation') ~ ': ' ~ plan.errors | join('; ')) }}{%- endif -%}
 {%- set spec = {'source': source_view, 'source_kind': 'table', 'source_alias': 'DBT_INTERNAL_SOURCE'} -%}
-{%- do run_query('DESCRIBE QUERY ' ~ spark_merge.spark_merge__mor_rows_sql(table, spec)) -%}
-{#- plan, execute, finish: the lifecycle merge_core runs too (merge_on_read.UpsertRun) -#}
-{%- set m = {} -%}
-{%- set s = {'spec': spec, 'table': table, 'merge_id': merge_id, 'metrics': m, 'kind': 'upsert', 'paradigm': 'MERGE_ON_READ',
-             'plan_hash': '', 'statement': 'dbt model ' ~ this, 'started': started.isoformat(), 'partitions': [], 'deltas': none,
-             'view': spark_merge.spark_merge__dbt_relation(), 'log_plan': plan, 'upsert': upsert} -%}
+{#- begin, plan, execute, finish: the lifecycle merge_core runs too (merge_on_read.UpsertRun) -#}
+{%- set s = {} -%}
+{%- do spark_merge.spark_merge__run_state(merge_id, {'spec': spec, 'target': [this.schema, this.identifier], 'kind': 'upsert',
+             'statement': 'dbt model ' ~ this, 'started': started, 'upsert': upsert}, s) -%}
+{%- set m = s.metrics -%}
+{%- do spark_merge.spark_merge__lifecycle_begin_log(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_plan_log(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_write(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
-{%- do run_query('DROP VIEW IF EXISTS ' ~ source_view) -%}
+{%- do run_query(spark_merge.spark_merge__drop_view_sql(source_view)) -%}
 {%- set rows = m.numTargetRowsInserted -%}
 {{ return({'message': 'MERGE ' ~ merge_id ~ ': appended ' ~ rows ~ ' row(s) to the log (merge-on-read)', 'rows_affected': rows}) }}
 {%- endmacro %}
@@ -211,7 +199,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
     first, or the root (older versions, history) would block re-creating it. -#}
 {% macro spark_merge__dbt_drop_table(identifier) -%}
 {%- set rel = spark_merge.spark_merge__dbt_relation(identifier) -%}
-{%- set desc = fromjson(run_query('DESCRIBE TABLE EXTENDED ' ~ rel ~ ' AS JSON').rows[0][0]) -%}
+{%- set desc = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]) -%}
 {%- set identity = {} -%}
 {%- do spark_merge.spark_merge__identity(desc.get('table_properties') or {}, this.schema ~ '.' ~ (identifier or this.identifier),
     desc.get('location'), identity) -%}
@@ -220,5 +208,5 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- if root and root != desc.get('location') and (desc.get('type') or '') | upper == 'MANAGED' -%}
   {%- do run_query('ALTER TABLE ' ~ rel ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(root)) -%}
 {%- endif -%}
-{%- do run_query('DROP TABLE ' ~ rel) -%}
+{%- do run_query(spark_merge.spark_merge__drop_table_sql(rel)) -%}
 {%- endmacro %}

@@ -23,6 +23,8 @@
   'check_files': spark_merge.spark_merge__dbt_host_check_files, 'source_types': spark_merge.spark_merge__dbt_host_source_types,
   'prepare': spark_merge.spark_merge__dbt_host_prepare, 'part_types': spark_merge.spark_merge__dbt_host_part_types,
   'on_keys': spark_merge.spark_merge__dbt_host_on_keys, 'target_begin': spark_merge.spark_merge__dbt_host_target_begin,
+  'analyze': spark_merge.spark_merge__dbt_host_analyze, 'history': spark_merge.spark_merge__dbt_host_history,
+  'partition_location': spark_merge.spark_merge__dbt_host_partition_location, 'require': spark_merge.spark_merge__dbt_host_require,
 }) }}
 {%- endmacro %}
 
@@ -129,11 +131,12 @@
 {#- The commit lock's holder: {merge_id, since, expires, owner, dead}, or none when free; dead as
     spark_merge__lock_dead decides for both hosts. -#}
 {% macro spark_merge__dbt_lock_holder(table) -%}
-{%- set held = run_query('SHOW TABLES IN ' ~ spark_merge.spark_merge__quote(table.database) ~ ' LIKE ' ~ spark_merge.spark_merge__literal('__sm_lock_'
-    ~ table.table_name)).rows -%}
+{%- set held = run_query(spark_merge.spark_merge__show_tables_sql(table.database, '__sm_lock_' ~ table.table_name)).rows -%}
 {%- if held | length == 0 -%}{{ return(none) }}{%- endif -%}
 {%- set props = {} -%}
-{%- for row in run_query('SHOW TBLPROPERTIES ' ~ spark_merge.spark_merge__lock_relation(table)).rows -%}{%- do props.update({row[0]: row[1]}) -%}{%- endfor -%}
+{%- for row in run_query(spark_merge.spark_merge__show_properties_sql(spark_merge.spark_merge__lock_relation(table))).rows -%}
+  {%- do props.update({row[0]: row[1]}) -%}
+{%- endfor -%}
 {%- set record = {} -%}
 {%- do spark_merge.spark_merge__lock_record(table, props, record) -%}
 {%- if record.error -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': ' ~ record.error) }}{%- endif -%}
@@ -244,6 +247,53 @@
     (Python refuses it), and dead merges' staging tables are left to vacuum. -#}
 {% macro spark_merge__dbt_host_check_files(table) -%}
 {%- do spark_merge.spark_merge__dbt_trace('check_files') -%}
+{%- endmacro %}
+
+{#- An analysis-only statement; dbt reports Spark's refusal itself (it cannot catch it to name `label`). -#}
+{% macro spark_merge__dbt_host_analyze(sql, label) -%}
+{%- do spark_merge.spark_merge__dbt_trace('sql', sql) -%}
+{%- do run_query(sql) -%}
+{%- endmacro %}
+
+{#- The table's history entries, read with Spark (dbt has no file system), each checked as Python checks
+    it; an entry that cannot be used stops the operation (`spark-merge repair-history` moves it aside). -#}
+{% macro spark_merge__dbt_host_history(table) -%}
+{%- do spark_merge.spark_merge__dbt_trace('history') -%}
+{%- set ctx = {} -%}
+{%- do spark_merge.spark_merge__context({}, table, 'history', ctx) -%}
+{%- set entries = [] -%}
+{%- for row in run_query(spark_merge.spark_merge__history_read_sql(ctx)).rows -%}
+  {%- set entry = fromjson(row[2]) -%}
+  {%- set problems = [] -%}
+  {%- if entry is mapping -%}{%- do spark_merge.spark_merge__entry_errors(table, entry, 'the entry', problems) -%}
+  {%- else -%}{%- do problems.append('it is not one JSON entry') -%}{%- endif -%}
+  {%- if problems -%}
+    {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': a history entry of ' ~ table.name ~
+       ' (merge ' ~ row[0] ~ ') cannot be used: ' ~ problems[0] ~ '; nothing was changed. `spark-merge repair-history ' ~ table.name ~
+       '` moves it aside') }}
+  {%- endif -%}
+  {%- do entries.append(entry) -%}
+{%- endfor -%}
+{{ return(entries) }}
+{%- endmacro %}
+
+{#- Where the catalog points a partition now (the table's location when unpartitioned); none when the
+    partition does not exist (listed first: dbt cannot catch the error describing it would raise). -#}
+{% macro spark_merge__dbt_host_partition_location(table, partition) -%}
+{%- do spark_merge.spark_merge__dbt_trace('partition_location') -%}
+{%- if not table.partition_columns -%}{{ return(table.location) }}{%- endif -%}
+{%- set values = {} -%}
+{%- for c in table.partition_columns -%}{%- do values.update({c: partition[c]}) -%}{%- endfor -%}
+{%- set spec = spark_merge.spark_merge__partition_spec(table, values) | trim -%}
+{%- if run_query(spark_merge.spark_merge__show_partitions_sql(table.relation, spec)).rows | length == 0 -%}{{ return(none) }}{%- endif -%}
+{{ return(fromjson(run_query(spark_merge.spark_merge__describe_json_sql(table.relation, spec)).rows[0][0]).location) }}
+{%- endmacro %}
+
+{#- dbt cannot list a directory: Spark refuses to read a missing path, which stops the operation
+    (before anything is written) with Spark's PATH_NOT_FOUND instead of `message`. -#}
+{% macro spark_merge__dbt_host_require(location, message) -%}
+{%- do spark_merge.spark_merge__dbt_trace('require') -%}
+{%- do run_query(spark_merge.spark_merge__path_probe_sql(location)) -%}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_host_source_types(spec) -%}
