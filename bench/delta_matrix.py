@@ -13,7 +13,8 @@ with their statements. Every engine gets a fresh copy of the same target for eve
 the parquet files hard-linked into a new table; Delta: a shallow clone of one Delta table made from
 the same files), runs the same statement, and the tables must hold the same rows afterwards. Per
 engine and case: the median seconds, the Spark jobs, and the bytes its stages read and wrote (the
-first run's). `--write-docs` puts the tables into docs/performance.md between their markers.
+first run's). `--write-docs` puts each target's table into docs/performance.md between its markers
+(`--shapes monthly --write-docs` replaces the monthly table only).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pyspark.sql import functions as F
 from report import Report
 
 from merge_core import merge
@@ -71,17 +73,20 @@ COLUMNS = """CAST(id % 2500 + 2450815 AS INT) AS wr_returned_date_sk, CAST(id % 
   CAST(id % 24 AS INT) AS wr_month"""
 
 
-def generate(spark, rows: int, files: int, where: Path) -> None:
-    """The target's files (unpartitioned, `files` of them; and by month), and every case's source."""
+def generate(spark, rows: int, files: int, where: Path, shapes: list[str]) -> dict[str, str]:
+    """The target's files (unpartitioned, `files` of them; by month, about two files a month), and every
+    case's source; what the sources hold, by shape."""
     spark.sql(f"SELECT {COLUMNS} FROM range({rows})").repartition(files).write.parquet(str(where / "flat"))
-    spark.read.parquet(str(where / "flat")).repartition("wr_month").write.partitionBy("wr_month").parquet(
-        str(where / "monthly")
+    by_month = spark.read.parquet(str(where / "flat")).repartition(
+        48, "wr_month", (F.floor(F.col("wr_order_number") / 1000) % 2)
     )
+    by_month.write.partitionBy("wr_month").parquet(str(where / "monthly"))
+    sizes: dict[str, list[int]] = {shape: [] for shape in shapes}
     for _, files_f, matched_f, not_matched_f in {c[1:]: c for c in CASES}.values():
         name = source_name(files_f, matched_f, not_matched_f)
-        for shape in ("flat", "monthly"):
+        for shape in shapes:
             target = spark.read.parquet(str(where / shape))
-            sampled = target.where(f"hash(_metadata.file_path) * 0.5 / 2147483647 + 0.5 < {files_f}")
+            sampled = _sampled_files(target, files_f)
             matched = sampled.sample(fraction=matched_f, seed=1) if matched_f else sampled.limit(0)
             fresh = (
                 sampled.sample(fraction=not_matched_f, seed=2).withColumn(
@@ -92,6 +97,19 @@ def generate(spark, rows: int, files: int, where: Path) -> None:
             )
             matched.unionByName(fresh).write.parquet(str(where / f"{name}_{shape}"))
             spark.sql(f"CREATE TABLE bench.{name}_{shape} USING parquet LOCATION '{where / f'{name}_{shape}'}'")
+            sizes[shape].append(spark.table(f"bench.{name}_{shape}").count())
+    return {shape: f"{min(n):,} to {max(n):,} source rows" for shape, n in sizes.items()}
+
+
+def _sampled_files(target, fraction: float):
+    """The rows of a `fraction` of the target's files, chosen by a hash of their path as MergeDataLoad
+    chooses them; with few files the hash may choose none, so the next seed is tried until it does."""
+    for seed in range(100):
+        h = "hash(_metadata.file_path)" if seed == 0 else f"hash(_metadata.file_path, {seed})"
+        sampled = target.where(f"{h} * 0.5 / 2147483647 + 0.5 < {fraction}")
+        if not sampled.isEmpty():
+            return sampled
+    raise SystemExit(f"no file of the target falls in a sample of {fraction}")
 
 
 def source_name(files_f: float, matched_f: float, not_matched_f: float) -> str:
@@ -237,33 +255,37 @@ def main() -> None:
         },
     )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
-    lines = [
-        f"Spark {pyspark.__version__}, {args.rows:,} target rows in {args.files} files (unpartitioned) and "
-        f"by month (24 partitions); Delta Lake's 16 MergeTestCases; medians of {args.repeat}, seconds, side by "
-        f"side in one run; jobs and MB from the first run.",
-        "",
-        HEADER,
-    ]
+    shapes = args.shapes.split(",")
+    tables: dict[str, list[str]] = {}
     try:
         data = home / "data"
-        generate(spark, args.rows, args.files, data)
-        shapes = args.shapes.split(",")
+        sources = generate(spark, args.rows, args.files, data, shapes)
         for shape in shapes:
             delta_base(spark, data, shape)
         cases = [c for c in CASES if args.cases in c[0]]
         run_case(spark, data, shapes[0], cases[0], 1)  # warm up every engine (JIT) before anything is timed
-        print("\n".join(lines), flush=True)
         for shape in shapes:
+            n_files = len(list((data / shape).rglob("*.parquet")))
+            target = "unpartitioned" if shape == "flat" else "partitioned by month (24 partitions)"
+            tables[shape] = [
+                f"Spark {pyspark.__version__}; the target {target}, {args.rows:,} rows in {n_files} files; "
+                f"{sources[shape]}; Delta Lake's MergeTestCases; medians of {args.repeat}, seconds, side by side "
+                f"in one run; jobs and MB read/written from the first run.",
+                "",
+                HEADER,
+            ]
+            print("\n".join(tables[shape]), flush=True)
             for case in cases:
-                lines.append(row(shape, case, run_case(spark, data, shape, case, args.repeat)))
-                print(lines[-1], flush=True)
+                tables[shape].append(row(shape, case, run_case(spark, data, shape, case, args.repeat)))
+                print(tables[shape][-1], flush=True)
     finally:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
     if args.write_docs:
-        report = Report("delta-matrix")
-        report.lines = lines
-        report.write()
+        for shape, lines in tables.items():
+            report = Report(f"delta-matrix-{shape}")
+            report.lines = lines
+            report.write()
 
 
 if __name__ == "__main__":
