@@ -277,6 +277,14 @@ def lifecycle_begin_log(host: Any, s: Record) -> None:
     _render("lifecycle_begin_log", host, s)
 
 
+def relation_kind(host: Any, database: str, name: str) -> Record:
+    return _fill("relation_kind", host, database, name)
+
+
+def where_in(table: Record, partition: dict[str, Any] | None) -> str:
+    return _render("where_in", table, partition)
+
+
 def lifecycle_begin_rollback(host: Any, s: Record) -> None:
     _render("lifecycle_begin_rollback", host, s)
 

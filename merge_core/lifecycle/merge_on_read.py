@@ -21,22 +21,11 @@ from merge_core.common.errors import TargetError, ValidationError
 from merge_core.common.result import MergeResult
 from merge_core.lifecycle.run import Lifecycle, drive
 from merge_core.request.spec import MergeSpec
-from merge_core.spark.catalog import SPARK_ERRORS, describe_table, relation
+from merge_core.spark.catalog import describe_table
 
 log = logging.getLogger("spark_merge")
 LOG_SUFFIX = "__sm_log"
 OPTIONS_PROPERTY = "spark_merge.upsert"
-
-
-def _is_view(spark: SparkSession, parts: list[str]) -> bool | None:
-    """True for a view, False for a table, None when nothing has that name."""
-    try:
-        desc = json.loads(spark.sql(macros.describe_json_sql(relation(parts))).collect()[0][0])
-    except SPARK_ERRORS as e:
-        if "TABLE_OR_VIEW_NOT_FOUND" in str(e):
-            return None
-        raise
-    return (desc.get("type") or "").upper() == "VIEW"
 
 
 def _plan(table: dict, upsert: dict) -> dict:
@@ -116,7 +105,7 @@ class CompactionRun(Lifecycle):
     def begin(self) -> dict:
         self._tag(True)
         parts = [p.strip("`") for p in self.name.split(".")]
-        if _is_view(self.spark, parts) is not True:
+        if macros.relation_kind(self.host, parts[-2], parts[-1])[parts[-1]] != "VIEW":
             raise TargetError(f"{self.name} is not a merge-on-read table (no view over {self.name}{LOG_SUFFIX})")
         table = describe_table(self.spark, [parts[-2], parts[-1] + LOG_SUFFIX])
         if macros.lifecycle_settle(self.host, table)["recovered"]:

@@ -97,11 +97,10 @@ class Lifecycle:
         self.state = "begun"
         return {**self._info(), "kind": self.s["kind"]}
 
-    def _planned_info(self, changed_rows: int, partitions: list | None = None) -> dict:
-        """What plan reports: the partitions it rewrites (the planned changes' unless given)."""
+    def _planned_info(self, changed_rows: int) -> dict:
+        """What plan reports: the partitions the planned changes rewrite, and the rows they change."""
         self.state = "planned"
-        parts = self.partitions if partitions is None else partitions
-        return {**self._info(), "partitions_to_rewrite": parts, "changed_rows": changed_rows}
+        return {**self._info(), "partitions_to_rewrite": self.partitions, "changed_rows": changed_rows}
 
     def _info(self) -> dict:
         s = self.s

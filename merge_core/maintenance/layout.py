@@ -32,7 +32,7 @@ from merge_core.common import macros
 from merge_core.common.errors import ConflictError
 from merge_core.lifecycle.run import Lifecycle, drive
 from merge_core.maintenance import history_store
-from merge_core.maintenance.versions import current_locations, in_use, retention_hours, settled_table, where_in
+from merge_core.maintenance.versions import current_locations, in_use, retention_hours, settled_table
 from merge_core.spark import files
 
 log = logging.getLogger("spark_merge")
@@ -144,7 +144,7 @@ class CanonicalizeRun(Lifecycle):
             at = now.get(m["spec"])
             if at is None or files.key(at[1]) != files.key(m["location"]):
                 raise ConflictError(
-                    f"{where_in(m['partition'], s['table'])} moved from {m['location']} while "
+                    f"{macros.where_in(s['table'], m['partition'])} moved from {m['location']} while "
                     f"vacuum planned; nothing was changed, run it again"
                 )
             self.check_not_stopped()

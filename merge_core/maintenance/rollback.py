@@ -70,7 +70,7 @@ class RollbackRun(Lifecycle):
         return self._begun()
 
     def plan(self) -> dict:
-        return self._planned_info(0, [t["partition"] for t in self.s["restore"]])
+        return self._planned_info(0)
 
     def execute(self) -> None:
         macros.lifecycle_execute_rollback(self.host, self.s)

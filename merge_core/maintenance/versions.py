@@ -160,7 +160,3 @@ def in_use(entries: list[dict], live: set[str], cutoff: datetime) -> tuple[set[s
             else:
                 replaced_long_ago.setdefault(files.key(r["old_location"]), r["old_location"])
     return keep | replaced_recently, replaced_recently, replaced_long_ago
-
-
-def where_in(partition: dict | None, table: dict) -> str:
-    return "partition " + "/".join(f"{c}={v}" for c, v in partition.items()) if partition else table["name"]

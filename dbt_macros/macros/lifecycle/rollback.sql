@@ -26,9 +26,11 @@
 {%- set plan = {} -%}
 {%- do spark_merge.spark_merge__rollback_plan(table, host.history(table), s.to_merge_id, plan) -%}
 {%- if plan.get('error') -%}{%- do host.fail(spark_merge.spark_merge__error_code(plan.error[0]), plan.error[1]) -%}{%- endif -%}
-{%- set ctx = {} -%}
+{%- set ctx, parts, changes = {}, [], {} -%}
 {%- do spark_merge.spark_merge__context({}, table, s.merge_id, ctx) -%}
-{%- do s.update({'table': table, 'ctx': ctx, 'paradigm': 'ROLLBACK', 'commit_repoints': true, 'restore': plan.restore,
+{%- for target in plan.restore -%}{%- do parts.append(target.partition or {}) -%}{%- endfor -%}
+{%- do spark_merge.spark_merge__planned_changes(parts, none, none, changes) -%}
+{%- do s.update({'table': table, 'ctx': ctx, 'paradigm': 'ROLLBACK', 'commit_repoints': true, 'restore': plan.restore, 'changes': changes,
                  'statement': 'ROLLBACK ' ~ table.name ~ ' TO BEFORE ' ~ s.to_merge_id,
                  'entry_extra': {'rolled_back': plan.rolled_back}}) -%}
 {%- endmacro %}
@@ -59,11 +61,7 @@
   {%- endif -%}
   {%- do repoints.append({'partition': target.partition, 'location': location, 'old_location': now_at, 'exists': true}) -%}
 {%- endfor -%}
-{%- set parts = [] -%}
-{%- for r in repoints -%}{%- do parts.append(r.partition or {}) -%}{%- endfor -%}
-{%- set changes = {} -%}
-{%- do spark_merge.spark_merge__planned_changes(parts, none, none, changes) -%}
-{%- do s.update({'repoints': repoints, 'changes': changes}) -%}
+{%- do s.update({'repoints': repoints}) -%}
 {%- do s.metrics.update({'numTargetPartitionsRewritten': repoints | length}) -%}
 {%- do spark_merge.spark_merge__lifecycle_write(host, s) -%}
 {%- endmacro %}
