@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pyspark
@@ -35,10 +36,25 @@ FAST_CONF = {
 }
 
 
+# the extra Spark conf of every test application, as JSON (test_object_store.py: a warehouse on S3)
+CONF_ENV = "SPARK_MERGE_TEST_CONF"
+
+
 def app_conf(master: str, short_lived: bool = True) -> dict[str, str]:
-    """What an application of the tests adds to its conf on ``master``."""
+    """What an application of the tests adds to its conf on ``master``, and $SPARK_MERGE_TEST_CONF's."""
     fast = dict(FAST_CONF) if short_lived else {}
-    return {**fast, **APP_CONF} if master.startswith("spark://") else fast
+    return {**fast, **(APP_CONF if master.startswith("spark://") else {}), **store_conf()}
+
+
+def store_conf() -> dict[str, str]:
+    """$SPARK_MERGE_TEST_CONF, with a warehouse folder of the application's own when it is on an
+    object store (two applications with Derby metastores of their own would otherwise both create
+    s3a://.../crash.db/t)."""
+    conf = json.loads(os.environ.get(CONF_ENV) or "{}")
+    warehouse = conf.get("spark.sql.warehouse.dir", "")
+    if warehouse.startswith("s3a://"):
+        conf["spark.sql.warehouse.dir"] = f"{warehouse.rstrip('/')}/{uuid.uuid4().hex[:12]}"
+    return conf
 
 
 def _port() -> int:

@@ -179,6 +179,7 @@ def pytest_terminal_summary(terminalreporter):
     from tests.test_cluster import REPORT as CLUSTER
     from tests.test_differential import REPORT
     from tests.test_metadata_fuzz import REPORT as FUZZ
+    from tests.test_object_store import REPORT as S3
     from tests.test_shared_metastore import REPORT as APPS
     from tests.test_soak import REPORT as SOAK
 
@@ -192,6 +193,12 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"standalone cluster (master + 2 workers): {CLUSTER['tests']} tests marked `cluster` passed, "
             f"{CLUSTER['applications']} Spark applications ran on it"
+        )
+    if S3:
+        counts = ", ".join(f"{n} partitions {c['total']}" for n, c in S3["requests"].items())
+        terminalreporter.write_line(
+            f"S3 warehouse (moto): {S3['tests']} tests passed with the warehouse on s3a://; requests of a merge "
+            f"touching 5 partitions of a table of {counts}"
         )
     if APPS:
         terminalreporter.write_line(

@@ -54,7 +54,8 @@ CI_POINTS = {"python": ("between_repoints",), "dbt": ("between_repoints",)}
 
 
 def _marks(point: str, host: str) -> list:
-    marks = [pytest.mark.cluster, pytest.mark.cluster_ci] if host == "python" and point in CLUSTER_POINTS else []
+    on_cluster = host == "python" and point in CLUSTER_POINTS  # and on S3 (test_object_store.py)
+    marks = [pytest.mark.cluster, pytest.mark.cluster_ci, pytest.mark.object_store] if on_cluster else []
     return marks + ([] if point in CI_POINTS[host] else [pytest.mark.extended])
 
 

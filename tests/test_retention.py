@@ -18,13 +18,14 @@ from .conftest import location, props, rows, snapshot
 
 
 def on_disk(loc: str) -> bool:
-    return Path(loc.removeprefix("file:")).exists()
+    return bool(files.exists(loc))
 
 
 def hours_since(moment: datetime) -> float:
     return (datetime.now(UTC) - moment).total_seconds() / 3600
 
 
+@pytest.mark.object_store
 def test_vacuum_keeps_versions_inside_retention_and_removes_older_ones(spark, sales):
     root = location(spark, sales)
     original = {p: location(spark, sales, f"p={p}") for p in range(4)}
@@ -167,6 +168,7 @@ def test_merge_whose_staging_was_vacuumed_fails_with_nothing_written(spark, sale
     assert snapshot(spark, sales) == before
 
 
+@pytest.mark.object_store
 def test_rollback_undoes_a_merge_and_the_later_ones_and_can_itself_be_undone(spark, sales):
     before = rows(spark, sales)
     a = merge(

@@ -246,6 +246,7 @@ def test_insert_only_appends_without_rewriting(spark, kv):
     assert rows(spark, t, "id")[-2:] == [(7, "seven", 1), (8, "eight", 9)]
 
 
+@pytest.mark.object_store
 def test_emptied_partition_and_table(spark, kv, db):
     t, _ = kv
     merge(spark, f"DELETE FROM {t} WHERE p = 1")

@@ -252,6 +252,7 @@ def stream_sql(batch):
 
 @pytest.mark.cluster
 @pytest.mark.cluster_extended
+@pytest.mark.object_store
 def test_merge_on_read_view_agrees_with_copy_on_write(spark, db):
     rng, events = random_stream(11)
     cow, mor = f"{db}.cow", f"{db}.mor"

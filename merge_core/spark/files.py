@@ -1,4 +1,5 @@
-"""File-system work SQL cannot do, through pyarrow's file systems (local, HDFS, S3, GCS)."""
+"""File-system work SQL cannot do, through pyarrow's file systems (local, HDFS, S3 as object_store.py
+configures it, GCS)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from urllib.parse import unquote, urlparse
 
 from pyarrow import fs
 
+from merge_core.spark import object_store
+
 log = logging.getLogger("spark_merge")
 
 
@@ -18,8 +21,7 @@ def resolve(location: str) -> tuple[fs.FileSystem, str]:
     parsed = urlparse(location)
     if parsed.scheme in ("", "file"):
         return fs.LocalFileSystem(), parsed.path
-    filesystem, root = fs.FileSystem.from_uri(f"{parsed.scheme}://{parsed.netloc}/")  # root: "bucket" or "/"
-    return filesystem, root.rstrip("/") + parsed.path
+    return object_store.resolve(location)
 
 
 def location_of_uri(uri: str) -> str:
@@ -137,8 +139,8 @@ def refill(source: str, dest: str) -> tuple[int, int]:
     nested = [i.base_name for i in entries if i.type != fs.FileType.File]
     if nested:
         raise ValueError(f"{source} holds directories ({', '.join(nested[:3])}), not only data files")
-    filesystem.create_dir(dst, recursive=True)
-    for info in filesystem.get_file_info(fs.FileSelector(dst)):
+    _make_parent(filesystem, f"{dst.rstrip('/')}/file")
+    for info in filesystem.get_file_info(fs.FileSelector(dst, allow_not_found=True)):
         if visible(info.base_name):
             (filesystem.delete_dir if info.type == fs.FileType.Directory else filesystem.delete_file)(info.path)
     for info in entries:
@@ -227,8 +229,21 @@ def link(source: str, dest: str) -> None:
 
     filesystem, src = resolve(source)
     _, dst = resolve(dest)
-    filesystem.create_dir(dst.rsplit("/", 1)[0], recursive=True)
+    _make_parent(filesystem, dst)
     if isinstance(filesystem, fs.LocalFileSystem):
         os.link(src, dst)
     else:
         filesystem.copy_file(src, dst)
+
+
+def link_all(pairs: list[tuple[str, str]]) -> None:
+    """link() each (source, dest), several at once: on an object store each is a request of its own."""
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(pairs)))) as pool:
+        list(pool.map(lambda p: link(*p), pairs))
+
+
+def _make_parent(filesystem: fs.FileSystem, path: str) -> None:
+    """Create the directory ``path`` goes in; nothing on an object store, where a directory is a key
+    prefix (pyarrow would write an empty marker object for each level of it)."""
+    if not isinstance(filesystem, fs.S3FileSystem):
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)

@@ -241,7 +241,7 @@ class SparkHost:
         per directory what it carried, as file_stats rows ({'partition', 'dir', 'files', 'bytes', 'rows'})."""
         _trace("carry", str(len(rewritten)))
         gone = {files.key(files.location_of_uri(f)) for f in rewritten}
-        out = []
+        out, pairs = [], []
         for r in repoints:
             if not r.get("old_location"):
                 continue
@@ -251,8 +251,7 @@ class SparkHost:
                 for name, (size, rows) in sorted(self.seen.get(files.key(old), {}).items())
                 if files.key(f"{old}/{name}") not in gone
             ]
-            for name, _, _ in kept:
-                files.link(f"{old}/{name}", f"{r['location'].rstrip('/')}/{name}")
+            pairs += [(f"{old}/{name}", f"{r['location'].rstrip('/')}/{name}") for name, _, _ in kept]
             if kept:
                 out.append(
                     {
@@ -263,6 +262,7 @@ class SparkHost:
                         "rows": sum(k[2] for k in kept),
                     }
                 )
+        files.link_all(pairs)
         return out
 
     def carry_late(self, table: dict, repoints: list[dict]) -> None:

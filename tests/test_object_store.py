@@ -1,0 +1,112 @@
+"""The same guarantees with the warehouse on S3: moto's S3 server on loopback (tests/s3_server.py),
+Spark through Hadoop's S3A connector, spark-merge's own file work through pyarrow's S3FileSystem
+configured from the same Spark settings.
+
+The tests marked `object_store` (a partition and a table emptied by DELETE, merge-on-read and its
+compaction, rollback across a rewrite and an append, vacuum, the canonical layout read by path, a
+SIGKILL between two repoints then recovery, and the request counts below; make test-all adds the
+`cluster_ci` tests: a merge, a partition move, UPDATE and DELETE, an append, an upsert) run again in a pytest of their own whose applications (the session and the crash
+tests' subprocess drivers) get the S3 settings through $SPARK_MERGE_TEST_CONF. The shared-metastore
+soak (two writer applications and more, a reader) runs on S3 in make test-all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from merge_core import merge
+
+from .conftest import location
+from .s3_server import CONF_ENV, S3Server
+
+ROOT = Path(__file__).resolve().parents[1]
+ENDPOINT_ENV = "SPARK_MERGE_TEST_S3"  # the server's endpoint, for the tests that count its requests
+REQUESTS_ENV = "SPARK_MERGE_TEST_S3_REQUESTS"  # where they write the counts, for the summary
+REPORT: dict = {}  # printed in the terminal summary (conftest.py)
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    server = S3Server(tmp_path_factory.mktemp("s3")).start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(os.environ.get(ENDPOINT_ENV)), reason="already on S3")
+def test_core_tests_pass_with_the_warehouse_on_s3(s3, tmp_path, request):
+    marks = "object_store" if request.config.option.markexpr else "cluster_ci or object_store"
+    expected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", marks, "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    wanted = int(re.search(r"(\d+)/\d+ tests collected", expected.stdout).group(1))
+    assert wanted >= 7, expected.stdout[-2000:]
+    env = {
+        **os.environ,
+        CONF_ENV: json.dumps(s3.spark_conf()),
+        ENDPOINT_ENV: s3.endpoint,
+        REQUESTS_ENV: str(tmp_path / "requests.json"),
+    }
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            marks,
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "t"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    assert re.search(rf"\b{wanted} passed", run.stdout), run.stdout[-3000:]
+    # the request-count test saw its tables on s3a:// (the session's warehouse, as every test's)
+    REPORT.update(tests=wanted, requests=json.loads((tmp_path / "requests.json").read_text()))
+
+
+def _merge_requests(spark, statement: str) -> dict[str, int]:
+    """{"<client> <operation>": requests, "total": ...} of one merge (S3Server.stop_counting)."""
+    server = S3Server.at(os.environ[ENDPOINT_ENV])
+    server.start_counting()
+    merge(spark, statement)
+    counts = server.stop_counting()
+    return {**{f"{client} {op}": n for (client, op), n in sorted(counts.items())}, "total": sum(counts.values())}
+
+
+@pytest.mark.object_store
+@pytest.mark.skipif(not os.environ.get(ENDPOINT_ENV), reason="runs with the warehouse on S3 (test above)")
+def test_requests_follow_the_partitions_a_merge_touches_not_the_table(spark, db):
+    """A merge that touches 5 partitions makes about as many requests on a table of 10 partitions as
+    on one of 100: what grows with the table is listed nowhere."""
+    totals = {}
+    for n in (10, 100):
+        t = f"{db}.p{n}"
+        spark.sql(f"CREATE TABLE {t} (id INT, v INT, p INT) USING parquet PARTITIONED BY (p)")
+        spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 0, CAST(id % {n} AS INT) FROM range({20 * n})")
+        assert location(spark, t).startswith("s3a://")
+        statement = (
+            f"MERGE INTO {t} t USING (SELECT CAST(id AS INT) AS id, 1 AS v, CAST(id % {n} AS INT) AS p "
+            f"FROM range({20 * n}) WHERE id % {n} < 5 AND id < {2 * n}) s ON t.id = s.id AND t.p = s.p "
+            "WHEN MATCHED THEN UPDATE SET v = s.v"
+        )
+        totals[n] = _merge_requests(spark, statement)
+        assert spark.sql(f"SELECT count(*) FROM {t} WHERE v = 1").collect()[0][0] == 10
+    Path(os.environ[REQUESTS_ENV]).write_text(json.dumps({str(k): v for k, v in totals.items()}))
+    assert totals[100]["total"] <= totals[10]["total"] * 1.25, totals
