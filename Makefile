@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all lint docs bench bench-delta bench-matrix clean
+.PHONY: demo test test-all lint docs bench bench-delta bench-matrix bench-s3 clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ $(DELTA)/ready: $(STAMP)
 	touch $@
 
 DELTA_RUN = PYTHONPATH=$(DELTA)/py42:. DELTA_JARS=$(CURDIR)/$(DELTA)/delta-spark_2.13-4.4.0.jar,$(CURDIR)/$(DELTA)/delta-storage-4.4.0.jar $(BIN)/python
+# S3 requests per merge (bench/s3_requests.py), on moto's S3 server; S3A's jars are fetched into var/s3a
+S3_ARGS ?=
+bench-s3: $(STAMP)
+	$(BIN)/python bench/s3_requests.py $(S3_ARGS)
+
 bench-delta: $(DELTA)/ready
 	$(DELTA_RUN) bench/delta_spark.py $(DELTA_ARGS)
 

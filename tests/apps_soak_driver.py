@@ -33,11 +33,12 @@ from merge_core import history, merge  # noqa: E402
 from merge_core.spark import lock  # noqa: E402
 from merge_core.spark.catalog import describe_table  # noqa: E402
 from merge_core.spark.session import get_session  # noqa: E402
-from tests.cluster import FAST_CONF  # noqa: E402
+from tests.cluster import app_conf  # noqa: E402
 
 T = "apps.acct"
 WRITERS, PARTITIONS, ROWS = 4, 6, 4
-CONF = {**FAST_CONF, "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "1"}
+# app_conf: the short-lived applications' settings, and $SPARK_MERGE_TEST_CONF's (an S3 warehouse)
+CONF = {**app_conf("local[1]"), "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "1"}
 
 
 ZEROS = ", ".join("0" for _ in range(WRITERS))

@@ -62,6 +62,15 @@ def postgres(tmp_path_factory):
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def hive_metastore(postgres, tmp_path_factory):
+    from tests.hive_metastore import HiveMetastore
+
+    service = HiveMetastore(tmp_path_factory.mktemp("hms"), postgres).start()
+    yield service
+    service.stop()
+
+
 @pytest.fixture
 def db(spark):
     """A database of its own for each test, so tests never see each other's tables."""
@@ -194,11 +203,19 @@ def pytest_terminal_summary(terminalreporter):
             f"standalone cluster (master + 2 workers): {CLUSTER['tests']} tests marked `cluster` passed, "
             f"{CLUSTER['applications']} Spark applications ran on it"
         )
-    if S3:
+    if S3.get("tests"):
         counts = ", ".join(f"{n} partitions {c['total']}" for n, c in S3["requests"].items())
         terminalreporter.write_line(
-            f"S3 warehouse (moto): {S3['tests']} tests passed with the warehouse on s3a://; requests of a merge "
-            f"touching 5 partitions of a table of {counts}"
+            f"S3 warehouse (moto): {S3['tests']} tests passed with the warehouse on s3a://"
+            + (f" on a standalone cluster ({S3['applications']} applications)" if S3.get("applications") else "")
+            + f"; requests of a merge touching 5 partitions of a table of {counts}"
+        )
+    if S3.get("soak"):
+        c = S3["soak"]
+        terminalreporter.write_line(
+            f"shared metastore soak on S3: {c['writers']} writer applications, {c['merges']} merges: {c['succeeded']} "
+            f"committed, {c['conflicts']} MERGE_CONFLICT, no lost update or duplicated row; {c['reads']} reads saw "
+            f"{c['versions']} versions, each one the table had"
         )
     if APPS:
         terminalreporter.write_line(

@@ -28,9 +28,19 @@ CLASSPATH = f"{JARS}/*:{POSTGRES_JDBC_JAR}"
 
 
 class HiveMetastore:
-    def __init__(self, root: Path, postgres_url: str, database: str = "hive_metastore"):
-        """``postgres_url``: the JDBC URL of a PostgreSQL server (the `postgres` fixture's)."""
+    def __init__(
+        self,
+        root: Path,
+        postgres_url: str,
+        database: str = "hive_metastore",
+        jars: list[Path] = (),
+        conf: dict[str, str] | None = None,
+    ):
+        """``postgres_url``: the JDBC URL of a PostgreSQL server (the `postgres` fixture's). ``jars`` and
+        ``conf``: added to the service's class path and Hadoop settings (test_object_store.py: S3A's,
+        since the service creates the databases' and tables' directories)."""
         self.root, self.database = root, database
+        self.jars, self.extra_conf = list(jars), dict(conf or {})
         found = re.match(r"jdbc:postgresql://([^:/]+):(\d+)/", postgres_url)
         self.pg_host, self.pg_port = found.group(1), found.group(2)
         self.jdbc_url = f"jdbc:postgresql://{self.pg_host}:{self.pg_port}/{database}?user=postgres"
@@ -87,6 +97,7 @@ class HiveMetastore:
             "datanucleus.schema.autoCreateAll": "false",
             "hive.metastore.schema.verification": "false",
             "hive.metastore.warehouse.dir": str(self.root / "warehouse"),
+            **self.extra_conf,
         }
         # hive.async.log.enabled: Hive's asynchronous logging needs the LMAX disruptor, which Spark
         # does not ship; hive.log.dir keeps the service's log beside the test's files
@@ -96,7 +107,7 @@ class HiveMetastore:
             "-Dhive.async.log.enabled=false",
             f"-Dhive.log.dir={self.root}",
             "-cp",
-            CLASSPATH,
+            ":".join([CLASSPATH, *map(str, self.jars)]),
             "org.apache.hadoop.hive.metastore.HiveMetaStore",
             "-p",
             str(self.port),

@@ -141,6 +141,12 @@ class S3Server:
             "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
         }
 
+    def hadoop_conf(self) -> dict[str, str]:
+        """The fs.s3a.* settings alone (a Hive metastore service's, which creates directories too)."""
+        return {
+            k.removeprefix("spark.hadoop."): v for k, v in self.spark_conf().items() if k.startswith("spark.hadoop.")
+        }
+
     def _recorder(self, action: str, method: str = "POST") -> bytes:
         request = urllib.request.Request(f"{self.endpoint}/moto-api/recorder/{action}", method=method)
         with urllib.request.urlopen(request, timeout=120) as r:

@@ -4,7 +4,9 @@ so tasks run in executor JVMs other than the driver's, as in production.
 The tests marked `cluster` (core MERGE / UPDATE / DELETE semantics, upserts, SIGKILL-then-recover)
 run again in a pytest of their own whose session (and the crash tests' subprocess drivers) use the
 cluster's master; the warehouse is a local path every JVM of this machine shares. Their conftest
-waits until two executors registered, so a run that silently fell back to local mode fails.
+waits until two executors registered, so a run that silently fell back to local mode fails. This is
+make test-all's run; CI runs the `cluster_ci` ones on the cluster with the warehouse on S3
+(test_object_store.py).
 """
 
 from __future__ import annotations
@@ -24,13 +26,10 @@ REPORT: dict = {}  # printed in the terminal summary (conftest.py)
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # CI runs the cluster_ci tests on the cluster with the warehouse on S3 (test_object_store.py)
 @pytest.mark.skipif(os.environ.get("SPARK_MASTER", "").startswith("spark://"), reason="already on a cluster")
-def test_core_tests_pass_on_a_standalone_cluster(tmp_path, request):
-    # CI's tier (-m 'not extended') runs a few of the core tests on the cluster (cluster_ci: a merge, a
-    # partition move, UPDATE and DELETE, an append, an upsert, a SIGKILL inside the commit); make
-    # test-all (-m '') every test marked cluster
-    ci = bool(request.config.option.markexpr)
-    marks = "cluster_ci" if ci else "cluster"
+def test_core_tests_pass_on_a_standalone_cluster(tmp_path):
+    marks = "cluster"
     expected = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", marks, "-p", "no:cacheprovider"],
         cwd=ROOT,
@@ -38,7 +37,7 @@ def test_core_tests_pass_on_a_standalone_cluster(tmp_path, request):
         text=True,
     )
     wanted = int(re.search(r"(\d+)/\d+ tests collected", expected.stdout).group(1))
-    assert wanted >= (6 if ci else 20), expected.stdout[-2000:]
+    assert wanted >= 20, expected.stdout[-2000:]
     cluster = Cluster(tmp_path / "cluster").start()
     try:
         run = subprocess.run(

@@ -4,10 +4,12 @@ configured from the same Spark settings.
 
 The tests marked `object_store` (a partition and a table emptied by DELETE, merge-on-read and its
 compaction, rollback across a rewrite and an append, vacuum, the canonical layout read by path, a
-SIGKILL between two repoints then recovery, and the request counts below; make test-all adds the
-`cluster_ci` tests: a merge, a partition move, UPDATE and DELETE, an append, an upsert) run again in a pytest of their own whose applications (the session and the crash
+SIGKILL between two repoints then recovery, and the request counts below) and `cluster_ci` (a merge,
+a partition move, UPDATE and DELETE, an append, an upsert) run again in a pytest of their own whose applications (the session and the crash
 tests' subprocess drivers) get the S3 settings through $SPARK_MERGE_TEST_CONF. The shared-metastore
-soak (two writer applications and more, a reader) runs on S3 in make test-all.
+soak (two writer applications and more, a reader) runs on S3 in make test-all. In CI they run on a
+standalone cluster; make test-all runs them with a local master too, and test_cluster.py runs every
+`cluster` test on the cluster with a local warehouse.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import pytest
 
 from merge_core import merge
 
+from .cluster import Cluster
 from .conftest import location
-from .s3_server import CONF_ENV, S3Server
+from .s3_server import BUCKET, CONF_ENV, S3Server
 
 ROOT = Path(__file__).resolve().parents[1]
 ENDPOINT_ENV = "SPARK_MERGE_TEST_S3"  # the server's endpoint, for the tests that count its requests
@@ -41,8 +44,28 @@ def s3(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.skipif(bool(os.environ.get(ENDPOINT_ENV)), reason="already on S3")
-def test_core_tests_pass_with_the_warehouse_on_s3(s3, tmp_path, request):
-    marks = "object_store" if request.config.option.markexpr else "cluster_ci or object_store"
+def test_core_tests_pass_on_a_cluster_with_the_warehouse_on_s3(s3, tmp_path):
+    """CI's run of the `cluster_ci` and `object_store` tests: on a standalone cluster (tests/cluster.py,
+    executors in JVMs other than the driver's, as in production) with the warehouse on S3."""
+    cluster = Cluster(tmp_path / "cluster").start()
+    try:
+        counts = _run_marked(s3, tmp_path, "cluster_ci or object_store", {"SPARK_MASTER": cluster.url})
+        apps = cluster.state().get("completedapps", []) + cluster.state().get("activeapps", [])
+    finally:
+        cluster.stop()
+    assert len(apps) >= 3  # the tests' session and the crash test's two drivers, each an application of the cluster
+    REPORT.update(counts, applications=len(apps))
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # CI runs them on the cluster (above)
+@pytest.mark.skipif(bool(os.environ.get(ENDPOINT_ENV)), reason="already on S3")
+def test_core_tests_pass_with_the_warehouse_on_s3(s3, tmp_path):
+    REPORT.update(_run_marked(s3, tmp_path, "cluster_ci or object_store", {}))
+
+
+def _run_marked(s3, tmp_path: Path, marks: str, env: dict[str, str]) -> dict:
+    """Run the tests ``marks`` selects in a pytest of their own, every application's warehouse on ``s3``."""
     expected = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", marks, "-p", "no:cacheprovider"],
         cwd=ROOT,
@@ -50,9 +73,10 @@ def test_core_tests_pass_with_the_warehouse_on_s3(s3, tmp_path, request):
         text=True,
     )
     wanted = int(re.search(r"(\d+)/\d+ tests collected", expected.stdout).group(1))
-    assert wanted >= 7, expected.stdout[-2000:]
+    assert wanted >= 12, expected.stdout[-2000:]
     env = {
         **os.environ,
+        **env,
         CONF_ENV: json.dumps(s3.spark_conf()),
         ENDPOINT_ENV: s3.endpoint,
         REQUESTS_ENV: str(tmp_path / "requests.json"),
@@ -78,7 +102,7 @@ def test_core_tests_pass_with_the_warehouse_on_s3(s3, tmp_path, request):
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     assert re.search(rf"\b{wanted} passed", run.stdout), run.stdout[-3000:]
     # the request-count test saw its tables on s3a:// (the session's warehouse, as every test's)
-    REPORT.update(tests=wanted, requests=json.loads((tmp_path / "requests.json").read_text()))
+    return {"tests": wanted, "requests": json.loads((tmp_path / "requests.json").read_text())}
 
 
 def _merge_requests(spark, statement: str) -> dict[str, int]:
@@ -110,3 +134,18 @@ def test_requests_follow_the_partitions_a_merge_touches_not_the_table(spark, db)
         assert spark.sql(f"SELECT count(*) FROM {t} WHERE v = 1").collect()[0][0] == 10
     Path(os.environ[REQUESTS_ENV]).write_text(json.dumps({str(k): v for k, v in totals.items()}))
     assert totals[100]["total"] <= totals[10]["total"] * 1.25, totals
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # the shared-metastore soak itself runs in CI (test_shared_metastore.py), on a local warehouse
+def test_applications_merge_into_one_s3_table_while_another_reads(s3, postgres, tmp_path):
+    from .hive_metastore import HiveMetastore
+    from .s3_server import jars
+    from .test_shared_metastore import soak
+
+    service = HiveMetastore(tmp_path / "hms", postgres, "hive_metastore_s3", jars(), s3.hadoop_conf()).start()
+    try:
+        counts = soak(service.uri, tmp_path / "soak", {CONF_ENV: json.dumps(s3.spark_conf(f"s3a://{BUCKET}/soak"))})
+    finally:
+        service.stop()
+    REPORT.update(soak=counts)

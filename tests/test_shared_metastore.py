@@ -70,15 +70,6 @@ def test_the_cli_does_not_hand_a_named_metastore_to_a_warm_server(tmp_path, monk
     assert asked[-1] == {"remote": "sc://127.0.0.1:15002"}  # without one, the warm server serves
 
 
-@pytest.fixture(scope="module")
-def hive_metastore(postgres, tmp_path_factory):
-    from tests.hive_metastore import HiveMetastore
-
-    service = HiveMetastore(tmp_path_factory.mktemp("hms"), postgres).start()
-    yield service
-    service.stop()
-
-
 def state(successes: list[int], k: int) -> dict:
     """Writer k's part of the table after its merges ``successes`` (in order): the w<k> counter of
     each original row and the ids of the rows it inserted."""
@@ -103,7 +94,14 @@ def _lines(path: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metastore, tmp_path):
-    env = {**os.environ, "SPARK_LOG_LEVEL": "ERROR"}
+    REPORT.update(soak(hive_metastore.uri, tmp_path))
+
+
+def soak(uri: str, tmp_path: Path, env: dict[str, str] | None = None) -> dict:
+    """The soak (module docstring) on the metastore at ``uri``; its counts. ``env``: added to the
+    applications' environment (test_object_store.py: an S3 warehouse)."""
+    env = {**os.environ, "SPARK_LOG_LEVEL": "ERROR", **(env or {})}
+    tmp_path.mkdir(parents=True, exist_ok=True)
 
     def start(*args: str, name: str) -> subprocess.Popen:
         log = open(tmp_path / f"{name}.log", "w")
@@ -111,7 +109,7 @@ def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metasto
             [sys.executable, str(DRIVER), *args], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
 
-    uri, folder = hive_metastore.uri, str(tmp_path)
+    folder = str(tmp_path)
     started = time.monotonic()
     reader = start("reader", uri, folder, name="reader")
     kinds = ["writer", "writer", "airflow-writer", "cli-writer"]  # Python API twice, Airflow, the CLI
@@ -160,7 +158,7 @@ def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metasto
             prefixes.append(matching[0])
         versions.add(tuple(prefixes))
     conflicts = Counter(o["error"] for o in failures)
-    REPORT.update(
+    counts = dict(
         writers=WRITERS,
         merges=WRITERS * MERGES,
         succeeded=sum(map(len, successes.values())),
@@ -169,7 +167,8 @@ def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metasto
         versions=len(versions),
         seconds=round(time.monotonic() - started),
     )
-    assert REPORT["succeeded"] > 0 and len(reads) > 0
+    assert counts["succeeded"] > 0 and len(reads) > 0
+    return counts
 
 
 @pytest.mark.slow
