@@ -65,9 +65,32 @@ def row(label: str, counts, metrics: dict) -> str:
     return f"| {label} | {parts} | {cells} | {spark_n} | {mine} | **{spark_n + mine}** |"
 
 
+def cdc_and_small(server: S3Server, spark, data: Path, rows: int, out) -> None:
+    """merge_cost.py's CDC merges and its small merge, each into a fresh copy of the target in the bucket."""
+    generate(spark, rows, rows // 10, data)  # the target's files locally; the sources in the warehouse, on S3
+    for kind, statement in scenarios("bench.t").items():
+        if not kind.startswith("cdc"):
+            continue
+        target_over(spark, "bench.t", upload(server, data / "target", f"cdc_{time.monotonic_ns()}"), SCHEMA, "dt")
+        counts, metrics = counted(server, spark, statement)
+        out(row(f"CDC {kind[5:]}, {rows:,} rows, 100 days", counts, metrics))
+    target_over(spark, "bench.t", upload(server, data / "target", f"small_{time.monotonic_ns()}"), SCHEMA, "dt")
+    spark.sql("DROP TABLE IF EXISTS bench.small_src")
+    spark.sql(
+        "CREATE TABLE bench.small_src USING parquet AS SELECT id, dt, customer, amount + 1 AS amount, qty, "
+        f"status, updated_at FROM bench.t WHERE dt = date_add({BASE_DAY}, 99) ORDER BY id LIMIT 1000"
+    )
+    small = f"MERGE INTO bench.t t USING bench.small_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET {UPDATE_SET}"
+    counts, metrics = counted(server, spark, small)
+    out(row("small: 1,000 updated rows of one day, ON id", counts, metrics))
+    counts, metrics = counted(server, spark, small.replace("ON t.id = s.id", "ON t.id = s.id AND t.dt = s.dt"))
+    out(row("small: the same, ON id AND dt", counts, metrics))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the CDC target (default 1M)")
+    parser.add_argument("--only-partitions", action="store_true", help="only the 100 and 1,000 partitions rows")
     parser.add_argument("--write-docs", action="store_true", help="write the table into docs/performance.md")
     args = parser.parse_args()
     out = Report("s3-requests")
@@ -82,38 +105,21 @@ def main() -> None:
             )
             spark.sql("CREATE DATABASE IF NOT EXISTS bench")
             out(
-                f"S3 requests of one merge (moto's server counts them; Spark through S3A, spark-merge's own file "
-                f"work through pyarrow). Partitions: those the merge rewrote.\n"
+                "S3 requests of one merge (moto's server counts them; Spark through S3A, spark-merge's own file "
+                "work through pyarrow). Partitions: those the merge rewrote.\n"
             )
             out("| merge | partitions | LIST | HEAD | GET | PUT | COPY | DELETE | POST | by Spark | by spark-merge | total |")
             out("|---|---|---|---|---|---|---|---|---|---|---|---|")
 
             data = home / "cdc"
-            generate(spark, args.rows, args.rows // 10, data)  # the sources go to the warehouse, on S3
-            for kind, statement in scenarios("bench.t").items():
-                if not kind.startswith("cdc"):
-                    continue
-                target_over(spark, "bench.t", upload(server, data / "target", f"cdc_{time.monotonic_ns()}"), SCHEMA, "dt")
-                counts, metrics = counted(server, spark, statement)
-                out(row(f"CDC {kind[5:]}, {args.rows:,} rows, 100 days", counts, metrics))
-
-            target_over(spark, "bench.t", upload(server, data / "target", f"small_{time.monotonic_ns()}"), SCHEMA, "dt")
-            spark.sql("DROP TABLE IF EXISTS bench.small_src")
-            spark.sql(
-                "CREATE TABLE bench.small_src USING parquet AS SELECT id, dt, customer, amount + 1 AS amount, qty, "
-                f"status, updated_at FROM bench.t WHERE dt = date_add({BASE_DAY}, 99) ORDER BY id LIMIT 1000"
-            )
-            small = f"MERGE INTO bench.t t USING bench.small_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET {UPDATE_SET}"
-            counts, metrics = counted(server, spark, small)
-            out(row("small: 1,000 updated rows of one day, ON id", counts, metrics))
-            counts, metrics = counted(server, spark, small.replace("ON t.id = s.id", "ON t.id = s.id AND t.dt = s.dt"))
-            out(row("small: the same, ON id AND dt", counts, metrics))
-
+            if not args.only_partitions:
+                cdc_and_small(server, spark, data, args.rows, out)
             for n in (100, 1000):
                 local = home / f"p{n}"
                 spark.sql(
-                    f"SELECT CAST(id AS INT) AS id, 0 AS v, CAST(id % {n} AS INT) AS p FROM range({n * 200})"
-                ).repartition(n * 5, "p", "id").write.partitionBy("p").parquet(str(local))
+                    f"SELECT CAST(id AS INT) AS id, 0 AS v, CAST(id % {n} AS INT) AS p, CAST(id DIV {n} % 5 AS INT) AS f "
+                    f"FROM range({n * 200})"
+                ).repartition(n * 5, "p", "f").drop("f").write.partitionBy("p").parquet(str(local))
                 target_over(spark, "bench.w", upload(server, local, f"wide_{n}"), "id INT, v INT, p INT", "p")
                 statement = (
                     f"MERGE INTO bench.w t USING (SELECT CAST(id AS INT) AS id, 1 AS v, CAST(id % {n} AS INT) AS p "
@@ -121,7 +127,8 @@ def main() -> None:
                     "WHEN MATCHED THEN UPDATE SET v = s.v"
                 )
                 counts, metrics = counted(server, spark, statement)
-                out(row(f"5 of {n:,} partitions ({n * 5:,} files), ON id AND p", counts, metrics))
+                files = len(spark.sql("SELECT DISTINCT _metadata.file_path FROM bench.w").collect())
+                out(row(f"5 of {n:,} partitions ({files:,} files), ON id AND p", counts, metrics))
             spark.stop()
         finally:
             server.stop()

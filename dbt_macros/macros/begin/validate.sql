@@ -158,9 +158,22 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
 {%- if scope == 'source' -%}
 {{ spark_merge.spark_merge__source_relation(spec) }} AS {{ s }}
 {%- elif scope == 'target' or spec.source_kind == 'none' -%}
-{{ table.relation }} AS {{ t }}
+{{ spark_merge.spark_merge__probed_target(table) }} AS {{ t }}
 {%- else -%}
-{{ table.relation }} AS {{ t }} CROSS JOIN {{ spark_merge.spark_merge__source_relation(spec) }} AS {{ s }}
+{{ spark_merge.spark_merge__probed_target(table) }} AS {{ t }} CROSS JOIN {{ spark_merge.spark_merge__source_relation(spec) }} AS {{ s }}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The target as a probe reads it: planning a query of a partitioned table lists the files of every
+    partition it may read (one LIST request per partition on an object store), so a probe asks for
+    none, by a filter on a partition column that no row satisfies yet the optimizer does not fold (a
+    folded `false` would remove the join before its conditions' constants are folded). -#}
+{% macro spark_merge__probed_target(table) -%}
+{%- if table.partition_columns -%}
+{%- set p = spark_merge.spark_merge__quote(table.partition_columns[0]) -%}
+(SELECT * FROM {{ table.relation }} WHERE {{ p }} IS NULL AND {{ p }} IS NOT NULL)
+{%- else -%}
+{{ table.relation }}
 {%- endif -%}
 {%- endmacro %}
 
