@@ -210,6 +210,12 @@ def pytest_terminal_summary(terminalreporter):
             + (f" on a standalone cluster ({S3['applications']} applications)" if S3.get("applications") else "")
             + f"; requests of a merge touching 5 partitions of a table of {counts}"
         )
+    if S3.get("kills"):
+        k = S3["kills"]
+        terminalreporter.write_line(
+            f"kill soak on S3: {k['operations']} operations SIGKILLed at random moments, recovered: old {k['old']}, "
+            f"new {k['new']}, corrupt {k['corrupt']}, recovery-failed {k['recovery_failed']}"
+        )
     if S3.get("soak"):
         c = S3["soak"]
         terminalreporter.write_line(

@@ -15,7 +15,7 @@ from merge_core import compact, merge, recover, rollback
 from merge_core.spark.session import get_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.cluster import FAST_CONF  # noqa: E402
+from tests.cluster import app_conf  # noqa: E402
 
 T, M = "soak.t", "soak.m"
 SOURCE = "SELECT * FROM VALUES {} AS s(id, v, w, p)"
@@ -63,7 +63,9 @@ def setup(spark, home: str, kind: str) -> None:
 
 
 def main(home: str, mode: str, kind: str) -> None:
-    spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1", **FAST_CONF})
+    spark = get_session(
+        master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1", **app_conf("local[1]")}
+    )
     if mode == "run":
         setup(spark, home, kind)
         # arm the failpoint's mark only now: the set-up's own merges pass the same boundaries

@@ -133,7 +133,7 @@ def test_requests_follow_the_partitions_a_merge_touches_not_the_table(spark, db)
         totals[n] = _merge_requests(spark, statement)
         assert spark.sql(f"SELECT count(*) FROM {t} WHERE v = 1").collect()[0][0] == 10
     Path(os.environ[REQUESTS_ENV]).write_text(json.dumps({str(k): v for k, v in totals.items()}))
-    assert totals[100]["total"] <= totals[10]["total"] * 1.25, totals
+    assert totals[100]["total"] <= totals[10]["total"] * 1.1, totals
 
 
 @pytest.mark.slow
@@ -149,3 +149,37 @@ def test_applications_merge_into_one_s3_table_while_another_reads(s3, postgres, 
     finally:
         service.stop()
     REPORT.update(soak=counts)
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # the kill soak itself runs in CI (test_soak.py), on a local warehouse
+@pytest.mark.skipif(bool(os.environ.get(ENDPOINT_ENV)), reason="already on S3")
+def test_random_kills_on_s3_leave_the_old_or_the_new_table(s3, tmp_path):
+    """test_soak.py's kill soak (every operation SIGKILLed at a random moment, then recovered) with every
+    application's warehouse on S3; its counts from the run's summary line."""
+    env = {**os.environ, CONF_ENV: json.dumps(s3.spark_conf(f"s3a://{BUCKET}/kills")), ENDPOINT_ENV: s3.endpoint}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            "",
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "t"),
+            "tests/test_soak.py::test_random_kills_leave_the_old_or_the_new_table",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    found = re.search(
+        r"kill soak: (\d+) operations .*: old (\d+), new (\d+), corrupt (\d+), recovery-failed (\d+)", run.stdout
+    )
+    assert found and found.group(4) == "0" and found.group(5) == "0", run.stdout[-3000:]
+    REPORT.update(kills=dict(zip(("operations", "old", "new", "corrupt", "recovery_failed"), map(int, found.groups()))))
