@@ -108,7 +108,9 @@ def main() -> None:
                 "S3 requests of one merge (moto's server counts them; Spark through S3A, spark-merge's own file "
                 "work through pyarrow). Partitions: those the merge rewrote.\n"
             )
-            out("| merge | partitions | LIST | HEAD | GET | PUT | COPY | DELETE | POST | by Spark | by spark-merge | total |")
+            out(
+                "| merge | partitions | LIST | HEAD | GET | PUT | COPY | DELETE | POST | by Spark | by spark-merge | total |"
+            )
             out("|---|---|---|---|---|---|---|---|---|---|---|---|")
 
             data = home / "cdc"
