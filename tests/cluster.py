@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -20,6 +22,7 @@ from pathlib import Path
 import pyspark
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
 APP_CONF = {"spark.executor.cores": "1", "spark.cores.max": "2", "spark.executor.memory": "1g"}
 
 
@@ -169,3 +172,26 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
         self.procs.clear()
+
+
+def run_pytest(args: list[str], env: dict[str, str], basetemp: Path) -> subprocess.CompletedProcess:
+    """A pytest of its own over the project's tests (the reruns on a cluster or an object store)."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", str(basetemp), *args]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def run_marked(marks: str, env: dict[str, str], basetemp: Path, at_least: int) -> int:
+    """Run the tests ``marks`` selects (at least ``at_least`` of them) in a pytest of their own with
+    ``env``; fails unless every one passed. Returns how many ran."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", marks, "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    wanted = int(re.search(r"(\d+)/\d+ tests collected", listed.stdout).group(1))
+    assert wanted >= at_least, listed.stdout[-2000:]
+    run = run_pytest(["-m", marks], env, basetemp)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    assert re.search(rf"\b{wanted} passed", run.stdout), run.stdout[-3000:]
+    return wanted

@@ -5,64 +5,31 @@ The tests marked `cluster` (core MERGE / UPDATE / DELETE semantics, upserts, SIG
 run again in a pytest of their own whose session (and the crash tests' subprocess drivers) use the
 cluster's master; the warehouse is a local path every JVM of this machine shares. Their conftest
 waits until two executors registered, so a run that silently fell back to local mode fails. This is
-make test-all's run; CI runs the `cluster_ci` ones on the cluster with the warehouse on S3
+make test-all's run; CI runs the `object_store` tests on the cluster with the warehouse on S3
 (test_object_store.py).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from .cluster import Cluster
+from .cluster import Cluster, run_marked
 
-ROOT = Path(__file__).resolve().parents[1]
 REPORT: dict = {}  # printed in the terminal summary (conftest.py)
 
 
 @pytest.mark.slow
-@pytest.mark.extended  # CI runs the cluster_ci tests on the cluster with the warehouse on S3 (test_object_store.py)
+@pytest.mark.extended  # CI runs the object_store tests on the cluster with the warehouse on S3 (test_object_store.py)
 @pytest.mark.skipif(os.environ.get("SPARK_MASTER", "").startswith("spark://"), reason="already on a cluster")
 def test_core_tests_pass_on_a_standalone_cluster(tmp_path):
-    marks = "cluster"
-    expected = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", marks, "-p", "no:cacheprovider"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    wanted = int(re.search(r"(\d+)/\d+ tests collected", expected.stdout).group(1))
-    assert wanted >= 20, expected.stdout[-2000:]
     cluster = Cluster(tmp_path / "cluster").start()
     try:
-        run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-m",
-                marks,
-                "-p",
-                "no:cacheprovider",
-                "--basetemp",
-                str(tmp_path / "tests"),
-            ],
-            cwd=ROOT,
-            env={**os.environ, "SPARK_MASTER": cluster.url},
-            capture_output=True,
-            text=True,
-        )
+        wanted = run_marked("cluster", {**os.environ, "SPARK_MASTER": cluster.url}, tmp_path / "tests", at_least=20)
         apps = cluster.state().get("completedapps", []) + cluster.state().get("activeapps", [])
     finally:
         cluster.stop()
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
-    assert re.search(rf"\b{wanted} passed", run.stdout), run.stdout[-3000:]
     # the tests' session and the crash tests' drivers, each an application of the cluster
     assert len(apps) >= 3
     REPORT.update(tests=wanted, applications=len(apps))

@@ -172,6 +172,7 @@ def soak(uri: str, tmp_path: Path, env: dict[str, str] | None = None) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # CI: dbt's session tests (test_dbt.py) and the soak above, whose writers use the metastore
 def test_a_dbt_session_profile_merges_through_the_shared_metastore(hive_metastore, tmp_path):
     """The example project with `method: session` and the metastore in server_side_parameters (the
     README's profile): the first run creates the model, the second merges, and the tables are in the
