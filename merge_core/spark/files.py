@@ -139,7 +139,7 @@ def refill(source: str, dest: str) -> tuple[int, int]:
     nested = [i.base_name for i in entries if i.type != fs.FileType.File]
     if nested:
         raise ValueError(f"{source} holds directories ({', '.join(nested[:3])}), not only data files")
-    _make_parent(filesystem, f"{dst.rstrip('/')}/file")
+    _make_dir(filesystem, dst)
     for info in filesystem.get_file_info(fs.FileSelector(dst, allow_not_found=True)):
         if visible(info.base_name):
             (filesystem.delete_dir if info.type == fs.FileType.Directory else filesystem.delete_file)(info.path)
@@ -229,7 +229,7 @@ def link(source: str, dest: str) -> None:
 
     filesystem, src = resolve(source)
     _, dst = resolve(dest)
-    _make_parent(filesystem, dst)
+    _make_dir(filesystem, dst.rsplit("/", 1)[0])
     if isinstance(filesystem, fs.LocalFileSystem):
         os.link(src, dst)
     else:
@@ -242,8 +242,8 @@ def link_all(pairs: list[tuple[str, str]]) -> None:
         list(pool.map(lambda p: link(*p), pairs))
 
 
-def _make_parent(filesystem: fs.FileSystem, path: str) -> None:
-    """Create the directory ``path`` goes in; nothing on an object store, where a directory is a key
-    prefix (pyarrow would write an empty marker object for each level of it)."""
+def _make_dir(filesystem: fs.FileSystem, path: str) -> None:
+    """Create the directory ``path``; nothing on an object store, where a directory is a key prefix
+    (pyarrow would write an empty marker object for each level of it)."""
     if not isinstance(filesystem, fs.S3FileSystem):
-        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        filesystem.create_dir(path, recursive=True)

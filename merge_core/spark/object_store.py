@@ -41,26 +41,31 @@ _KEYS = (
 )
 _lock = threading.Lock()
 _cache: dict[tuple, fs.S3FileSystem] = {}
+_settings: dict[tuple[int, str], dict[str, str]] = {}
 
 
 def _hadoop_settings(bucket: str) -> dict[str, str]:
     """The fs.s3a.* settings (per-bucket ones first) of the active Spark session's Hadoop
-    configuration; {} without a classic session (Spark Connect: its server owns the settings)."""
-    try:
-        from pyspark.sql import SparkSession
+    configuration; {} without a classic session (Spark Connect: its server owns the settings).
+    Read once per session and bucket: each is a call into the JVM, and every file a merge lists,
+    reads or carries resolves its location."""
+    from pyspark.sql import SparkSession
 
-        # the session of this thread, else the application's (a worker thread of ours has no active one)
-        session = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    # the session of this thread, else the application's (a worker thread of ours has no active one)
+    session = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    key = (id(session), bucket)
+    if key in _settings:
+        return _settings[key]
+    try:
         hadoop = session.sparkContext._jsc.hadoopConfiguration() if session is not None else None
     except Exception:  # noqa: BLE001 - a Connect session has no SparkContext
         hadoop = None
-    if hadoop is None:
-        return {}
     out = {}
-    for name in _KEYS:
+    for name in _KEYS if hadoop is not None else ():
         value = hadoop.get(f"fs.s3a.bucket.{bucket}.{name}") or hadoop.get(f"fs.s3a.{name}")
         if value:
             out[name] = value.strip()
+    _settings[key] = out
     return out
 
 
