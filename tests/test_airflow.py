@@ -222,13 +222,18 @@ def test_openlineage_reports_sources_and_target_with_row_counts(spark, airflow_h
     assert stats["rowCount"] == 2 and stats["size"] > 0  # day 1: orders 1 and 2 written
 
 
-def test_failing_merge_fails_the_task_and_leaves_the_table(spark, airflow_home, db):
+def test_failing_merge_fails_the_task_and_leaves_the_table(spark, airflow_home, db, capfd):
     t = f"{db}.acct"
     spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet")
     spark.sql(f"INSERT INTO {t} VALUES (1, 0)")
     before = snapshot(spark, t)
     run = load_dag("dup_merge").test(logical_date=DAY, run_conf={"table": t})
     assert run.state == "failed"
+    # the task's log names the target row, each source row that matched it and the clause it chose
+    log = "".join(capfd.readouterr())
+    assert "MERGE_TARGET_ROW_MULTIPLE_MATCHES" in log and "id='1', source_rows=2, matched by:" in log
+    for v in (5, 6):
+        assert f"source row (id=1, v={v}) chose WHEN MATCHED clause 1 (UPDATE)" in log
     assert snapshot(spark, t) == before
     assert xcom(run, "merge", "merge_begin") is None  # the duplicate check fails before the begin is recorded
 

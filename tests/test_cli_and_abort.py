@@ -61,6 +61,16 @@ def test_cli_run_explain_history(spark, people, capsys):
     assert out["merge_id"] in capsys.readouterr().out
     assert main(["run", "--sql", f"UPDATE {people} SET nope = 1", "-q"]) == 2
     assert "unknown column nope" in capsys.readouterr().err
+    # a duplicate match: the error names the target row, the source rows that matched it, the clauses
+    dup = (
+        f"MERGE INTO {people} t USING (SELECT 2 AS id, 'b1' AS name UNION ALL SELECT 2, 'b2') s ON t.id = s.id "
+        "WHEN MATCHED AND s.name = 'b1' THEN UPDATE SET name = s.name WHEN MATCHED THEN DELETE"
+    )
+    assert main(["run", "--sql", dup, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "id='2', source_rows=2, matched by:" in err
+    assert "source row (id=2, name='b1') chose WHEN MATCHED clause 1 (UPDATE) AND s.name = 'b1'" in err
+    assert "source row (id=2, name='b2') chose WHEN MATCHED clause 2 (DELETE)" in err
 
 
 def test_cli_run_prints_its_summary_once_and_logs_progress_not_json(spark, people, capsys, caplog):

@@ -59,6 +59,12 @@ def test_two_source_rows_choosing_different_clauses_for_one_row_are_refused(spar
             duplicate_rule=rule,
         )
     assert e.value.examples[0]["id"] == "1"  # the example names the target row by its ON key
+    # and the source rows that matched it, each with the clause it chose, in the message too
+    assert e.value.examples[0]["matches"] == [
+        {"source": {"id": 1, "p": "p1", "a": 1}, "clause": "WHEN MATCHED clause 1 (UPDATE) AND s.a = 1"},
+        {"source": {"id": 1, "p": "p1", "a": 2}, "clause": f"WHEN MATCHED clause 2 ({second.split()[0]}) AND s.a = 2"},
+    ]
+    assert "source row (id=1, p='p1', a=2) chose WHEN MATCHED clause 2" in str(e.value)
     assert snapshot(spark, f"{db}.target") == before
 
 

@@ -260,7 +260,12 @@ def test_duplicate_match_fails_the_model_and_leaves_the_table(project):  # over 
     before = snapshot(db, t)
     project.dbt("run", "-s", "dups", vars={"rows": "(1, 2), (1, 3)"}, ok=False)
     message = project.run_results()["dups"]["message"]
-    assert "MERGE_TARGET_ROW_MULTIPLE_MATCHES" in message and "id='1'" in message
+    assert "MERGE_TARGET_ROW_MULTIPLE_MATCHES" in message and "id='1', source_rows=2, matched by:" in message
+    # dbt's error names each source row that matched the target row, and the clause it chose
+    assert (
+        "source row (id=1, v=2) chose WHEN MATCHED" in message
+        and "source row (id=1, v=3) chose WHEN MATCHED" in message
+    )
     # a failure while the model runs is not a config error: dbt labels it a Database Error
     assert "Database Error" in message and "Compilation Error" not in message, message
     assert snapshot(db, t) == before

@@ -70,16 +70,15 @@ class TargetError(MergeError):
 
 
 class DuplicateMatchError(MergeError):
-    code: Any = _Code("duplicate")
+    """A target row that the duplicate rule refuses to let several source rows change (found while
+    planning, before writes). ``rule``: the duplicate_rule. ``examples``: up to 5 offending target
+    rows, each its key values (or file and row), ``source_rows`` and ``matches``, up to 5 of the source
+    rows that matched it as ``{"source": {column: value}, "clause": "WHEN MATCHED clause 1 (UPDATE)"}``.
+    The plan builds the message (spark_merge__duplicate_examples), so every host shows the same text."""
 
-    def __init__(self, rule: str, examples: list[dict]):
-        self.rule = rule
-        self.examples = examples
-        shown = "; ".join(", ".join(f"{k}={v!r}" for k, v in ex.items()) for ex in examples)
-        super().__init__(
-            "One MERGE target table row matched more than one source row "
-            f"(duplicate_rule={rule}). Offending target rows: {shown}"
-        )
+    code: Any = _Code("duplicate")
+    rule: str = ""
+    examples: tuple = ()
 
 
 class NotNullViolation(MergeError):

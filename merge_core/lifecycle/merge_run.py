@@ -166,7 +166,11 @@ class MergeRun(Lifecycle):
         ]
         dup = macros.duplicates_sql(spec, table, self.resolved, ctx)
         if dup:
-            parts += ["-- 4. only when step 3 finds duplicates: which target rows, for the error", dup]
+            parts += [
+                "-- 4. only when step 3 finds duplicates: which target rows, and up to 5 source rows that "
+                "matched each with the clause it chose, for the error",
+                dup,
+            ]
         parts += self.paradigm.explain(self.spark, self.s, ctx)
         return ";\n\n".join(parts) + ";\n"
 

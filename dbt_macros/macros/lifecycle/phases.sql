@@ -168,13 +168,12 @@
     ' target row(s) joined with several source rows: the write anti-joins the changed rows instead of one fused join') -%}{%- endif -%}
 {%- if summary.dups -%}
   {#- the failure path only: which target rows, for the message -#}
-  {%- set dups = host.rows(spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx)) -%}
-  {%- set shown = [] -%}
-  {%- for d in dups -%}{%- set kv = [] -%}{%- for k, v in d.items() -%}{%- do kv.append(k ~ '=' ~ spark_merge.spark_merge__shown(v)) -%}{%-
-      endfor -%}{%- do shown.append(kv | join(', ')) -%}{%- endfor -%}
+  {%- set dups = {} -%}
+  {%- do spark_merge.spark_merge__duplicate_examples(host.rows(spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx)), resolved, ctx, dups) -%}
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'),
       'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '), ' ~ summary.dups ~
-      ' target row(s) in all. Offending target rows: ' ~ shown | join('; '), dups, {'rule': spec.duplicate_rule}) -%}
+      ' target row(s) in all. Offending target rows, each with up to 5 of the source rows that matched it and the clause each chose:\n' ~ dups.text,
+      dups.examples, {'rule': spec.duplicate_rule}) -%}
 {%- endif -%}
 {#- the metastore drops trailing spaces from a partition value (CHAR(n)'s padding aside), so a
     rewritten partition could not be registered under its name: refused before any write (an append
