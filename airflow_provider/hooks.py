@@ -12,6 +12,7 @@ Airflow task is its own Spark application; the embedded Derby metastore admits o
 from __future__ import annotations
 
 import contextvars
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -32,14 +33,6 @@ class SparkMergeHook(BaseHook):
         self.spark_merge_conn_id, self.postgres_conn_id = spark_merge_conn_id, postgres_conn_id
         self._abort: Callable[[], None] | None = None
 
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return {
-            "hidden_fields": ["schema", "login", "password"],
-            "relabeling": {"host": "Spark master or Connect URL (local[*], yarn, sc://host)"},
-            "placeholders": {"extra": '{"conf": {"spark.executor.memory": "4g"}, "warehouse": "/data/spark-merge"}'},
-        }
-
     def session_args(self) -> dict[str, Any]:
         """Arguments for merge_core.get_session from the connection (or the embedded default)."""
         if not self.spark_merge_conn_id:
@@ -49,17 +42,24 @@ class SparkMergeHook(BaseHook):
             return {"warehouse": home}
         conn = self.get_connection(self.spark_merge_conn_id)
         extra = conn.extra_dejson or {}
+
+        def field(name: str) -> Any:
+            """A form field of the connection type (get_provider_info's conn-fields), stored in the
+            extra under its name or, as some UIs write it, prefixed with the connection type."""
+            value = extra.get(name, extra.get(f"extra__{self.conn_type}__{name}"))
+            return json.loads(value) if name == "conf" and isinstance(value, str) and value.strip() else value
+
         url = (conn.host or "").strip()
         if url.startswith("sc://") and conn.port and ":" not in url.removeprefix("sc://"):
             url = f"{url}:{conn.port}"
-        args: dict[str, Any] = {"conf": extra.get("conf") or {}}
+        args: dict[str, Any] = {"conf": field("conf") or {}}
         if url.startswith("sc://"):
             args["remote"] = url
         else:
             args["master"] = url or None
-            args["warehouse"] = extra.get("warehouse")
-            if extra.get("metastore"):
-                args["metastore"] = extra["metastore"]
+            args["warehouse"] = field("warehouse")
+            if field("metastore"):
+                args["metastore"] = field("metastore")
         return args
 
     def get_conn(self):

@@ -1,5 +1,5 @@
 """OpenLineage datasets for a merge: its source tables as inputs, its target as the output with row
-counts. Used by SparkMergeOperator when the OpenLineage provider is installed.
+counts and the table version it committed. Used by SparkMergeOperator when the OpenLineage provider is installed.
 
 Datasets follow OpenLineage's naming for files (namespace from the location's scheme and host, name its
 path) and carry a symlink to the catalog name (`db.table`), as Spark's own OpenLineage integration does.
@@ -54,8 +54,9 @@ def postgres_table(jdbc_url: str, parts: list[str]) -> dict:
     }
 
 
-def operator_lineage(inputs: list[dict], output: dict, metrics: dict | None):
-    """OperatorLineage for the OpenLineage provider (imported here: it is optional)."""
+def operator_lineage(inputs: list[dict], output: dict, metrics: dict | None, version: int | None = None):
+    """OperatorLineage for the OpenLineage provider (imported here: it is optional). ``version``: the
+    target's table version after the merge, reported as the output's ``version`` facet."""
     from airflow.providers.common.compat.openlineage.facet import (
         Identifier,
         InputDataset,
@@ -64,21 +65,24 @@ def operator_lineage(inputs: list[dict], output: dict, metrics: dict | None):
         SymlinksDatasetFacet,
     )
     from airflow.providers.openlineage.extractors import OperatorLineage
+    from openlineage.client.generated.dataset_version_dataset import DatasetVersionDatasetFacet
 
-    def dataset(kind, info: dict, **extra):
+    def dataset(kind, info: dict, facets: dict | None = None, **extra):
         namespace, name = (
             (info["namespace"], info["name"]) if "namespace" in info else dataset_name(info["location"], info["table"])
         )
         symlink = SymlinksDatasetFacet(
             identifiers=[Identifier(namespace=CATALOG_NAMESPACE, name=info["table"], type="TABLE")]
         )
-        return kind(namespace=namespace, name=name, facets={"symlinks": symlink}, **extra)
+        return kind(namespace=namespace, name=name, facets={"symlinks": symlink, **(facets or {})}, **extra)
 
     stats = {}
     if metrics:  # rows and bytes the merge wrote (the rewritten partitions' rows, copied ones included)
         stats["outputStatistics"] = OutputStatisticsOutputDatasetFacet(
             rowCount=metrics.get("numOutputRows", 0), size=metrics.get("numTargetBytesAdded", 0)
         )
+    versioned = {"version": DatasetVersionDatasetFacet(datasetVersion=str(version))} if version is not None else {}
     return OperatorLineage(
-        inputs=[dataset(InputDataset, i) for i in inputs], outputs=[dataset(OutputDataset, output, outputFacets=stats)]
+        inputs=[dataset(InputDataset, i) for i in inputs],
+        outputs=[dataset(OutputDataset, output, versioned, outputFacets=stats)],
     )

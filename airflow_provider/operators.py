@@ -3,18 +3,24 @@
 XCom: `merge_begin` (merge id, target, paradigm, plan hash, partitions to rewrite) is pushed once
 the plan is checked and before anything is written; `merge_finish` (the metrics) after the commit.
 The return value is the metrics too. With the OpenLineage provider installed, the task reports the
-source tables as inputs and the target, with its row counts, as output.
+source tables as inputs and the target, with its row counts and version, as output.
+
+Assets: a catalog table target is the asset ``spark-merge://spark_catalog/<db>/<table>`` (assets.py).
+When the target is known when the DAG is parsed (no template in it), it is an outlet of the task
+without being declared; a templated target reaches its asset through an ``AssetAlias`` outlet. Each
+run's event carries ``assets.event_extra``: merge id, table version, row counts, partitions.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from . import lineage
+from . import assets, lineage
 from .hooks import SparkMergeHook
 
 log = logging.getLogger(__name__)
@@ -53,6 +59,11 @@ class SparkMergeOperator(BaseOperator):
         self.postgres_conn_id = postgres_conn_id
         self._hook: SparkMergeHook | None = None
         self._lineage: dict | None = None
+        target = None if postgres_conn_id else _static_target(sql, spec, self.options)
+        if target:
+            asset = assets.table_asset(target)
+            if all(getattr(o, "uri", None) != asset.uri for o in self.outlets):
+                self.outlets = [*self.outlets, asset]
 
     def execute(self, context: Any) -> dict:
         from merge_core import to_spec
@@ -61,12 +72,15 @@ class SparkMergeOperator(BaseOperator):
         ti = context["ti"]
         self._hook = SparkMergeHook(self.spark_merge_conn_id, postgres_conn_id=self.postgres_conn_id)
         spec = to_spec(self.sql if self.sql is not None else self.spec, **self.options)
+        spark = self._hook.get_conn()
+        uri = None if self.postgres_conn_id else assets.table_uri(_qualified(spark, spec.target))
+        self._check_outlets(uri)
         result = self._hook.run_merge(
             spec, max_retries=self.max_retries, on_planned=lambda info: ti.xcom_push(key="merge_begin", value=info)
         )
         ti.xcom_push(key="merge_finish", value={"merge_id": result.merge_id, **result.metrics})
         log.info(result.summary())
-        spark = self._hook.get_conn()
+        self._emit(context, uri, assets.event_extra(result))
         output = (
             lineage.postgres_table(self._hook.postgres_args()["jdbc_url"], spec.target)
             if self.postgres_conn_id
@@ -76,17 +90,64 @@ class SparkMergeOperator(BaseOperator):
             "inputs": [lineage.describe(spark, t) for t in source_tables(spec)],
             "output": output,
             "metrics": result.metrics,
+            "version": result.version,
         }
         return dict(result.metrics)
+
+    def _check_outlets(self, uri: str | None) -> None:
+        """Before anything is written: a spark-merge asset among the outlets names this target, or the
+        run would emit an event for a table it does not change."""
+        declared = sorted(o.uri for o in self.outlets if getattr(o, "uri", "").startswith(f"{assets.SCHEME}://"))
+        if declared and uri not in declared:
+            raise ValueError(
+                f"this task merges into {uri or 'a PostgreSQL table'}, but its outlets declare {', '.join(declared)}: "
+                f"declare the target's asset (airflow_provider.assets.table_asset), or an AssetAlias for a templated "
+                f"target; nothing was written"
+            )
+
+    def _emit(self, context: Any, uri: str | None, extra: dict) -> None:
+        """The run's asset event: its extra on the target's declared asset, or the target's asset added
+        to each AssetAlias outlet with it."""
+        from airflow.sdk import Asset, AssetAlias
+
+        if uri is None:
+            return
+        events = context["outlet_events"]
+        for outlet in self.outlets:
+            if isinstance(outlet, Asset) and outlet.uri == uri:
+                events[outlet].extra.update(extra)
+            elif isinstance(outlet, AssetAlias):
+                events[outlet].add(Asset(uri=uri), extra=extra)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any):
         """Called by the OpenLineage provider after a successful run."""
         if self._lineage is None:
             return None
-        return lineage.operator_lineage(self._lineage["inputs"], self._lineage["output"], self._lineage["metrics"])
+        return lineage.operator_lineage(
+            self._lineage["inputs"], self._lineage["output"], self._lineage["metrics"], self._lineage["version"]
+        )
 
     def on_kill(self) -> None:
         """Airflow calls this on a kill and after an execution timeout: the hook stops the merge's
         Spark jobs and leaves the table as it was."""
         if self._hook is not None:
             self._hook.abort()
+
+
+def _static_target(sql: str | None, spec: dict | None, options: dict) -> str | None:
+    """The target's name when the DAG file already says it: no template in it, the SQL not a file."""
+    from merge_core import to_spec
+
+    text = sql if sql is not None else json.dumps(spec)
+    if "{{" in text or "{%" in text or (sql is not None and sql.strip().endswith(".sql")):
+        return None
+    try:
+        target = to_spec(sql if sql is not None else spec, **options).target
+    except Exception:  # the task reports a bad statement when it runs; parsing the DAG must not fail
+        return None
+    return ".".join(target) if len(target) >= 2 else None
+
+
+def _qualified(spark: Any, target: list[str]) -> str:
+    """``database.table`` of a target, an unqualified name in the session's current database."""
+    return ".".join(target[-2:]) if len(target) >= 2 else f"{spark.catalog.currentDatabase()}.{target[-1]}"

@@ -5,13 +5,17 @@ Idempotent, so catchup, re-runs and backfills of any day are safe: the merge is 
 day after a newer one, changes nothing. Params name the tables (defaults: demo.orders, demo.orders_cdc).
 Runs out of the box: the first task creates the two demo tables, with three days of sample changes
 (2026-11-01 to 03), when they are the tables named and missing; other tables must exist.
+
+Each run emits an asset event on the target's asset (spark-merge://spark_catalog/demo/orders by
+default) with what the merge changed; `orders_changed` is scheduled on it. The target is a param, so
+the task reaches that asset through an AssetAlias outlet.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, AssetAlias, task
 from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_provider.operators import SparkMergeOperator
@@ -37,6 +41,7 @@ with DAG(
 
     example_tables() >> SparkMergeOperator(
         task_id="merge_day",
+        outlets=[AssetAlias("cdc_daily_merge_target")],
         spec={
             "target": "{{ params.target }}",
             "source": "SELECT * FROM {{ params.source }} "

@@ -62,6 +62,17 @@ with DAG(dag_id="dup_merge", schedule=None, start_date=datetime(2026, 11, 1), pa
                        "UNION ALL SELECT 1, 6) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
 """
 
+OUTLET_DAG = """
+from datetime import datetime
+from airflow.sdk import DAG
+from airflow_provider.assets import table_asset
+from airflow_provider.operators import SparkMergeOperator
+
+# the outlet names another table than the one the task changes
+with DAG(dag_id="wrong_outlet", schedule=None, start_date=datetime(2026, 11, 1), params={"table": "x"}) as dag:
+    SparkMergeOperator(task_id="merge", outlets=[table_asset("elsewhere.other")], sql="UPDATE {{ params.table }} SET v = 1")
+"""
+
 
 @pytest.fixture(scope="module")
 def airflow_home(tmp_path_factory):
@@ -70,6 +81,7 @@ def airflow_home(tmp_path_factory):
     dags = home / "dags"  # dag.test() runs DAGs of the DAGs folder: ours, and one that must fail
     shutil.copytree(DAGS, dags, ignore=shutil.ignore_patterns("__pycache__"))
     (dags / "dup_merge.py").write_text(DUP_DAG)
+    (dags / "wrong_outlet.py").write_text(OUTLET_DAG)
     (dags / "slow_merge.py").write_text(SLOW_DAG)
     (dags / "connect_merge.py").write_text(CONNECT_DAG)
     (dags / "pg_merge.py").write_text(PG_DAG)
@@ -91,6 +103,9 @@ def airflow_home(tmp_path_factory):
             "AIRFLOW_CONN_SM_CONNECT": '{"conn_type": "spark_merge", "host": "sc://spark.internal", "port": 15002}',
             "AIRFLOW_CONN_SM_SHARED": '{"conn_type": "spark_merge", "host": "yarn", '
             '"extra": {"metastore": "thrift://hms:9083", "warehouse": "/shared/w"}}',
+            # the form's fields as a UI may store them: prefixed with the connection type, conf as text
+            "AIRFLOW_CONN_SM_FORM": '{"conn_type": "spark_merge", "host": "spark://m:7077", "extra": '
+            '{"extra__spark_merge__warehouse": "/form/w", "extra__spark_merge__conf": "{\\"spark.a\\": \\"1\\"}"}}',
         }
     )
     done = subprocess.run(
@@ -147,11 +162,31 @@ def cdc(spark, db):
 
 
 def test_provider_is_registered(airflow_home):
+    import warnings
+
+    import jsonschema
     from airflow.providers_manager import ProvidersManager
+
+    from airflow_provider import get_provider_info
 
     pm = ProvidersManager()
     assert "spark-merge" in pm.providers
-    assert pm.hooks["spark_merge"].hook_class_name == "airflow_provider.hooks.SparkMergeHook"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert pm.hooks["spark_merge"].hook_class_name == "airflow_provider.hooks.SparkMergeHook"
+    # the form is declared in the provider info (Airflow 3.2+), not by the deprecated hook methods
+    assert not [w for w in caught if "SparkMergeHook" in str(w.message)], [str(w.message) for w in caught]
+    behaviour = pm.field_behaviours["spark_merge"]
+    assert behaviour["hidden_fields"] == ["schema", "login", "password"]
+    assert behaviour["relabeling"]["host"] == "Spark master or Spark Connect URL"
+    assert {"warehouse", "metastore", "conf"} <= {w.field_name for w in pm.connection_form_widgets.values()}
+    assert pm.asset_uri_handlers["spark-merge"].__name__ == "sanitize_uri"
+    # the connection type as Airflow's own provider.yaml schema defines it
+    import airflow
+
+    schema = json.loads((Path(airflow.__file__).parent / "provider.yaml.schema.json").read_text())
+    [connection] = get_provider_info()["connection-types"]
+    jsonschema.validate(connection, schema["properties"]["connection-types"]["items"])
 
 
 def test_hook_reads_the_connection(airflow_home):
@@ -170,6 +205,34 @@ def test_hook_reads_the_connection(airflow_home):
         "metastore": "thrift://hms:9083",
     }
     assert SparkMergeHook().session_args() == {"warehouse": str(Path(airflow_home) / "spark-merge")}
+    assert SparkMergeHook("sm_form").session_args() == {
+        "conf": {"spark.a": "1"},
+        "master": "spark://m:7077",
+        "warehouse": "/form/w",
+    }
+
+
+def test_table_assets_have_one_uri_per_table(airflow_home):
+    from airflow.sdk import Asset
+
+    from airflow_provider.assets import table_asset
+    from airflow_provider.operators import SparkMergeOperator
+
+    assert table_asset("Demo.Orders").uri == "spark-merge://spark_catalog/demo/orders"
+    assert Asset("spark-merge://Spark_Catalog/DEMO/orders/").uri == "spark-merge://spark_catalog/demo/orders"
+    for bad in ("spark-merge://spark_catalog/orders", "spark-merge:///demo/orders", "spark-merge://c/a/b/c"):
+        with pytest.raises(ValueError, match="asset URI"):
+            Asset(bad)
+    # a target the DAG file names is an outlet without being declared; a templated one is not
+    merge = "MERGE INTO {t} t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE"
+    named = SparkMergeOperator(task_id="a", sql=merge.format(t="Sales.Orders"))
+    assert [o.uri for o in named.outlets] == ["spark-merge://spark_catalog/sales/orders"]
+    assert SparkMergeOperator(task_id="b", sql=merge.format(t="{{ params.t }}")).outlets == []
+    assert (
+        SparkMergeOperator(task_id="c", spec={"target": "x.y", "source": "src"}, options={"primary_key": "id"})
+        .outlets[0]
+        .uri.endswith("/x/y")
+    )
 
 
 def test_daily_cdc_backfill_is_idempotent_and_records_the_lifecycle(spark, airflow_home, cdc):
@@ -200,6 +263,22 @@ def test_daily_cdc_backfill_is_idempotent_and_records_the_lifecycle(spark, airfl
     assert snapshot(spark, target) == before  # rows, files and properties: nothing was rewritten
 
 
+def asset_events(uri):
+    """The extra of each event on the asset ``uri``, oldest first."""
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        found = session.scalars(
+            select(AssetEvent)
+            .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+            .where(AssetModel.uri == uri)
+            .order_by(AssetEvent.id)
+        )
+        return [dict(e.extra) for e in found]
+
+
 def lineage_events(home, job_suffix):
     path = Path(home) / "lineage.jsonl"
     events = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -207,6 +286,8 @@ def lineage_events(home, job_suffix):
 
 
 def test_openlineage_reports_sources_and_target_with_row_counts(spark, airflow_home, cdc):
+    from merge_core import history
+
     target, source = cdc
     run = load_dag("cdc_daily_merge").test(
         logical_date=DAY + timedelta(days=1), run_conf={"target": target, "source": source}
@@ -220,6 +301,18 @@ def test_openlineage_reports_sources_and_target_with_row_counts(spark, airflow_h
     assert (output["namespace"], output["name"]) == ("file", location.removeprefix("file:"))
     stats = output["outputFacets"]["outputStatistics"]
     assert stats["rowCount"] == 2 and stats["size"] > 0  # day 1: orders 1 and 2 written
+    assert output["facets"]["version"]["datasetVersion"] == str(history(spark, target)[0]["version_after"])
+
+
+def test_outlets_naming_another_table_fail_the_task_before_it_writes(spark, airflow_home, db, capfd):
+    t = f"{db}.acct"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 0)")
+    before = snapshot(spark, t)
+    assert load_dag("wrong_outlet").test(logical_date=DAY, run_conf={"table": t}).state == "failed"
+    assert "but its outlets declare spark-merge://spark_catalog/elsewhere/other" in "".join(capfd.readouterr())
+    assert snapshot(spark, t) == before
+    assert asset_events("spark-merge://spark_catalog/elsewhere/other") == []
 
 
 def test_failing_merge_fails_the_task_and_leaves_the_table(spark, airflow_home, db, capfd):
@@ -407,6 +500,17 @@ def test_example_dags_run_out_of_the_box(spark, airflow_home):
             (4, 99, "new"),
         ]
         entries = len(history(spark, "demo.orders"))
+        # each merge emitted an event on the table's asset saying what it changed; the consumer DAG reads it
+        events = asset_events("spark-merge://spark_catalog/demo/orders")
+        finish = [xcom(r, "merge_day", "merge_finish") for r in runs]
+        assert [e["merge_id"] for e in events] == [f["merge_id"] for f in finish]
+        assert [e["version"] for e in events] == [h["version_after"] for h in reversed(history(spark, "demo.orders"))]
+        assert [(e["rows_inserted"], e["rows_updated"], e["rows_deleted"]) for e in events] == [
+            (f["numTargetRowsInserted"], f["numTargetRowsUpdated"], f["numTargetRowsDeleted"]) for f in finish
+        ]
+        changed = load_dag("orders_changed").test(logical_date=DAY + timedelta(days=3))
+        assert changed.state == "success"
+        assert xcom(changed, "what_changed", "return_value") == [events[-1]]
 
         gdpr = load_dag("gdpr_delete")
         idle = gdpr.test(logical_date=DAY)  # no ids: the delete is skipped

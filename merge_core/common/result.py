@@ -19,6 +19,7 @@ class MergeResult:
     partitions: list[dict] = field(default_factory=list)
     noop: bool = False  # the statement changed nothing: the table kept its version
     dry_run: bool = False  # planned only: the metrics say what a run would change
+    version: int | None = None  # the table's version after the run (its version before, when noop or dry_run)
 
     def summary(self) -> str:
         m = self.metrics

@@ -137,6 +137,7 @@ class Lifecycle:
             dict(self.metrics),
             list(self.partitions),
             **flags,
+            version=self.s.get("version_after", self.s["table"].get("version")),
         )
 
     def _finished(self) -> MergeResult:
