@@ -73,6 +73,7 @@ def event_extra(result: Any) -> dict:
         "table": result.target,
         "version": result.version,
         "noop": bool(result.noop),
+        "replayed": bool(result.replayed),
         "rows_inserted": m.get("numTargetRowsInserted", 0),
         "rows_updated": m.get("numTargetRowsUpdated", 0),
         "rows_deleted": m.get("numTargetRowsDeleted", 0),

@@ -85,8 +85,10 @@ class SparkMergeHook(BaseHook):
         options: dict | None = None,
         max_retries: int = 3,
         on_planned: Callable[[dict], None] | None = None,
+        run_key: str | None = None,
     ):
-        """Run the merge to completion (merge_core.merge) and return its MergeResult.
+        """Run the merge to completion (merge_core.merge) and return its MergeResult; with ``run_key``,
+        the result of the commit an earlier try made under it, if there is one (merge_core's durable.py).
 
         It runs in a thread of its own while this one waits. An execution timeout (SIGALRM) or a
         kill signal raises in the waiting thread; were that thread inside a py4j call, its
@@ -110,6 +112,7 @@ class SparkMergeHook(BaseHook):
                     max_retries=max_retries,
                     on_start=started,
                     on_planned=on_planned,
+                    run_key=run_key,
                     **self.postgres_args(),
                     **(options or {}),
                 )

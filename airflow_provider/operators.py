@@ -33,6 +33,9 @@ class SparkMergeOperator(BaseOperator):
     connection: host, port, schema = database, login, password), changed in place by primary key.
     ``options``: any option of ``merge_core.merge`` (duplicate_rule, primary_key, merge_engine, ...);
     ``spark-merge options`` lists them all, as declared once for every host.
+    ``durable`` (default True, catalog tables): the merge is recorded under this task instance's run key
+    (DAG, run, task, map index), so a retry or a cleared task whose merge had committed returns that
+    merge's result instead of merging again, finishing a commit interrupted mid-way first.
     """
 
     template_fields: Sequence[str] = ("sql", "spec", "options")
@@ -49,6 +52,7 @@ class SparkMergeOperator(BaseOperator):
         spark_merge_conn_id: str | None = None,
         postgres_conn_id: str | None = None,
         max_retries: int = 3,
+        durable: bool = True,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -56,7 +60,7 @@ class SparkMergeOperator(BaseOperator):
             raise ValueError("give SparkMergeOperator either sql or spec")
         self.sql, self.spec, self.options = sql, spec, options or {}
         self.spark_merge_conn_id, self.max_retries = spark_merge_conn_id, max_retries
-        self.postgres_conn_id = postgres_conn_id
+        self.postgres_conn_id, self.durable = postgres_conn_id, durable
         self._hook: SparkMergeHook | None = None
         self._lineage: dict | None = None
         target = None if postgres_conn_id else _static_target(sql, spec, self.options)
@@ -76,7 +80,10 @@ class SparkMergeOperator(BaseOperator):
         uri = None if self.postgres_conn_id else assets.table_uri(_qualified(spark, spec.target))
         self._check_outlets(uri)
         result = self._hook.run_merge(
-            spec, max_retries=self.max_retries, on_planned=lambda info: ti.xcom_push(key="merge_begin", value=info)
+            spec,
+            max_retries=self.max_retries,
+            on_planned=lambda info: ti.xcom_push(key="merge_begin", value=info),
+            run_key=self.run_key(ti) if self.durable and not self.postgres_conn_id else None,
         )
         ti.xcom_push(key="merge_finish", value={"merge_id": result.merge_id, **result.metrics})
         log.info(result.summary())
@@ -93,6 +100,11 @@ class SparkMergeOperator(BaseOperator):
             "version": result.version,
         }
         return dict(result.metrics)
+
+    @staticmethod
+    def run_key(ti: Any) -> str:
+        """This task instance's name, the same in every try and after a clear."""
+        return f"airflow:{ti.dag_id}/{ti.run_id}/{ti.task_id}/{ti.map_index}"
 
     def _check_outlets(self, uri: str | None) -> None:
         """Before anything is written: a spark-merge asset among the outlets names this target, or the

@@ -73,6 +73,38 @@ with DAG(dag_id="wrong_outlet", schedule=None, start_date=datetime(2026, 11, 1),
     SparkMergeOperator(task_id="merge", outlets=[table_asset("elsewhere.other")], sql="UPDATE {{ params.table }} SET v = 1")
 """
 
+FLAKY_DAG = """
+import os
+from datetime import datetime, timedelta
+from airflow.sdk import DAG
+from airflow_provider.operators import SparkMergeOperator
+
+
+class FlakyMerge(SparkMergeOperator):
+    # the first try dies: after its merge committed, or in the middle of the commit (past the journal)
+    def __init__(self, *, dies, **kwargs):
+        super().__init__(**kwargs)
+        self.dies = dies
+
+    def execute(self, context):
+        first = context["ti"].try_number == 1
+        if first and self.dies == "mid_commit":
+            os.environ["SPARK_MERGE_FAULT_RAISE"] = "after_journal"
+        try:
+            result = super().execute(context)
+        finally:
+            os.environ.pop("SPARK_MERGE_FAULT_RAISE", None)
+        if first:
+            raise RuntimeError("the worker was lost after the merge committed")
+        return result
+
+
+with DAG(dag_id="flaky_merge", schedule=None, start_date=datetime(2026, 11, 1), params={"a": "x", "b": "y"}) as dag:
+    for dies, table in (("after_commit", "{{ params.a }}"), ("mid_commit", "{{ params.b }}")):
+        FlakyMerge(task_id=dies, dies=dies, retries=1, retry_delay=timedelta(0),
+                   sql=f"UPDATE {table} SET n = n + 1")
+"""
+
 
 @pytest.fixture(scope="module")
 def airflow_home(tmp_path_factory):
@@ -82,6 +114,7 @@ def airflow_home(tmp_path_factory):
     shutil.copytree(DAGS, dags, ignore=shutil.ignore_patterns("__pycache__"))
     (dags / "dup_merge.py").write_text(DUP_DAG)
     (dags / "wrong_outlet.py").write_text(OUTLET_DAG)
+    (dags / "flaky_merge.py").write_text(FLAKY_DAG)
     (dags / "slow_merge.py").write_text(SLOW_DAG)
     (dags / "connect_merge.py").write_text(CONNECT_DAG)
     (dags / "pg_merge.py").write_text(PG_DAG)
@@ -313,6 +346,61 @@ def test_outlets_naming_another_table_fail_the_task_before_it_writes(spark, airf
     assert "but its outlets declare spark-merge://spark_catalog/elsewhere/other" in "".join(capfd.readouterr())
     assert snapshot(spark, t) == before
     assert asset_events("spark-merge://spark_catalog/elsewhere/other") == []
+
+
+def test_a_retried_task_whose_merge_committed_returns_that_merge(spark, airflow_home, db):
+    """Airflow retries both tasks; neither merges twice (n + 1 would show it). The one that died
+    mid-commit has its commit finished by the retry, which then returns it."""
+    from merge_core import history
+
+    tables = {}
+    for key in ("a", "b"):
+        tables[key] = f"{db}.counter_{key}"
+        spark.sql(f"CREATE TABLE {tables[key]} (id INT, n INT) USING parquet")
+        spark.sql(f"INSERT INTO {tables[key]} VALUES (1, 0)")
+    run = load_dag("flaky_merge").test(logical_date=DAY, run_conf=tables)
+    assert run.state == "success"
+    assert {ti.task_id: ti.try_number for ti in run.get_task_instances()} == {"after_commit": 2, "mid_commit": 2}
+    for task, key in (("after_commit", "a"), ("mid_commit", "b")):
+        assert rows(spark, tables[key]) == [(1, 1)]
+        [entry] = history(spark, tables[key])
+        assert entry["run_key"] == f"airflow:flaky_merge/{run.run_id}/{task}/-1"
+        assert xcom(run, task, "merge_finish")["merge_id"] == entry["merge_id"]
+        assert xcom(run, task, "return_value")["numTargetRowsUpdated"] == 1
+    # both tasks cleared and run again in that run (as `airflow tasks clear` then a worker would):
+    # each returns the commit it made
+    from argparse import Namespace
+
+    from airflow.cli.commands import task_command
+    from airflow.models.taskinstance import TaskInstance, clear_task_instances
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        tis = session.scalars(select(TaskInstance).where(TaskInstance.run_id == run.run_id)).all()
+        clear_task_instances(tis, session)
+    with create_session() as session:
+        assert {t.state for t in session.scalars(select(TaskInstance).where(TaskInstance.run_id == run.run_id))} == {
+            None
+        }
+    dag = load_dag("flaky_merge")
+    for task, key in (("after_commit", "a"), ("mid_commit", "b")):
+        args = Namespace(
+            task_id=task,
+            map_index=-1,
+            logical_date_or_run_id=run.run_id,
+            env_vars=None,
+            task_params=None,
+            post_mortem=False,
+        )
+        task_command.task_test(args, dag=dag)
+        with create_session() as session:
+            ti = session.scalars(
+                select(TaskInstance).where(TaskInstance.run_id == run.run_id, TaskInstance.task_id == task)
+            ).one()
+            assert ti.state == "success"  # cleared (no state), it ran once more and succeeded
+        assert rows(spark, tables[key]) == [(1, 1)] and len(history(spark, tables[key])) == 1
+        assert xcom(run, task, "merge_finish")["merge_id"] == history(spark, tables[key])[0]["merge_id"]
 
 
 def test_failing_merge_fails_the_task_and_leaves_the_table(spark, airflow_home, db, capfd):

@@ -56,6 +56,7 @@ def merge(
     on_start: Callable | None = None,
     on_planned: Callable | None = None,
     dry_run: bool = False,
+    run_key: str | None = None,
     **options: Any,
 ) -> MergeResult:
     """Run a MERGE, UPDATE or DELETE to completion and return its metrics.
@@ -68,6 +69,10 @@ def merge(
     thread; ``on_planned(info)``: after the checks, before any write, with the merge id, target,
     paradigm, plan hash, partitions to rewrite and changed rows. ``dry_run``: plan only (the planning
     jobs run) and return what a run would insert, update, delete and rewrite; nothing is written.
+    ``run_key``: the caller's name for this run (a scheduler's task instance). The commit records it,
+    and when the table's history already holds a commit with it (a retry of a run that committed,
+    perhaps crashing mid-commit: that commit is finished first), that commit's result is returned,
+    marked ``replayed``, and nothing is merged again.
     """
     return run(
         spark,
@@ -77,6 +82,7 @@ def merge(
         on_planned=on_planned,
         target=jdbc_target(jdbc_url, jdbc_user, jdbc_password),
         dry_run=dry_run,
+        run_key=run_key,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ class MergeResult:
     noop: bool = False  # the statement changed nothing: the table kept its version
     dry_run: bool = False  # planned only: the metrics say what a run would change
     version: int | None = None  # the table's version after the run (its version before, when noop or dry_run)
+    # an earlier run with the same run key had committed: this is its result, nothing was merged now
+    replayed: bool = False
 
     def summary(self) -> str:
         m = self.metrics
@@ -29,6 +32,12 @@ class MergeResult:
                 f"{m['numTargetRowsInserted']}, update {m['numTargetRowsUpdated']}, delete {m['numTargetRowsDeleted']} "
                 f"(source rows {m['numSourceRows']}), rewriting {m['numTargetPartitionsRewritten']} partition(s); "
                 f"nothing written; {m['executionTimeMs'] / 1000:.1f} s"
+            )
+        if self.replayed:
+            return (
+                f"merge {self.merge_id} into {self.target} had already committed (version {self.version}) under "
+                f"this run key: nothing merged again; inserted {m['numTargetRowsInserted']}, updated "
+                f"{m['numTargetRowsUpdated']}, deleted {m['numTargetRowsDeleted']}"
             )
         if self.noop:
             return (
@@ -46,12 +55,21 @@ class MergeResult:
         )
 
 
-def new_merge_id() -> str:
+def new_merge_id(run_key: str | None = None) -> str:
     """Sortable by time, unique, and a valid SQL identifier fragment (spark_merge__new_merge_id, as
-    dbt builds it)."""
+    dbt builds it). With a run key, the random part starts with the key's tag (run_key_tag), so a
+    later run with that key finds this merge's history entry by listing names, reading no others."""
     from merge_core.common import macros
 
-    return macros.new_merge_id(datetime.now(UTC).isoformat(), uuid.uuid4().hex)
+    entropy = uuid.uuid4().hex
+    if run_key:
+        entropy = run_key_tag(run_key) + entropy[4:]
+    return macros.new_merge_id(datetime.now(UTC).isoformat(), entropy)
+
+
+def run_key_tag(run_key: str) -> str:
+    """The 4 hex digits a run key puts at the start of its merges' random part."""
+    return hashlib.sha256(run_key.encode("utf-8")).hexdigest()[:4]
 
 
 def parse_message(message: str) -> dict[str, Any]:

@@ -39,8 +39,8 @@ class UpsertRun(Lifecycle):
     """A merge-on-read upsert: append the source to the log (no join, no rewrite) and keep the view
     current (spark_merge__lifecycle_plan_log, then the lifecycle's append)."""
 
-    def __init__(self, spark: SparkSession, spec: MergeSpec):
-        super().__init__(spark)
+    def __init__(self, spark: SparkSession, spec: MergeSpec, run_key: str | None = None):
+        super().__init__(spark, run_key)
         self.spec = spec
 
     def begin(self) -> dict:

@@ -35,8 +35,10 @@ class MergeRun(Lifecycle):
     """One MERGE, UPDATE, DELETE or copy-on-write upsert through the lifecycle. Use ``merge()``
     unless you need the steps."""
 
-    def __init__(self, spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False):
-        super().__init__(spark)
+    def __init__(
+        self, spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False, run_key: str | None = None
+    ):
+        super().__init__(spark, run_key)
         self.spec = spec
         self.target = target  # a postgres.PostgresTarget, or None for a Spark catalog table
         self.spec_data = spec.to_dict()
@@ -222,18 +224,22 @@ def _with_columns(table: dict, columns: list[list[str]]) -> dict:
     }
 
 
-def new_run(spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False) -> Lifecycle:
+def new_run(
+    spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False, run_key: str | None = None
+) -> Lifecycle:
     """The lifecycle of ``spec``: a merge-on-read upsert appends to a log, anything else merges."""
-    if (
-        target is None
-        and spec.upsert
-        and spec.upsert.get("upsert_mode") == "merge-on-read"
-        and not spec.upsert.get("merge_engine")
-    ):
+    if target is None and merges_on_read(spec):
         from merge_core.lifecycle.merge_on_read import UpsertRun
 
-        return UpsertRun(spark, spec)
-    return MergeRun(spark, spec, target, dry_run)
+        return UpsertRun(spark, spec, run_key)
+    return MergeRun(spark, spec, target, dry_run, run_key)
+
+
+def merges_on_read(spec: MergeSpec) -> bool:
+    """A merge-on-read upsert: it appends to the log ``<target>__sm_log`` under a view."""
+    return bool(
+        spec.upsert and spec.upsert.get("upsert_mode") == "merge-on-read" and not spec.upsert.get("merge_engine")
+    )
 
 
 def run(
@@ -244,6 +250,7 @@ def run(
     on_start=None,
     target=None,
     dry_run: bool = False,
+    run_key: str | None = None,
 ) -> MergeResult:
     """Run a merge; when another merge committed elsewhere in the table meanwhile, plan it again.
 
@@ -252,5 +259,15 @@ def run(
     function that aborts it (from another thread or a signal handler: the Airflow hook's on_kill);
     ``on_planned(info)`` after the checks, before anything is written, with the merge id, target,
     paradigm, plan hash, partitions to rewrite and changed rows (the operator's XCom begin record).
+    ``run_key``: when a commit with this key is in the table's history (after finishing an
+    interrupted one), its result, replayed, instead of a second merge (durable.py).
     """
-    return drive(lambda: new_run(spark, spec, target, dry_run), max_retries, on_planned, on_start, dry_run=dry_run)
+    if run_key and not dry_run:
+        from merge_core.lifecycle.durable import committed_run
+
+        done = committed_run(spark, spec, target, run_key)
+        if done is not None:
+            return done
+    return drive(
+        lambda: new_run(spark, spec, target, dry_run, run_key), max_retries, on_planned, on_start, dry_run=dry_run
+    )

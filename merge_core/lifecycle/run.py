@@ -50,9 +50,12 @@ def zero_metrics() -> dict[str, int]:
 class Lifecycle:
     """One commit. Subclasses implement ``begin`` (fill ``self.s``, touch no data) and ``plan``."""
 
-    def __init__(self, spark: SparkSession):
+    def __init__(self, spark: SparkSession, run_key: str | None = None):
         self.spark = spark
-        self.merge_id = new_merge_id()
+        # the caller's id of the run asking for this commit (an Airflow task instance): recorded in
+        # the history entry, so a retry finds the commit (durable.py)
+        self.run_key = run_key
+        self.merge_id = new_merge_id(run_key)
         with _LIVE_LOCK:
             _LIVE.add(self.merge_id)
         self.state = "new"
@@ -89,7 +92,8 @@ class Lifecycle:
 
     def _start(self, **fields: Any) -> dict:
         """This run's state (spark_merge__run_state, as dbt starts it) with its metrics dict."""
-        self.s = macros.run_state(self.merge_id, {"metrics": self.metrics, **fields})
+        extra = {"entry_extra": {"run_key": self.run_key}} if self.run_key else {}
+        self.s = macros.run_state(self.merge_id, {"metrics": self.metrics, **extra, **fields})
         return self.s
 
     def _begun(self) -> dict:

@@ -25,6 +25,7 @@ from pyarrow import fs
 
 from merge_core.common import macros
 from merge_core.common.errors import MetadataError
+from merge_core.common.result import run_key_tag
 from merge_core.spark import files
 
 log = logging.getLogger("spark_merge")
@@ -104,27 +105,46 @@ def load(table: dict) -> History:
     for info in filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True)):
         if info.type != fs.FileType.Directory or not files.visible(info.base_name):
             continue
-        where = f"{root}/{info.base_name}"
-        entry, why = _read_entry(filesystem, info.path, info.base_name)
-        if entry is None and why is None:
-            continue
-        if why is None:
-            problems = macros.entry_errors(table, entry, "the entry")
-            if not problems and entry["merge_id"] != info.base_name:
-                problems = [f"the entry is of merge {entry['merge_id']}, not {info.base_name}"]
-            if not problems:
-                try:
-                    datetime.fromisoformat(entry["finished_at"])
-                except (TypeError, ValueError):
-                    problems = ["the entry's finished_at is not a time"]
-            why = problems[0] if problems else None
+        entry, why = _checked_entry(table, filesystem, info)
         if why is not None:
-            out.rejected.append((where, why))
-        else:
+            out.rejected.append((f"{root}/{info.base_name}", why))
+        elif entry is not None:
             out.entries.append(entry)
     out.entries.sort(key=lambda e: e["finished_at"], reverse=True)
     out.rejected.sort()
     return out
+
+
+def _checked_entry(table: dict, filesystem: fs.FileSystem, info: fs.FileInfo) -> tuple[dict | None, str | None]:
+    """The entry in the directory ``info`` checked against ``table``: (entry, None), (None, why it is
+    rejected), or (None, None) for an entry still being written."""
+    entry, why = _read_entry(filesystem, info.path, info.base_name)
+    if entry is None:
+        return None, why
+    problems = macros.entry_errors(table, entry, "the entry")
+    if not problems and entry["merge_id"] != info.base_name:
+        problems = [f"the entry is of merge {entry['merge_id']}, not {info.base_name}"]
+    if not problems:
+        try:
+            datetime.fromisoformat(entry["finished_at"])
+        except (TypeError, ValueError):
+            problems = ["the entry's finished_at is not a time"]
+    return (None, problems[0]) if problems else (entry, None)
+
+
+def find_run(table: dict, run_key: str) -> dict | None:
+    """The committed entry of ``table`` recorded with ``run_key``, or None. One listing of the
+    history; only the entries whose merge id carries the key's tag are read (new_merge_id)."""
+    tag = run_key_tag(run_key)
+    filesystem, path = files.resolve(history_dir(table))
+    for info in filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True)):
+        name = info.base_name
+        if info.type != fs.FileType.Directory or name[15:19] != tag or not files.visible(name):
+            continue
+        entry, _ = _checked_entry(table, filesystem, info)
+        if entry is not None and entry.get("run_key") == run_key and entry.get("status", "committed") == "committed":
+            return entry
+    return None
 
 
 def read_history(spark, table_name: str, limit: int = 20) -> list[dict]:

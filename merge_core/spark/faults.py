@@ -3,7 +3,9 @@
 It writes the name to $SPARK_MERGE_FAULT_FLAG and sleeps, so a test can SIGKILL it at
 exactly that step boundary. With SPARK_MERGE_FAULT_MARK=<name> it only writes the flag and goes
 on, so a test can kill it at a random moment after that boundary (the kill soak,
-tests/test_soak.py). Unset (always, outside tests) it costs one dict lookup.
+tests/test_soak.py). With SPARK_MERGE_FAULT_RAISE=<name> it raises SimulatedCrash there, in the
+process (the durable-retry tests: a task that fails mid-commit and is retried). Unset (always,
+outside tests) it costs one dict lookup.
 """
 
 from __future__ import annotations
@@ -29,9 +31,15 @@ POINTS = (
 SOAK_POINTS = ("after_validation", "after_staging", "after_journal", "after_last_repoint", "before_append")
 
 
+class SimulatedCrash(RuntimeError):
+    """Raised at a failpoint named by SPARK_MERGE_FAULT_RAISE."""
+
+
 def reached(name: str) -> None:
     if os.environ.get("SPARK_MERGE_FAULT") == name:
         Path(os.environ["SPARK_MERGE_FAULT_FLAG"]).write_text(name)
         time.sleep(3600)
     if os.environ.get("SPARK_MERGE_FAULT_MARK") == name:
         Path(os.environ["SPARK_MERGE_FAULT_FLAG"]).write_text(name)
+    if os.environ.get("SPARK_MERGE_FAULT_RAISE") == name:
+        raise SimulatedCrash(f"simulated crash at {name}")

@@ -24,7 +24,7 @@
   'journal': {'merge_id': 'id', 'table_id': 'id?', 'repoints': ['repoint'], 'entry': 'entry?'},
   'entry': {'merge_id': 'id', 'target': 'text', 'kind': 'text', 'paradigm': 'text', 'status': 'text?',
             'metrics': 'counts', 'partitions': ['partition'], 'repoints': ['repoint'], 'version_before': 'int',
-            'version_after': 'int?', 'finished_at': 'text?', 'table_id': 'id?'},
+            'version_after': 'int?', 'finished_at': 'text?', 'table_id': 'id?', 'run_key': 'text?'},
 }) -%}
 {%- endmacro %}
 
