@@ -88,7 +88,7 @@ class SparkMergeHook(BaseHook):
         run_key: str | None = None,
     ):
         """Run the merge to completion (merge_core.merge) and return its MergeResult; with ``run_key``,
-        the result of the commit an earlier try made under it, if there is one (merge_core's durable.py).
+        the result of the commit an earlier try made under it, if there is one (merge_core/maintenance/durable.py).
 
         It runs in a thread of its own while this one waits. An execution timeout (SIGALRM) or a
         kill signal raises in the waiting thread; were that thread inside a py4j call, its

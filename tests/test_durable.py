@@ -1,5 +1,5 @@
 """Durable runs: a merge asked for again under the same run key returns the first one's result,
-after finishing its commit when the first run died mid-way (merge_core/lifecycle/durable.py)."""
+after finishing its commit when the first run died mid-way (merge_core/maintenance/durable.py)."""
 
 from __future__ import annotations
 

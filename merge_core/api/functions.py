@@ -74,13 +74,20 @@ def merge(
     perhaps crashing mid-commit: that commit is finished first), that commit's result is returned,
     marked ``replayed``, and nothing is merged again.
     """
+    spec, target = to_spec(sql_or_spec, **options), jdbc_target(jdbc_url, jdbc_user, jdbc_password)
+    if run_key and not dry_run:
+        from merge_core.maintenance.durable import committed_run
+
+        done = committed_run(spark, spec, target, run_key)
+        if done is not None:
+            return done
     return run(
         spark,
-        to_spec(sql_or_spec, **options),
+        spec,
         max_retries=max_retries,
         on_start=on_start,
         on_planned=on_planned,
-        target=jdbc_target(jdbc_url, jdbc_user, jdbc_password),
+        target=target,
         dry_run=dry_run,
         run_key=run_key,
     )

@@ -259,15 +259,9 @@ def run(
     function that aborts it (from another thread or a signal handler: the Airflow hook's on_kill);
     ``on_planned(info)`` after the checks, before anything is written, with the merge id, target,
     paradigm, plan hash, partitions to rewrite and changed rows (the operator's XCom begin record).
-    ``run_key``: when a commit with this key is in the table's history (after finishing an
-    interrupted one), its result, replayed, instead of a second merge (durable.py).
+    ``run_key``: recorded in the commit's history entry (merge()'s durable runs look it up first:
+    maintenance/durable.py).
     """
-    if run_key and not dry_run:
-        from merge_core.lifecycle.durable import committed_run
-
-        done = committed_run(spark, spec, target, run_key)
-        if done is not None:
-            return done
     return drive(
         lambda: new_run(spark, spec, target, dry_run, run_key), max_retries, on_planned, on_start, dry_run=dry_run
     )

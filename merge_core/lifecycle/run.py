@@ -53,7 +53,7 @@ class Lifecycle:
     def __init__(self, spark: SparkSession, run_key: str | None = None):
         self.spark = spark
         # the caller's id of the run asking for this commit (an Airflow task instance): recorded in
-        # the history entry, so a retry finds the commit (durable.py)
+        # the history entry, so a retry finds the commit (maintenance/durable.py)
         self.run_key = run_key
         self.merge_id = new_merge_id(run_key)
         with _LIVE_LOCK:
