@@ -55,7 +55,11 @@ CI_POINTS = {"python": ("between_repoints",), "dbt": ("between_repoints",)}
 
 def _marks(point: str, host: str) -> list:
     on_cluster = host == "python" and point in CLUSTER_POINTS  # and on S3 (test_object_store.py)
-    marks = [pytest.mark.cluster, pytest.mark.cluster_ci, pytest.mark.object_store] if on_cluster else []
+    marks = (
+        [pytest.mark.cluster, pytest.mark.cluster_ci, pytest.mark.object_store, pytest.mark.object_store_ci]
+        if on_cluster
+        else []
+    )
     return marks + ([] if point in CI_POINTS[host] else [pytest.mark.extended])
 
 

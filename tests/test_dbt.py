@@ -215,6 +215,15 @@ def test_lossy_assignment_warns_or_refuses(project):
     message = project.run_results()["lossy"]["message"]
     assert "Compilation Error" in message and "value for column v: storing a value of type decimal(3,2)" in message
     assert snapshot(db, t) == before
+    # the same key under meta, where dbt 1.10 asks for keys it does not know, is the same option
+    project.model(
+        "lossy",
+        "{{ config(materialized='spark_merge', unique_key='id', meta={'lossy_assignments': 'refuse'}) }}\n"
+        "select 1 as id, cast(3.25 as decimal(3,2)) as v",
+    )
+    project.dbt("run", "-s", "lossy", ok=False)
+    assert "storing a value of type decimal(3,2)" in project.run_results()["lossy"]["message"]
+    assert snapshot(db, t) == before
 
 
 def test_a_value_longer_than_its_varchar_fails_the_model_and_leaves_the_table(project):
@@ -246,6 +255,23 @@ def test_clauses_with_delete(project):
     # bob's balance adds up, cy is deleted, di inserted
     assert rows(db, f"(SELECT id, name, balance FROM {t})") == [(1, "ann", 10.0), (2, "bob", 45.0), (4, "di", 40.0)]
     assert project.run_results()["account_balances"]["adapter_response"]["rows_affected"] == 3
+
+
+def test_show_unit_tests_and_empty_runs_work_on_a_merge_model(session_project):
+    """dbt show and dbt's unit tests run the model's SELECT; --empty runs the materialization on no
+    rows: the merge changes nothing."""
+    project, db = session_project, session_project.sql
+    t = project.table("account_balances")
+    project.dbt("run", "-s", "account_balances", vars={"batch": 1})
+    before = snapshot(db, t)
+    project.dbt("show", "-s", "account_balances", "--vars", '{"batch": 2}', "--output", "json")
+    shown = "\n".join(project.logs)
+    assert '"name": "bob"' in shown and '"name": "di"' in shown, shown[-2000:]
+    project.dbt("test", "-s", "account_balances,test_type:unit")
+    assert project.run_results()["account_balances_reads_one_batch"]["status"] == "pass"
+    project.dbt("run", "-s", "account_balances", "--empty", vars={"batch": 2})
+    assert project.run_results()["account_balances"]["adapter_response"]["rows_affected"] == 0
+    assert snapshot(db, t) == before
 
 
 def test_duplicate_match_fails_the_model_and_leaves_the_table(project):  # over Thrift in the extended tier
@@ -367,6 +393,8 @@ def test_sync_all_columns_cannot_drop_a_column(project):
             "on_schema_change must be ignore, fail, append_new_columns or sync_all_columns",
         ),
         ("unique_key='id', duplicate_rule='first'", "duplicate_rule must be trino, postgres or strict"),
+        ("unique_key='id', meta={'duplicate_rule': 'first'}", "duplicate_rule must be trino, postgres or strict"),
+        ("unique_key='id', duplicate_rule='strict', meta={'duplicate_rule': 'trino'}", "duplicate_rule is set twice"),
         ("unique_key='id', merge_clauses=[{'when': 'always', 'action': 'update'}]", "merge_clauses[0].when"),
         ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'upsert'}]", "merge_clauses[0].action"),
         ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'sett': {}}]", "unknown key(s) sett"),
@@ -408,6 +436,81 @@ def test_config_errors_are_compilation_errors(project, config, fragment):
     project.dbt("run", "-s", "bad", ok=False)
     message = project.run_results()["bad"]["message"]
     assert "Compilation Error" in message and fragment in message, message
+
+
+CONTRACT_YML = """
+version: 2
+models:
+  - name: contracted
+    config:
+      contract: {enforced: true}
+    columns:
+      - name: id
+        data_type: int
+        constraints: [{type: check, expression: "id > 0"}]
+      - name: v
+        data_type: string
+        constraints: [{type: not_null}]
+"""
+
+
+def test_an_enforced_contract_checks_the_columns_and_enforces_not_null(project):
+    """dbt's own contract check runs before anything is written; a not_null constraint is enforced by
+    spark-merge's NOT NULL check, on the first load and on merges; a check constraint is warned about."""
+    db = project.sql
+    t = project.table("contracted")
+    (project.path / "models" / "contracted.yml").write_text(CONTRACT_YML)
+    project.model(
+        "contracted",
+        "{{ config(materialized='spark_merge', unique_key='id') }}\n"
+        "select {{ var('id', '1') }} as id, {{ var('v', \"'a'\") }} as v",
+    )
+    try:
+        project.dbt("run", "-s", "contracted", "--full-refresh", vars={"v": "cast(null as string)"}, ok=False)
+        assert "NOT NULL column v" in project.run_results()["contracted"]["message"]
+        assert rows(db, f"(SELECT * FROM {t} WHERE v IS NULL)") == []
+        project.dbt("run", "-s", "contracted", "--full-refresh")
+        assert any("The constraint type check is not enforced by spark_merge" in line for line in project.logs)
+        assert rows(db, t) == [(1, "a")]
+        before = snapshot(db, t)
+        project.dbt("run", "-s", "contracted", vars={"id": "2", "v": "cast(null as string)"}, ok=False)
+        assert "NOT NULL column v" in project.run_results()["contracted"]["message"]
+        project.dbt("run", "-s", "contracted", vars={"id": "2", "v": "5"}, ok=False)  # v is an int now
+        message = project.run_results()["contracted"]["message"]
+        assert "This model has an enforced contract that failed" in message and "data type mismatch" in message, message
+        assert snapshot(db, t) == before
+        project.dbt("run", "-s", "contracted", vars={"id": "2", "v": "'b'"})
+        assert rows(db, t) == [(1, "a"), (2, "b")]
+    finally:
+        (project.path / "models" / "contracted.yml").unlink()
+        (project.path / "models" / "contracted.sql").unlink()
+
+
+def test_own_config_keys_under_meta_pass_dbts_config_validation(tmp_path, monkeypatch):
+    """dbt 1.10 validates model configs against its JSON schema (for some adapters; here for spark
+    too) and warns about a key it does not know, unless it is under meta. spark_merge reads its own
+    keys from either place; under meta no warning is printed. No Spark: dbt parse only."""
+    from dbt.jsonschemas import jsonschemas
+
+    monkeypatch.setattr(jsonschemas, "_JSONSCHEMA_SUPPORTED_ADAPTERS", {"spark"})
+    path = example_project(tmp_path / "project")
+    for name, config in [
+        ("as_config", "duplicate_rule='strict', watermark_key='v'"),
+        ("under_meta", "meta={'duplicate_rule': 'strict', 'watermark_key': 'v'}"),
+    ]:
+        (path / "models" / f"{name}.sql").write_text(
+            "{{ config(materialized='spark_merge', unique_key='id', " + config + ") }}\nselect 1 as id, 2 as v"
+        )
+    events = []
+    argv = ["--project-dir", str(path), "--profiles-dir", str(path)]
+    assert dbtRunner().invoke(["deps", *argv]).success
+    result = dbtRunner(callbacks=[events.append]).invoke(
+        ["parse", "--show-all-deprecations", "--no-partial-parse", *argv]
+    )
+    assert result.success
+    custom = [e.info.msg for e in events if e.info.name == "CustomKeyInConfigDeprecation"]
+    assert any("duplicate_rule" in m and "as_config" in m for m in custom), custom  # the check is live
+    assert not [m for m in custom if "under_meta" in m], custom
 
 
 CASES = [

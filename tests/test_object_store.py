@@ -7,7 +7,8 @@ compaction, rollback across a rewrite and an append, vacuum, the canonical layou
 SIGKILL between two repoints then recovery, and the request counts below) run again in a pytest of their own whose applications (the session and the crash
 tests' subprocess drivers) get the S3 settings through $SPARK_MERGE_TEST_CONF. The shared-metastore
 soak (two writer applications and more, a reader) and the kill soak run on S3 in make test-all. In CI
-they run on a standalone cluster; make test-all runs them with a local master too, with the
+four of them (object_store_ci: the SIGKILL, rollback, emptied partitions, the request counts) run on a
+standalone cluster; make test-all runs all of them with a local master, with the
 `cluster_ci` tests (a merge, a partition move, UPDATE and DELETE, an append, an upsert), and
 test_cluster.py runs every `cluster` test on the cluster with a local warehouse.
 """
@@ -42,11 +43,12 @@ def s3(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.skipif(bool(os.environ.get(ENDPOINT_ENV)), reason="already on S3")
 def test_core_tests_pass_on_a_cluster_with_the_warehouse_on_s3(s3, tmp_path):
-    """CI's run of the `object_store` tests: on a standalone cluster (tests/cluster.py, executors in JVMs
-    other than the driver's, as in production) with the warehouse on S3."""
+    """CI's run of the `object_store_ci` tests (a SIGKILL between repoints then recovery, rollback,
+    emptied partitions, the request counts): on a standalone cluster (tests/cluster.py, executors in
+    JVMs other than the driver's, as in production) with the warehouse on S3."""
     cluster = Cluster(tmp_path / "cluster").start()
     try:
-        counts = _run_marked(s3, tmp_path, "object_store", {"SPARK_MASTER": cluster.url}, at_least=7)
+        counts = _run_marked(s3, tmp_path, "object_store_ci", {"SPARK_MASTER": cluster.url}, at_least=4)
         apps = cluster.state().get("completedapps", []) + cluster.state().get("activeapps", [])
     finally:
         cluster.stop()
@@ -55,7 +57,7 @@ def test_core_tests_pass_on_a_cluster_with_the_warehouse_on_s3(s3, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.extended  # CI runs them on the cluster (above)
+@pytest.mark.extended  # CI runs four of them on the cluster (above)
 @pytest.mark.skipif(bool(os.environ.get(ENDPOINT_ENV)), reason="already on S3")
 def test_core_tests_pass_with_the_warehouse_on_s3(s3, tmp_path):
     REPORT.update(_run_marked(s3, tmp_path, "cluster_ci or object_store", {}, at_least=12))
@@ -85,6 +87,7 @@ def _merge_requests(spark, statement: str) -> dict[str, int]:
 
 
 @pytest.mark.object_store
+@pytest.mark.object_store_ci
 @pytest.mark.skipif(not os.environ.get(ENDPOINT_ENV), reason="runs with the warehouse on S3 (test above)")
 def test_requests_follow_the_partitions_a_merge_touches_not_the_table(spark, db):
     """A merge that touches 5 partitions makes about as many requests on a table of 10 partitions as

@@ -169,6 +169,7 @@ def test_merge_whose_staging_was_vacuumed_fails_with_nothing_written(spark, sale
 
 
 @pytest.mark.object_store
+@pytest.mark.object_store_ci
 def test_rollback_undoes_a_merge_and_the_later_ones_and_can_itself_be_undone(spark, sales):
     before = rows(spark, sales)
     a = merge(

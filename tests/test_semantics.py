@@ -86,7 +86,14 @@ class TestDuplicateRules:
             assert str(e).startswith(
                 "MERGE_TARGET_ROW_MULTIPLE_MATCHES: One MERGE target table row matched more than one source row"
             )
-            assert "id='1'" in str(e) and e.examples == [{"id": "1", "source_rows": 2}]
+            assert "id='1'" in str(e)
+            [example] = e.examples
+            assert (example["id"], example["source_rows"]) == ("1", 2)
+            clause = "WHEN MATCHED clause 1 (UPDATE)"
+            assert sorted(example["matches"], key=lambda m: m["source"]["v"]) == [
+                {"source": {"id": 1, "v": "x", "p": 1}, "clause": clause},
+                {"source": {"id": 1, "v": "y", "p": 1}, "clause": clause},
+            ]
 
     def test_no_clause_twice(self, spark, kv):
         """Both rows pick no clause: Trino counts case -1 too; PostgreSQL only counts writes."""
@@ -113,6 +120,7 @@ class TestDuplicateRules:
         with pytest.raises(DuplicateMatchError) as e:
             merge(spark, f"MERGE INTO {db}.big t USING {db}.dup s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
         assert len(e.value.examples) == 5
+        assert all(len(ex["matches"]) == 2 for ex in e.value.examples)  # each with the source rows that matched it
 
 
 def test_subquery_source_and_conditions_on_both_sides(spark, kv):
@@ -247,6 +255,7 @@ def test_insert_only_appends_without_rewriting(spark, kv):
 
 
 @pytest.mark.object_store
+@pytest.mark.object_store_ci
 def test_emptied_partition_and_table(spark, kv, db):
     t, _ = kv
     merge(spark, f"DELETE FROM {t} WHERE p = 1")

@@ -16,6 +16,9 @@
   {%- set target_relation = this.incorporate(type='view' if mor else 'table') -%}
   {%- set existing = load_relation(this) -%}
   {{ run_hooks(pre_hooks) }}
+  {#- an enforced contract: dbt's own check of the columns' names and types, before anything is written;
+      its not_null constraints become the table's NOT NULL columns (spark_merge.not_null) -#}
+  {%- set not_null = spark_merge.spark_merge__dbt_contract(existing if not should_full_refresh() else none) -%}
   {%- if existing is not none and not should_full_refresh() and 'is_incremental(' in model.raw_code and not is_incremental() -%}
     {{ spark_merge.spark_merge__dbt_fail("the model calls is_incremental(), which dbt makes true only for materialized='incremental', "
        ~ "so its incremental filter did not apply. Add to the project's macros/ a file is_incremental.sql with the line "
@@ -36,10 +39,12 @@
     {%- if mor and load_relation(this.incorporate(path={'identifier': this.identifier ~ '__sm_log'})) is not none -%}
       {%- do spark_merge.spark_merge__dbt_drop_table(this.identifier ~ '__sm_log') -%}
     {%- endif -%}
+    {#- with NOT NULL columns the first load is a merge into the empty table too, which checks them -#}
+    {%- set load_by_merge = upsert or not_null -%}
     {%- call statement('main') -%}
-      {{ spark_merge.spark_merge__dbt_create_sql(cfg, sql, empty=upsert) }}
+      {{ spark_merge.spark_merge__dbt_create_sql(cfg, sql, empty=load_by_merge, not_null=not_null) }}
     {%- endcall -%}
-    {%- if not upsert -%}
+    {%- if not load_by_merge -%}
       {#- the rows created, as later runs report the rows they change -#}
       {%- set created = run_query(spark_merge.spark_merge__count_rows_sql(spark_merge.spark_merge__dbt_relation())).rows[0][0] | int -%}
       {%- do store_raw_result(name='main', message='CREATE ' ~ created ~ ' row(s)', code='CREATE', rows_affected=created) -%}
@@ -47,7 +52,7 @@
     {%- if mor -%}
       {%- set result = spark_merge.spark_merge__dbt_mor_upsert(cfg, sql) -%}
       {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
-    {%- elif upsert -%}
+    {%- elif load_by_merge -%}
       {#- an upsert's first load is an upsert too: many rows per key reduce to one (the freshest, or the engine's) -#}
       {%- set result = spark_merge.spark_merge__dbt_merge(cfg, sql) -%}
       {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
@@ -65,14 +70,17 @@
 {{ spark_merge.spark_merge__quote(schema or this.schema) }}.{{ spark_merge.spark_merge__quote(identifier or this.identifier) }}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_create_sql(cfg, sql, empty=false) -%}
+{% macro spark_merge__dbt_create_sql(cfg, sql, empty=false, not_null=[]) -%}
+{%- set props = [] -%}
+{%- if cfg.retention_hours is not none -%}{%- do props.append("'spark_merge.retention_hours' = '" ~ cfg.retention_hours ~ "'") -%}{%- endif -%}
+{%- if not_null -%}{%- do props.append("'spark_merge.not_null' = " ~ spark_merge.spark_merge__literal(not_null | join(','))) -%}{%- endif -%}
 CREATE TABLE {{ spark_merge.spark_merge__dbt_relation() }}
 USING {{ cfg.file_format }}
 {%- if cfg.partition_by %}
 PARTITIONED BY ({{ spark_merge.spark_merge__column_list(cfg.partition_by) }})
 {%- endif %}
-{%- if cfg.retention_hours is not none %}
-TBLPROPERTIES ('spark_merge.retention_hours' = '{{ cfg.retention_hours }}')
+{%- if props %}
+TBLPROPERTIES ({{ props | join(', ') }})
 {%- endif %}
 AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{ sql }}{% endif %}
 {%- endmacro %}
@@ -209,4 +217,44 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
   {%- do run_query('ALTER TABLE ' ~ rel ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(root)) -%}
 {%- endif -%}
 {%- do run_query(spark_merge.spark_merge__drop_table_sql(rel)) -%}
+{%- endmacro %}
+
+
+{#-
+  contract: {enforced: true}. dbt's own assert_columns_equivalent compares the model's columns (names,
+  types, number) with the YAML's and fails with dbt's contract error, before anything is written.
+  Constraints: not_null, on a column or the model, is enforced by spark-merge's NOT NULL checks
+  (the table property spark_merge.not_null, set on the existing table when it differs); the others
+  are warned about as not enforced, as dbt-spark does, unless warn_unenforced is false. Returns the
+  NOT NULL columns (none without an enforced contract).
+-#}
+{% macro spark_merge__dbt_contract(existing) -%}
+{%- set contract = config.get('contract') -%}
+{%- if not (contract and contract.enforced) -%}{{ return([]) }}{%- endif -%}
+{{ get_assert_columns_equivalent(sql) }}
+{%- set not_null, unenforced = [], [] -%}
+{%- for name, column in model.columns.items() -%}
+  {%- for c in column.constraints or [] -%}
+    {%- if c.type == 'not_null' -%}{%- do not_null.append(column.name) -%}
+    {%- elif c.get('warn_unenforced', true) -%}{%- do unenforced.append(c.type) -%}{%- endif -%}
+  {%- endfor -%}
+{%- endfor -%}
+{%- for c in model.constraints or [] -%}
+  {%- if c.type == 'not_null' -%}{%- do not_null.extend(c.columns or []) -%}
+  {%- elif c.get('warn_unenforced', true) -%}{%- do unenforced.append(c.type) -%}{%- endif -%}
+{%- endfor -%}
+{%- for type in unenforced | unique -%}
+  {%- do exceptions.warn("The constraint type " ~ type ~ " is not enforced by spark_merge. The constraint will be recorded in "
+      ~ "the model's contract, but it will not guarantee anything about the underlying data. Set 'warn_unenforced: false' on "
+      ~ "this constraint to ignore this warning.") -%}
+{%- endfor -%}
+{%- if existing is not none and not existing.is_view -%}
+  {%- set rel = spark_merge.spark_merge__dbt_relation() -%}
+  {%- set props = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]).get('table_properties') or {} -%}
+  {%- if (props.get('spark_merge.not_null') or '') != not_null | join(',') -%}
+    {%- do run_query('ALTER TABLE ' ~ rel ~ ' SET TBLPROPERTIES (' ~ "'spark_merge.not_null' = " ~ spark_merge.spark_merge__literal(not_null |
+        join(',')) ~ ')') -%}
+  {%- endif -%}
+{%- endif -%}
+{{ return(not_null) }}
 {%- endmacro %}

@@ -42,13 +42,32 @@
 {%- endif -%}
 {%- endmacro %}
 
+{#- A config key of spark_merge's own (merge_on, merge_clauses, the declared options that are not
+    dbt's): given as a config or, as dbt 1.10 asks of keys it does not know, under `meta`. Given in
+    both places with different values, the model fails rather than pick one. -#}
+{#- The config keys dbt or dbt-spark define, read as configs only. -#}
+{% macro spark_merge__dbt_standard_keys() -%}
+{{ return(['unique_key', 'partition_by', 'file_format', 'on_schema_change', 'incremental_predicates', 'merge_update_columns',
+           'merge_exclude_columns']) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_own_config(key) -%}
+{%- set direct = config.get(key) -%}
+{%- set meta = config.get('meta') or {} -%}
+{%- set in_meta = meta.get(key) if meta is mapping else none -%}
+{%- if direct is not none and in_meta is not none and direct != in_meta -%}
+  {{ spark_merge.spark_merge__dbt_fail(key ~ " is set twice, to " ~ direct ~ " and under meta to " ~ in_meta ~ ": set it once") }}
+{%- endif -%}
+{{ return(in_meta if direct is none else direct) }}
+{%- endmacro %}
+
 {#- Checked config: file_format, partition_by, unique_key, merge_on, clauses, ... -#}
 {% macro spark_merge__dbt_config() -%}
 {%- set cfg = {
   'partition_by': spark_merge.spark_merge__dbt_as_list(config.get('partition_by'), 'partition_by'),
   'unique_key': spark_merge.spark_merge__dbt_as_list(config.get('unique_key'), 'unique_key'),
-  'merge_on': config.get('merge_on'),
-  'merge_clauses': config.get('merge_clauses'),
+  'merge_on': spark_merge.spark_merge__dbt_own_config('merge_on'),
+  'merge_clauses': spark_merge.spark_merge__dbt_own_config('merge_clauses'),
   'update_columns': spark_merge.spark_merge__dbt_as_list(config.get('merge_update_columns'), 'merge_update_columns'),
   'exclude_columns': spark_merge.spark_merge__dbt_as_list(config.get('merge_exclude_columns'), 'merge_exclude_columns'),
   'predicates': spark_merge.spark_merge__dbt_as_list(config.get('incremental_predicates'), 'incremental_predicates'),
@@ -60,7 +79,7 @@
 {%- set declared = [] -%}
 {%- do spark_merge.spark_merge__option_table(declared) -%}
 {%- for o in declared if o.dbt and o.name != 'primary_key' -%}
-  {%- set value = config.get(o.dbt) -%}
+  {%- set value = config.get(o.dbt) if o.dbt in spark_merge.spark_merge__dbt_standard_keys() else spark_merge.spark_merge__dbt_own_config(o.dbt) -%}
   {%- if value is none -%}{%- set value = o.default -%}{%- endif -%}
   {%- if o.kind == 'choice' and value is string -%}{%- set value = value | lower -%}{%- endif -%}
   {%- if o.kind == 'choice' and o.name != 'merge_engine' and value is not none and value not in o.choices -%}
