@@ -486,6 +486,30 @@ def test_an_enforced_contract_checks_the_columns_and_enforces_not_null(project):
         (project.path / "models" / "contracted.sql").unlink()
 
 
+@pytest.mark.extended
+def test_grants_are_applied_as_dbt_sparks_own_table_applies_them(session_project):
+    """The same grants config on a dbt-spark table and on a spark_merge model: both issue dbt's GRANT
+    (apply_grants) after creating the table, and open-source Spark refuses both the same way."""
+    project = session_project
+    seen = {}
+    for materialized in ("table", "spark_merge"):
+        name = f"granted_{materialized}"
+        project.model(
+            name,
+            "{{ config(materialized='" + materialized + "', unique_key='id', file_format='parquet', "
+            "grants={'select': ['analyst']}) }}\nselect 1 as id",
+        )
+        try:
+            project.dbt("run", "-s", name, ok=False)
+            message = project.run_results()[name]["message"]
+            assert f"grant select on {project.table(name)} to `analyst`" in message, message
+            seen[materialized] = "INVALID_STATEMENT_OR_CLAUSE" in message
+            assert rows(project.sql, project.table(name)) == [(1,)]  # created before the grant
+        finally:
+            (project.path / "models" / f"{name}.sql").unlink()
+    assert seen == {"table": True, "spark_merge": True}
+
+
 def test_own_config_keys_under_meta_pass_dbts_config_validation(tmp_path, monkeypatch):
     """dbt 1.10 validates model configs against its JSON schema (for some adapters; here for spark
     too) and warns about a key it does not know, unless it is under meta. spark_merge reads its own

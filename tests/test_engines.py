@@ -108,6 +108,7 @@ def test_sequence_group_with_two_sequence_fields(spark, make_table):
     assert final == [(1, 2, 2, 2, 3, 3, 3, 1)]
 
 
+@pytest.mark.extended  # CI: partial-update and aggregation each on their own
 def test_aggregation_inside_partial_update(spark, make_table):
     n = "CAST(NULL AS INT)"
     batches = [[f"(1, 1, 1, {n}, {n})"], [f"(1, {n}, {n}, 1, 1)"], [f"(1, 2, 2, {n}, {n})"], [f"(1, {n}, {n}, 2, 2)"]]
@@ -377,6 +378,7 @@ RETRACT_FUNCTIONS = {
 }
 
 
+@pytest.mark.extended  # CI: retraction through test_each_function's functions and the row-kind tests
 def test_retraction_of_every_function_that_supports_it(spark, make_table):
     def rec(op, s, p, c, m, nu, lv, lnn):
         return f"(1, {s}, {p}L, 1L, array({c}), map({m}), array({nu}), {lv}, {lnn}, '{op}')"

@@ -197,7 +197,9 @@ def test_cli_runs_against_postgres(spark, db, accounts, capsys):
     assert [r[0] for r in pg_rows(conn, table)] == [1, 3, 4]
 
 
-@pytest.mark.parametrize("point", ["after_staging", "inside_transaction"])
+@pytest.mark.parametrize(
+    "point", ["after_staging", pytest.param("inside_transaction", marks=pytest.mark.extended)]
+)  # CI: the kill before the transaction; the one inside it in make test-all
 def test_killed_merge_leaves_no_trace(spark, db, pg, tmp_path, point):
     target, schema, conn = pg
     table = f"{schema}.accounts"

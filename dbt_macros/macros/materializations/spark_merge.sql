@@ -61,6 +61,9 @@
     {%- set result = spark_merge.spark_merge__dbt_merge(cfg, sql) -%}
     {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
   {%- endif -%}
+  {#- grants: dbt's apply_grants after the create or the merge, as dbt-spark's materializations do (after a
+      full refresh, the ones the table had are re-applied from the config) -#}
+  {%- do apply_grants(target_relation, config.get('grants'), should_revoke(existing, full_refresh_mode=should_full_refresh())) -%}
   {%- do persist_docs(target_relation, model) -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
