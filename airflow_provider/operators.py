@@ -13,7 +13,6 @@ run's event carries ``assets.event_extra``: merge id, table version, row counts,
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -111,7 +110,9 @@ class SparkMergeOperator(BaseOperator):
         run would emit an event for a table it does not change."""
         declared = sorted(o.uri for o in self.outlets if getattr(o, "uri", "").startswith(f"{assets.SCHEME}://"))
         if declared and uri not in declared:
-            raise ValueError(
+            from merge_core import SpecError
+
+            raise SpecError(
                 f"this task merges into {uri or 'a PostgreSQL table'}, but its outlets declare {', '.join(declared)}: "
                 f"declare the target's asset (airflow_provider.assets.table_asset), or an AssetAlias for a templated "
                 f"target; nothing was written"
@@ -150,7 +151,7 @@ def _static_target(sql: str | None, spec: dict | None, options: dict) -> str | N
     """The target's name when the DAG file already says it: no template in it, the SQL not a file."""
     from merge_core import to_spec
 
-    text = sql if sql is not None else json.dumps(spec)
+    text = sql if sql is not None else str(spec)
     if "{{" in text or "{%" in text or (sql is not None and sql.strip().endswith(".sql")):
         return None
     try:
