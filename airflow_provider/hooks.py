@@ -58,8 +58,9 @@ class SparkMergeHook(BaseHook):
         else:
             args["master"] = url or None
             args["warehouse"] = field("warehouse")
-            if field("metastore"):
-                args["metastore"] = field("metastore")
+            metastore = field("metastore")
+            if metastore:
+                args["metastore"] = metastore
         return args
 
     def get_conn(self):

@@ -42,15 +42,15 @@
 {%- endif -%}
 {%- endmacro %}
 
-{#- A config key of spark_merge's own (merge_on, merge_clauses, the declared options that are not
-    dbt's): given as a config or, as dbt 1.10 asks of keys it does not know, under `meta`. Given in
-    both places with different values, the model fails rather than pick one. -#}
 {#- The config keys dbt or dbt-spark define, read as configs only. -#}
 {% macro spark_merge__dbt_standard_keys() -%}
 {{ return(['unique_key', 'partition_by', 'file_format', 'on_schema_change', 'incremental_predicates', 'merge_update_columns',
            'merge_exclude_columns']) }}
 {%- endmacro %}
 
+{#- A config key of spark_merge's own (merge_on, merge_clauses, the declared options that are not
+    dbt's): given as a config or, as dbt 1.10 asks of keys it does not know, under `meta`. Given in
+    both places with different values, the model fails rather than pick one. -#}
 {% macro spark_merge__dbt_own_config(key) -%}
 {%- set direct = config.get(key) -%}
 {%- set meta = config.get('meta') or {} -%}
