@@ -1,9 +1,10 @@
 """Subprocess side of the dbt crash tests (test_crash.py). Not a test module itself.
 
-    python tests/dbt_crash_driver.py HOME
+    python tests/dbt_crash_driver.py HOME [refresh]
 Creates the table crash_driver.py creates, then runs the same MERGE as a `spark_merge` dbt
 model (dbt-spark, method: session, reusing this process's SparkSession), so a failpoint
 (SPARK_MERGE_FAULT) stops dbt's run of the lifecycle where crash_driver.py stops Python's.
+With `refresh`, the model runs with --full-refresh instead: its rows replace the table's.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ PROFILE = """crash:
 """
 
 
-def main(home: str) -> None:
+def main(home: str, refresh: bool = False) -> None:
     spark = get_session(master="local[1]", warehouse=home, conf={"spark.sql.shuffle.partitions": "1", **FAST_CONF})
     spark.sql("CREATE DATABASE IF NOT EXISTS crash")
     spark.sql("CREATE TABLE crash.t (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
@@ -42,11 +43,11 @@ def main(home: str) -> None:
     (project / "profiles.yml").write_text(PROFILE)
     (project / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE_DIR}\n")
     (project / "models" / "t.sql").write_text(MODEL)
-    for args in (["deps"], ["run", "-s", "t"]):
+    for args in (["deps"], ["run", "-s", "t", *(["--full-refresh"] if refresh else [])]):
         result = dbtRunner().invoke([*args, "--project-dir", str(project), "--profiles-dir", str(project)])
         if not result.success:
             sys.exit(f"dbt {args[0]} failed: {result.exception}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:] == ["refresh"])

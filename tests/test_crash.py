@@ -65,15 +65,10 @@ def _marks(point: str, host: str) -> list:
     return marks + ([] if point in CI_POINTS[host] else [pytest.mark.extended])
 
 
-@pytest.mark.parametrize(
-    "point,host",
-    [pytest.param(point, host, marks=_marks(point, host)) for point in POINTS for host in ("python", "dbt")],
-)
-def test_sigkill_then_recover(tmp_path, point, host):
-    """The same merge, run by merge_core or by dbt's materialization (the same lifecycle macros,
-    dbt's host primitives: its failpoint writes <flag>.d with SQL and sleeps in Spark)."""
+def _kill_at_then_verify(tmp_path, command: list[str], point: str, dbt: bool) -> dict:
+    """Run the driver `command` until it reaches failpoint `point`, SIGKILL it (the Python process and
+    its JVM, with no chance to clean up), then recover and read the table in a new process."""
     flag = tmp_path / "fault.flag"
-    command = [str(DRIVER), str(tmp_path), "merge"] if host == "python" else [str(DBT_DRIVER), str(tmp_path)]
     proc = subprocess.Popen(
         [sys.executable, *command],
         cwd=tmp_path,
@@ -84,21 +79,46 @@ def test_sigkill_then_recover(tmp_path, point, host):
         start_new_session=True,
     )
     deadline = time.monotonic() + 240
-    reached = flag if host == "python" else Path(f"{flag}.d")
+    reached = Path(f"{flag}.d") if dbt else flag  # dbt's failpoint writes <flag>.d with SQL and sleeps in Spark
     while not reached.exists():
-        assert proc.poll() is None, f"merge ended before reaching {point}: {proc.stderr.read()[-3000:]}"
+        assert proc.poll() is None, f"{command} ended before reaching {point}: {proc.stderr.read()[-3000:]}"
         assert time.monotonic() < deadline, f"{point} not reached in time"
         time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)  # the Python process and its JVM, with no chance to clean up
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
-
     verify = run_driver(tmp_path, "verify")
     assert verify.returncode == 0, verify.stderr[-3000:]
-    result = json.loads(verify.stdout.strip().splitlines()[-1])
+    return json.loads(verify.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "point,host",
+    [pytest.param(point, host, marks=_marks(point, host)) for point in POINTS for host in ("python", "dbt")],
+)
+def test_sigkill_then_recover(tmp_path, point, host):
+    """The same merge, run by merge_core or by dbt's materialization (the same lifecycle macros,
+    dbt's host primitives: its failpoint writes <flag>.d with SQL and sleeps in Spark)."""
+    command = [str(DRIVER), str(tmp_path), "merge"] if host == "python" else [str(DBT_DRIVER), str(tmp_path)]
+    result = _kill_at_then_verify(tmp_path, command, point, dbt=host == "dbt")
     assert result["rows"] == EXPECTED[point]
     following = [[i, v + "+" if i == 2 else v, p] for i, v, p in EXPECTED[point]]
     assert result["after_next_merge"] == following
     assert result["recovered"] == (EXPECTED[point] is NEW and point != "before_refresh")
+
+
+REFRESHED = [[1, "u1", 1], [3, "u3", 2], [5, "n5", 3]]
+
+
+@pytest.mark.extended  # two JVMs per point; the commit's tail is the merges' (covered above)
+@pytest.mark.parametrize("point,expected", [("after_staging", OLD), ("between_repoints", REFRESHED)])
+def test_sigkill_in_a_full_refresh_then_recover(tmp_path, point, expected):
+    """dbt's --full-refresh of a table the model keeps the shape of, killed before its journal (the
+    old rows stay) or between its repoints (recovery finishes it: the model's rows, and no others)."""
+    result = _kill_at_then_verify(tmp_path, [str(DBT_DRIVER), str(tmp_path), "refresh"], point, dbt=True)
+    assert result["rows"] == expected
+    assert result["recovered"] == (expected is REFRESHED)
+    following = [[i, v + "+" if i == 2 else v, p] for i, v, p in expected]
+    assert result["after_next_merge"] == following
 
 
 ROLLBACK_DRIVER = Path(__file__).resolve().parent / "rollback_driver.py"

@@ -160,6 +160,68 @@ def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(project):  # o
     assert rows(db, t) == [(4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
 
 
+REFRESHED = """{{ config(materialized='spark_merge', unique_key='id', partition_by=['region']) }}
+select id, {{ var('name', 'name') }} as name, region from {{ ref('account_updates') }} where batch = {{ var('batch', 1) }}
+"""
+
+
+def test_full_refresh_is_a_commit_rollback_undoes(project):
+    """--full-refresh of a table the model keeps the shape of: the new rows are written beside the old
+    ones, then one journaled commit repoints every partition (one emptied: eu has no row in batch 3).
+    A refresh that fails while the model runs leaves the table as it was; rollback returns to the
+    version before the refresh; a refresh that changes the columns re-creates the table, and says so."""
+    db = project.sql
+    t = project.table("refreshed")
+    project.model("refreshed", REFRESHED)
+    project.dbt("run", "-s", "refreshed", vars={"batch": 1})
+    project.dbt("run", "-s", "refreshed", vars={"batch": 2})
+    before = snapshot(db, t)
+    assert rows(db, f"(SELECT id, name, region FROM {t})") == [
+        (1, "ann", "eu"),
+        (2, "bob", "us"),
+        (3, "cy", "eu"),
+        (4, "di", "apac"),
+    ]
+
+    # the model fails at run time (a raise_error on one row): nothing changed, no staging table left
+    project.dbt(
+        "run",
+        "-s",
+        "refreshed",
+        "--full-refresh",
+        vars={"batch": 3, "name": "if(id = 5, raise_error('boom'), name)"},
+        ok=False,
+    )
+    assert "boom" in project.run_results()["refreshed"]["message"]
+    assert snapshot(db, t) == before
+    assert [r for r in db.sql(f"SHOW TABLES IN {project.schema} LIKE '__sm_stage_*'").collect()] == []
+
+    project.dbt("run", "-s", "refreshed", "--full-refresh", vars={"batch": 3})
+    assert rows(db, f"(SELECT id, name, region FROM {t})") == [(4, "di", "apac"), (5, "ed", "us")]
+    response = project.run_results()["refreshed"]["adapter_response"]
+    entry = history(db, t)[0]
+    assert entry["kind"] == "full_refresh" and entry["status"] == "committed"
+    assert response["code"] == "FULL_REFRESH" and response["rows_affected"] == 2
+    assert response["_message"] == f"FULL REFRESH {entry['merge_id']}: 2 row(s) replaced 4 in 3 partition(s)"
+    m = entry["metrics"]
+    assert (m["numTargetRowsInserted"], m["numTargetRowsDeleted"], m["numTargetPartitionsRewritten"]) == (2, 4, 3)
+    assert entry["version_after"] == entry["version_before"] + 1
+    assert sorted(r["partition"]["region"] for r in entry["repoints"]) == ["apac", "eu", "us"]
+    assert [r for r in db.sql(f"SHOW TABLES IN {project.schema} LIKE '__sm_stage_*'").collect()] == []
+
+    # rollback returns to the version before the refresh, a journaled commit of its own
+    project.dbt("run-operation", "spark_merge.rollback", "--args", json.dumps({"relation": t, "to": entry["merge_id"]}))
+    assert snapshot(db, t)[:2] == before[:2]  # the rows and the very files (the version moved on: a commit)
+    assert history(db, t)[0]["rolled_back"] == [entry["merge_id"]]
+
+    # new columns: the table is re-created (its history starts again), and the log says why
+    project.model("refreshed", REFRESHED.replace("region from", "region, batch from"))
+    project.dbt("run", "-s", "refreshed", "--full-refresh", vars={"batch": 3})
+    assert any("--full-refresh re-creates" in line and "batch" in line for line in project.logs)
+    assert rows(db, f"(SELECT id, name, region, batch FROM {t})") == [(4, "di", "apac", 3), (5, "ed", "us", 3)]
+    assert project.run_results()["refreshed"]["adapter_response"]["code"] == "CREATE"
+
+
 INCREMENTAL = """{{ config(materialized='spark_merge', unique_key='id') }}
 select batch, id, name, amount, region from {{ ref('account_updates') }}
 where batch <= {{ var('batch') }}

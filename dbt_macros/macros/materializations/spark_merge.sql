@@ -1,7 +1,9 @@
 {#-
   materialized='spark_merge': MERGE for plain parquet/ORC tables under dbt-spark.
 
-  The first run and --full-refresh create the table (CTAS). Later runs merge the
+  The first run creates the table (CTAS); --full-refresh replaces its rows in one journaled
+  commit (lifecycle/refresh.sql), or re-creates it when the model changed its columns,
+  partitioning or format. Later runs merge the
   model's rows into it through the same lifecycle as merge_core's Python engine
   (begin: describe, recover, validate; plan: changes, duplicate check, counts,
   partitions; execute: stage + journaled commit, or append; finish: history),
@@ -24,13 +26,28 @@
        ~ "so its incremental filter did not apply. Add to the project's macros/ a file is_incremental.sql with the line "
        ~ "{% macro is_incremental() %}{{ return(spark_merge.is_incremental()) }}{% endmacro %} and run again") }}
   {%- endif -%}
-  {%- if mor and existing is not none and not should_full_refresh() -%}
+  {%- set creating = existing is none or should_full_refresh() -%}
+  {%- set swap = false -%}
+  {%- if creating -%}
+    {%- set model_types = [] -%}
+    {%- for row in run_query(spark_merge.spark_merge__describe_query_sql(sql)).rows -%}{%- do model_types.append([row[0], row[1]]) -%}{%- endfor -%}
+    {%- do spark_merge.spark_merge__dbt_check_columns(cfg, model_types | map(attribute=0) | list, 'the model') -%}
+    {#- with NOT NULL columns the first load is a merge into the empty table too, which checks them -#}
+    {%- set load_by_merge = upsert or not_null -%}
+    {%- set swap = existing is not none and spark_merge.spark_merge__dbt_refresh_in_place(cfg, existing, mor, model_types) -%}
+  {%- endif -%}
+  {%- if not creating and mor -%}
     {%- set result = spark_merge.spark_merge__dbt_mor_upsert(cfg, sql) -%}
     {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
-  {%- elif existing is none or should_full_refresh() -%}
-    {%- set model_columns = [] -%}
-    {%- for row in run_query(spark_merge.spark_merge__describe_query_sql(sql)).rows -%}{%- do model_columns.append(row[0]) -%}{%- endfor -%}
-    {%- do spark_merge.spark_merge__dbt_check_columns(cfg, model_columns, 'the model') -%}
+  {%- elif not creating -%}
+    {%- set result = spark_merge.spark_merge__dbt_merge(cfg, sql) -%}
+    {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
+  {%- elif swap -%}
+    {#- --full-refresh of a table whose definition the model keeps: the new version written beside the
+        old, then one journaled commit repoints the table at it (rollback returns to the old one) -#}
+    {%- set result = spark_merge.spark_merge__dbt_full_refresh(cfg, sql, not_null, load_by_merge) -%}
+    {%- do store_raw_result(name='main', message=result.message, code='FULL_REFRESH', rows_affected=result.rows_affected) -%}
+  {%- else -%}
     {%- if existing is not none and existing.is_view -%}
       {%- do adapter.drop_relation(existing) -%}
     {%- elif existing is not none -%}
@@ -39,8 +56,6 @@
     {%- if mor and load_relation(this.incorporate(path={'identifier': this.identifier ~ '__sm_log'})) is not none -%}
       {%- do spark_merge.spark_merge__dbt_drop_table(this.identifier ~ '__sm_log') -%}
     {%- endif -%}
-    {#- with NOT NULL columns the first load is a merge into the empty table too, which checks them -#}
-    {%- set load_by_merge = upsert or not_null -%}
     {%- call statement('main') -%}
       {{ spark_merge.spark_merge__dbt_create_sql(cfg, sql, empty=load_by_merge, not_null=not_null) }}
     {%- endcall -%}
@@ -57,13 +72,10 @@
       {%- set result = spark_merge.spark_merge__dbt_merge(cfg, sql) -%}
       {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
     {%- endif -%}
-  {%- else -%}
-    {%- set result = spark_merge.spark_merge__dbt_merge(cfg, sql) -%}
-    {%- do store_raw_result(name='main', message=result.message, code='MERGE', rows_affected=result.rows_affected) -%}
   {%- endif -%}
-  {#- grants: dbt's apply_grants after the create or the merge, as dbt-spark's materializations do (after a
-      full refresh, the ones the table had are re-applied from the config) -#}
-  {%- do apply_grants(target_relation, config.get('grants'), should_revoke(existing, full_refresh_mode=should_full_refresh())) -%}
+  {#- grants: dbt's apply_grants after the create or the merge, as dbt-spark's materializations do (a
+      re-created table gets the config's grants anew; a kept one, merged or refreshed, has them revised) -#}
+  {%- do apply_grants(target_relation, config.get('grants'), should_revoke(existing, full_refresh_mode=creating and not swap)) -%}
   {%- do persist_docs(target_relation, model) -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
@@ -73,14 +85,17 @@
 {{ spark_merge.spark_merge__quote(schema or this.schema) }}.{{ spark_merge.spark_merge__quote(identifier or this.identifier) }}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_create_sql(cfg, sql, empty=false, not_null=[]) -%}
+{% macro spark_merge__dbt_create_sql(cfg, sql, empty=false, not_null=[], identifier=none, location=none) -%}
 {%- set props = [] -%}
 {%- if cfg.retention_hours is not none -%}{%- do props.append("'spark_merge.retention_hours' = '" ~ cfg.retention_hours ~ "'") -%}{%- endif -%}
 {%- if not_null -%}{%- do props.append("'spark_merge.not_null' = " ~ spark_merge.spark_merge__literal(not_null | join(','))) -%}{%- endif -%}
-CREATE TABLE {{ spark_merge.spark_merge__dbt_relation() }}
+CREATE TABLE {{ spark_merge.spark_merge__dbt_relation(identifier) }}
 USING {{ cfg.file_format }}
 {%- if cfg.partition_by %}
 PARTITIONED BY ({{ spark_merge.spark_merge__column_list(cfg.partition_by) }})
+{%- endif %}
+{%- if location %}
+LOCATION {{ spark_merge.spark_merge__literal(location) }}
 {%- endif %}
 {%- if props %}
 TBLPROPERTIES ({{ props | join(', ') }})
@@ -148,16 +163,17 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 
 {#- A model's merge: begin, plan, execute, finish, the lifecycle merge_core runs too (lifecycle/*.sql),
     over dbt's host (spark_merge_host.sql); the model's SQL is the source, as a temporary view. -#}
-{% macro spark_merge__dbt_merge(cfg, sql) -%}
+{% macro spark_merge__dbt_merge(cfg, sql, identifier=none) -%}
+{%- set identifier = identifier or this.identifier -%}
 {%- set host = spark_merge.spark_merge__dbt_host() -%}
 {%- set started = host.now() -%}
-{%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ this ~ started)) | trim -%}
-{%- set source_view = spark_merge.spark_merge__quote(this.identifier ~ '__sm_source_' ~ merge_id) -%}
+{%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ this ~ identifier ~ started)) | trim -%}
+{%- set source_view = spark_merge.spark_merge__quote(identifier ~ '__sm_source_' ~ merge_id) -%}
 {%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
 {%- set s = {} -%}
 {%- do spark_merge.spark_merge__run_state(merge_id, {'kind': 'merge',
              'statement': 'dbt model ' ~ this, 'started': started,
-             'spec': {'target': [this.schema, this.identifier], 'source': source_view, 'source_kind': 'table',
+             'spec': {'target': [this.schema, identifier], 'source': source_view, 'source_kind': 'table',
                       'target_alias': 'DBT_INTERNAL_DEST', 'source_alias': 'DBT_INTERNAL_SOURCE'},
              'request': {'cfg': cfg, 'source_view': source_view}}, s) -%}
 {%- set m = s.metrics -%}
@@ -171,6 +187,76 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set message = spark_merge.spark_merge__message(merge_id, m) | trim -%}
 {%- do log("spark_merge: FINISH " ~ tojson(m), info=true) -%}
 {{ return({'message': message, 'rows_affected': changed, 'metrics': m, 'merge_id': merge_id}) }}
+{%- endmacro %}
+
+
+{#- Whether --full-refresh can replace the rows of `existing` in one journaled commit: a table (not a
+    merge-on-read view) whose columns, types, partitioning and format the model keeps. Otherwise the
+    table is re-created, and the log says why. -#}
+{% macro spark_merge__dbt_refresh_in_place(cfg, existing, mor, model_types) -%}
+{%- if mor or existing.is_view -%}{{ return(false) }}{%- endif -%}
+{%- set rel = spark_merge.spark_merge__dbt_relation() -%}
+{%- set desc = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]) -%}
+{%- set types = [] -%}
+{%- for row in run_query(spark_merge.spark_merge__describe_columns_sql(rel)).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
+{%- set table = {} -%}
+{%- do spark_merge.spark_merge__table_info(desc, types, table) -%}
+{%- set reasons = table.errors + table.trust_errors -%}
+{%- if not reasons -%}
+  {%- set by_name = {} -%}
+  {%- for name, type in model_types -%}{%- do by_name.update({name | lower: [name, type]}) -%}{%- endfor -%}
+  {%- set columns = [] -%}
+  {%- for name, type in model_types if (name | lower) not in cfg.partition_by | map('lower') | list -%}{%- do columns.append([name, type]) -%}{%- endfor -%}
+  {%- for p in cfg.partition_by -%}{%- do columns.append(by_name.get(p | lower, [p, '?'])) -%}{%- endfor -%}
+  {%- set shape = {} -%}
+  {%- do spark_merge.spark_merge__refresh_shape(table, columns, cfg.partition_by, cfg.file_format, shape) -%}
+  {%- set reasons = shape.errors -%}
+{%- endif -%}
+{%- if reasons -%}
+  {%- do log("spark_merge: --full-refresh re-creates " ~ this ~ " (no rollback to its old version): " ~ reasons | join('; '), info=true) -%}
+{%- endif -%}
+{{ return(not reasons) }}
+{%- endmacro %}
+
+{#- --full-refresh as a commit (lifecycle/refresh.sql): the model's rows are written to the commit's
+    staging table under the table's root (created as the first run creates the table: by CTAS, or by
+    a merge into it when an upsert or NOT NULL columns need one), then one journaled commit points
+    every partition at them. A failure before the commit leaves the table as it was. -#}
+{% macro spark_merge__dbt_full_refresh(cfg, sql, not_null, load_by_merge) -%}
+{%- set host = spark_merge.spark_merge__dbt_host() -%}
+{%- set started = host.now() -%}
+{%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ this ~ started)) | trim -%}
+{%- set s = {} -%}
+{%- do spark_merge.spark_merge__run_state(merge_id, {'target': [this.schema, this.identifier], 'kind': 'full_refresh',
+             'statement': 'dbt model ' ~ this ~ ' --full-refresh', 'started': started}, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_begin_refresh(host, s) -%}
+{%- do log("spark_merge: BEGIN " ~ merge_id ~ " full refresh of " ~ s.table.name, info=true) -%}
+{%- do host.step('execute: write the model to ' ~ s.ctx.stage_location) -%}
+{%- do s.update({'staged': true}) -%}
+{%- do run_query(spark_merge.spark_merge__dbt_create_sql(cfg, sql, empty=load_by_merge, not_null=not_null, identifier=s.ctx.stage_name,
+    location=s.ctx.stage_location)) -%}
+{%- if load_by_merge -%}{%- do spark_merge.spark_merge__dbt_merge(cfg, sql, identifier=s.ctx.stage_name) -%}{%- endif -%}
+{%- do spark_merge.spark_merge__lifecycle_execute_refresh(host, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
+{%- do spark_merge.spark_merge__dbt_refresh_properties(cfg, not_null, host.describe(s.table)) -%}
+{%- set m = s.metrics -%}
+{%- do log("spark_merge: FINISH " ~ tojson(m), info=true) -%}
+{{ return({'message': 'FULL REFRESH ' ~ merge_id ~ ': ' ~ m.numTargetRowsInserted ~ ' row(s) replaced ' ~ m.numTargetRowsDeleted ~ ' in '
+           ~ m.numTargetPartitionsRewritten ~ ' partition(s)', 'rows_affected': m.numTargetRowsInserted, 'merge_id': merge_id}) }}
+{%- endmacro %}
+
+{#- After a refresh in place, the table properties the config sets (retention_hours; not_null from an
+    enforced contract) as a re-created table would have them. -#}
+{% macro spark_merge__dbt_refresh_properties(cfg, not_null, table) -%}
+{%- set want = {'spark_merge.retention_hours': cfg.retention_hours | string if cfg.retention_hours is not none else none,
+                'spark_merge.not_null': not_null | join(',') if not_null else none} -%}
+{%- set sets, unsets = [], [] -%}
+{%- for k, v in want.items() if table.properties.get(k) != v -%}
+  {%- if v is none -%}{%- do unsets.append(spark_merge.spark_merge__literal(k)) -%}
+  {%- else -%}{%- do sets.append(spark_merge.spark_merge__literal(k) ~ ' = ' ~ spark_merge.spark_merge__literal(v)) -%}{%- endif -%}
+{%- endfor -%}
+{%- if sets -%}{%- do run_query('ALTER TABLE ' ~ table.relation ~ ' SET TBLPROPERTIES (' ~ sets | join(', ') ~ ')') -%}{%- endif -%}
+{%- if unsets -%}{%- do run_query('ALTER TABLE ' ~ table.relation ~ ' UNSET TBLPROPERTIES IF EXISTS (' ~ unsets | join(', ') ~ ')') -%}{%- endif -%}
 {%- endmacro %}
 
 
