@@ -67,6 +67,16 @@
 {%- endif -%}
 {%- endmacro %}
 
+{#- The target of a rollback or a full refresh, into out.table: described, checked (its files), settled
+    (an interrupted commit finished, then described again). -#}
+{% macro spark_merge__lifecycle_settled_target(host, parts, out) -%}
+{%- set table = host.describe_target(parts) -%}
+{%- do host.check_files(table) -%}
+{%- set settled = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
+{%- do out.update({'table': host.describe(table) if settled.recovered else table}) -%}
+{%- endmacro %}
+
 {#- Begin, before planning: let a live commit end (a dead holder's lock is broken), then finish
     an interrupted commit (out.recovered: the table changed, describe it again), and drop this
     session's cached listing of the table's files (the recovery's commit did): the plan reads

@@ -13,11 +13,9 @@
 {#- Begin: the table, described and checked, an interrupted commit finished, the commit's names. -#}
 {% macro spark_merge__lifecycle_begin_refresh(host, s) -%}
 {%- do host.step('begin: describe (full refresh)') -%}
-{%- set table = host.describe_target(s.target) -%}
-{%- do host.check_files(table) -%}
-{%- set settled = {} -%}
-{%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
-{%- if settled.recovered -%}{%- set table = host.describe(table) -%}{%- endif -%}
+{%- set target = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_settled_target(host, s.target, target) -%}
+{%- set table = target.table -%}
 {%- set ctx = {} -%}
 {%- do spark_merge.spark_merge__context({}, table, s.merge_id, ctx) -%}
 {%- do s.update({'table': table, 'ctx': ctx, 'paradigm': 'FULL_REFRESH',

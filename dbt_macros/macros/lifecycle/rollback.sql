@@ -18,11 +18,9 @@
 
 {% macro spark_merge__lifecycle_begin_rollback(host, s) -%}
 {%- do host.step('begin: read the history (rollback)') -%}
-{%- set table = host.describe_target(s.target) -%}
-{%- do host.check_files(table) -%}
-{%- set settled = {} -%}
-{%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
-{%- if settled.recovered -%}{%- set table = host.describe(table) -%}{%- endif -%}
+{%- set target = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_settled_target(host, s.target, target) -%}
+{%- set table = target.table -%}
 {%- set plan = {} -%}
 {%- do spark_merge.spark_merge__rollback_plan(table, host.history(table), s.to_merge_id, plan) -%}
 {%- if plan.get('error') -%}{%- do host.fail(spark_merge.spark_merge__error_code(plan.error[0]), plan.error[1]) -%}{%- endif -%}

@@ -115,13 +115,16 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {{ return(out) }}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_describe(identifier=none, schema=none) -%}
+{#- The table, described; `strict`: fail on what table_info finds wrong (else left in table.errors and
+    table.trust_errors for the caller). -#}
+{% macro spark_merge__dbt_describe(identifier=none, schema=none, strict=true) -%}
 {%- set rel = spark_merge.spark_merge__dbt_relation(identifier, schema) -%}
 {%- set desc = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]) -%}
 {%- set types = [] -%}
 {%- for row in run_query(spark_merge.spark_merge__describe_columns_sql(rel)).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
 {%- set table = {} -%}
 {%- do spark_merge.spark_merge__table_info(desc, types, table) -%}
+{%- if not strict -%}{{ return(table) }}{%- endif -%}
 {%- if table.errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(table.errors | join('; ')) }}{%- endif -%}
 {%- if table.trust_errors -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': ' ~
     table.trust_errors[0]) }}{%- endif -%}
@@ -195,12 +198,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
     table is re-created, and the log says why. -#}
 {% macro spark_merge__dbt_refresh_in_place(cfg, existing, mor, model_types) -%}
 {%- if mor or existing.is_view -%}{{ return(false) }}{%- endif -%}
-{%- set rel = spark_merge.spark_merge__dbt_relation() -%}
-{%- set desc = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]) -%}
-{%- set types = [] -%}
-{%- for row in run_query(spark_merge.spark_merge__describe_columns_sql(rel)).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
-{%- set table = {} -%}
-{%- do spark_merge.spark_merge__table_info(desc, types, table) -%}
+{%- set table = spark_merge.spark_merge__dbt_describe(strict=false) -%}
 {%- set reasons = table.errors + table.trust_errors -%}
 {%- if not reasons -%}
   {%- set by_name = {} -%}
