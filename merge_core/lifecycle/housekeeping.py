@@ -46,8 +46,11 @@ def drop_dead_leftovers(spark: SparkSession) -> list[str]:
         if not v["isTemporary"] or not found or found.group(1) in live:
             continue
         name = macros.quote(v["viewName"])
-        for stmt in (macros.uncache_sql(name), macros.drop_view_sql(name)):
-            spark.sql(stmt)
+        try:
+            spark.sql(macros.uncache_sql(name))
+        except SPARK_ERRORS as e:  # its table is gone: the view cannot be analyzed, nor read again
+            log.debug("uncaching %s: %s", name, e)
+        spark.sql(macros.drop_view_sql(name))
         dropped.append(v["viewName"])
     if dropped:
         log.warning(
