@@ -341,7 +341,7 @@ def _history(spark: Any, args: argparse.Namespace) -> int:
     for e in entries:
         m = e["metrics"]
         print(
-            f"{e['finished_at']}  {e['merge_id']}  {e['kind']:<8}  +{m.get('numTargetRowsInserted', 0)} "
+            f"{e['finished_at']}  {e['merge_id']}  {e['kind']:<12}  +{m.get('numTargetRowsInserted', 0)} "
             f"~{m.get('numTargetRowsUpdated', 0)} -{m.get('numTargetRowsDeleted', 0)}  "
             f"partitions {m['numTargetPartitionsRewritten']}  {m['executionTimeMs']} ms"
             + ("  (no-op: changed nothing)" if e.get("status") == "no-op" else "")
