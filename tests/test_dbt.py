@@ -752,6 +752,7 @@ def test_aggregation_engine_model(project):
     assert rows(db, t) == expected
 
 
+@pytest.mark.extended  # CI: the same macros through Python (test_corruption: NULL partitions, rand()), dbt's statements in test_conformance
 def test_null_partitions_random_sources_and_conditions_through_dbt(project):
     """The dbt path: rows move into and out of the NULL partition (never confused with 'None'), a
     model drawing rand() is read once, and a non-deterministic merge condition is refused."""
