@@ -65,10 +65,11 @@
 {%- do spark_merge.spark_merge__repoints(table, ctx, partitions, old, new, planned) -%}
 {%- for location in planned.empty -%}{%- do host.run(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}{%- endfor -%}
 {%- do m.update(planned.metrics) -%}
-{%- set n = namespace(new=0, old=0) -%}
-{%- for r in new -%}{%- set n.new = n.new + r.rows | int -%}{%- endfor -%}
+{#- every staged row is inserted (repoints counted them: numOutputRows), every row of the table deleted -#}
+{%- set n = namespace(old=0) -%}
 {%- for r in old -%}{%- set n.old = n.old + r.rows | int -%}{%- endfor -%}
-{%- do m.update({'numSourceRows': n.new, 'numTargetRowsInserted': n.new, 'numTargetRowsDeleted': n.old, 'numTargetRowsCopied': 0}) -%}
+{%- do m.update({'numSourceRows': m.numOutputRows, 'numTargetRowsInserted': m.numOutputRows, 'numTargetRowsDeleted': n.old,
+                 'numTargetRowsCopied': 0}) -%}
 {%- do spark_merge.spark_merge__planned_changes(partitions, none, none, s.changes) -%}
 {%- do s.update({'repoints': planned.repoints}) -%}
 {%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s, fresh) -%}

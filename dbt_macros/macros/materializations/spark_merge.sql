@@ -236,7 +236,8 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- if load_by_merge -%}{%- do spark_merge.spark_merge__dbt_merge(cfg, sql, identifier=s.ctx.stage_name) -%}{%- endif -%}
 {%- do spark_merge.spark_merge__lifecycle_execute_refresh(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
-{%- do spark_merge.spark_merge__dbt_refresh_properties(cfg, not_null, host.describe(s.table)) -%}
+{#- the commit changed only spark-merge's version and journal properties: begin's are current for these -#}
+{%- do spark_merge.spark_merge__dbt_refresh_properties(cfg, not_null, s.table) -%}
 {%- set m = s.metrics -%}
 {%- do log("spark_merge: FINISH " ~ tojson(m), info=true) -%}
 {{ return({'message': 'FULL REFRESH ' ~ merge_id ~ ': ' ~ m.numTargetRowsInserted ~ ' row(s) replaced ' ~ m.numTargetRowsDeleted ~ ' in '
