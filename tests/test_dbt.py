@@ -222,6 +222,91 @@ def test_full_refresh_is_a_commit_rollback_undoes(project):
     assert project.run_results()["refreshed"]["adapter_response"]["code"] == "CREATE"
 
 
+MB_EVENTS = """{{ config(materialized='view', event_time='ts') }}
+select * from values
+  (1, timestamp'2026-01-01 08:00:00', 10, 'eu'),
+  (2, timestamp'2026-01-01 23:59:59', 20, 'us'),
+  (3, timestamp'2026-01-02 00:00:00', {{ var('amount3', 30) }}, 'eu'),
+  (4, timestamp'2026-01-02 12:00:00', 40, 'us'),
+  {% if var('new7', false) %}(7, timestamp'2026-01-02 13:00:00', 70, 'apac'),{% endif %}
+  (5, timestamp'2026-01-03 06:00:00', 50, 'eu'),
+  (6, timestamp'2026-01-04 06:00:00', 60, 'us')
+  as t(id, ts, amount, region)
+where id != {{ var('drop', 0) }}
+"""
+
+MB_DAILY = """{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='ts', batch_size='day',
+                  begin='2026-01-01', partition_by='region') }}
+select id, ts, if(id = {{ env_var('SPARK_MERGE_TEST_FAIL_ID', '0') }}, raise_error('boom'), amount) as amount, region
+from {{ ref('mb_events') }}
+{% if var('stray', false) %}union all select 99, timestamp'2026-02-01 00:00:00', 1, 'eu'{% endif %}
+"""
+
+
+def test_microbatch_batches_are_commits_that_replace_their_window(project, monkeypatch):
+    """A microbatch model (materialized='incremental', through the example project's override file): each batch
+    a commit replacing exactly its day of `ts` in a table partitioned by region (windows and partitions do
+    not align); a batch re-run is idempotent; a failed batch leaves the others committed and `dbt retry`
+    runs only it; a row outside its batch's window fails the batch; --full-refresh is a commit too."""
+    db = project.sql
+    t = project.table("mb_daily")
+    project.model("mb_events", MB_EVENTS)
+    project.model("mb_daily", MB_DAILY)
+    days = ("--event-time-start", "2026-01-01", "--event-time-end", "2026-01-04")
+
+    project.dbt("run", "-s", "mb_events", "mb_daily", *days)
+    assert [r[:3] for r in rows(db, f"(SELECT id, amount, region FROM {t})")] == [
+        (1, 10, "eu"),
+        (2, 20, "us"),
+        (3, 30, "eu"),
+        (4, 40, "us"),
+        (5, 50, "eu"),
+    ]  # id 6 (January 4th) is outside the run
+    assert [e["kind"] for e in history(db, t)] == ["merge", "merge"]  # batch 1 created the table
+
+    # day 2 changes upstream (id 3's amount, id 4 gone, id 7 new): a run of day 2 replaces exactly the rows of
+    # day 2 in both partitions it shares with day 1, twice over with the same result
+    changed = {"amount3": 33, "drop": 4, "new7": True}
+    day2 = ("--event-time-start", "2026-01-02", "--event-time-end", "2026-01-03")
+    for _ in range(2):
+        project.dbt("run", "-s", "mb_events", "mb_daily", *day2, vars=changed)
+        assert rows(db, f"(SELECT id, amount FROM {t})") == [(1, 10), (2, 20), (3, 33), (5, 50), (7, 70)]
+    entry = history(db, t)[0]
+    assert (entry["metrics"]["numTargetRowsInserted"], entry["metrics"]["numTargetRowsDeleted"]) == (2, 2)
+
+    # the batch of January 2nd fails in Spark: January 1st and 3rd commit, the 2nd keeps its rows;
+    # dbt retry, the failure gone, runs January 2nd alone
+    changed["amount3"] = 36
+    monkeypatch.setenv("SPARK_MERGE_TEST_FAIL_ID", "7")
+    project.dbt("run", "-s", "mb_events", "mb_daily", *days, vars=changed, ok=False)
+    result = project.run_results()["mb_daily"]
+    assert result["status"] == "partial success"
+    assert [b[0][:10] for b in result["batch_results"]["failed"]] == ["2026-01-02"]
+    assert rows(db, f"(SELECT id, amount FROM {t})") == [(1, 10), (2, 20), (3, 33), (5, 50), (7, 70)]
+    merges = len(history(db, t))
+    monkeypatch.delenv("SPARK_MERGE_TEST_FAIL_ID")
+    project.dbt("retry")
+    assert rows(db, f"(SELECT id, amount FROM {t})") == [(1, 10), (2, 20), (3, 36), (5, 50), (7, 70)]
+    assert len(history(db, t)) == merges + 1
+
+    # a row outside its batch's window fails the batch before anything is written
+    before = snapshot(db, t)
+    project.dbt("run", "-s", "mb_daily", *day2, vars={**changed, "stray": True}, ok=False)
+    assert any("outside its window" in line for line in project.logs)
+    assert snapshot(db, t) == before
+
+    # --full-refresh: the first batch replaces every row in one commit, the next merges its day
+    days23 = ("--event-time-start", "2026-01-02", "--event-time-end", "2026-01-04")
+    project.dbt("run", "-s", "mb_daily", "--full-refresh", *days23, vars=changed)
+    assert rows(db, f"(SELECT id, amount FROM {t})") == [(3, 36), (5, 50), (7, 70)]
+    assert [e["kind"] for e in history(db, t)][:2] == ["merge", "full_refresh"]
+
+    # a config that would choose another merge is refused, not ignored
+    project.model("mb_keyed", MB_DAILY.replace("event_time='ts'", "event_time='ts', unique_key='id'"))
+    project.dbt("run", "-s", "mb_keyed", *day2, ok=False)
+    assert any("unique_key does not apply to it" in line for line in project.logs)
+
+
 INCREMENTAL = """{{ config(materialized='spark_merge', unique_key='id') }}
 select batch, id, name, amount, region from {{ ref('account_updates') }}
 where batch <= {{ var('batch') }}
@@ -463,6 +548,7 @@ def test_sync_all_columns_cannot_drop_a_column(project):
         ("unique_key='id', merge_clauses='update'", "merge_clauses must be a non-empty list"),
         ("unique_key='id', merge_update_columns=['v'], merge_exclude_columns=['v']", "not both"),
         ("unique_key='id', retention_hours=-1", "retention_hours must be"),
+        ("incremental_strategy='microbatch', event_time='v'", "dbt runs batches only for materialized='incremental'"),
         (
             "unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'set': {'nope': '1'}}]",
             "SET assigns unknown column nope",

@@ -13,6 +13,12 @@
 
 {% materialization spark_merge, adapter='spark' %}
   {%- set cfg = spark_merge.spark_merge__dbt_config() -%}
+  {%- if cfg.microbatch -%}
+    {#- a batch of a microbatch model (microbatch.sql): its rows, checked to lie in its window -#}
+    {%- do log("spark_merge: batch " ~ cfg.microbatch.id ~ " of " ~ this ~ ": " ~ cfg.microbatch.column ~ " in ["
+        ~ cfg.microbatch.start ~ ", " ~ cfg.microbatch.end ~ ")", info=true) -%}
+    {%- set sql = spark_merge.spark_merge__dbt_microbatch_sql(sql, cfg.microbatch) -%}
+  {%- endif -%}
   {%- set mor = cfg.upsert_mode == 'merge-on-read' and not cfg.merge_engine -%}
   {%- set upsert = cfg.watermark_key | length > 0 or cfg.merge_engine -%}
   {%- set target_relation = this.incorporate(type='view' if mor else 'table') -%}

@@ -98,6 +98,10 @@
 {%- do given.update(cfg) -%}{%- do given.update(cfg.engine_options) -%}
 {%- do spark_merge.spark_merge__option_errors(given, option_errors) -%}
 {%- if option_errors -%}{{ spark_merge.spark_merge__dbt_fail(option_errors | join('; ')) }}{%- endif -%}
+{#- a microbatch batch (microbatch.sql): its merge replaces the batch's window -#}
+{%- set window = spark_merge.spark_merge__dbt_microbatch() -%}
+{%- do cfg.update({'microbatch': window}) -%}
+{%- if window -%}{%- do spark_merge.spark_merge__dbt_microbatch_config(cfg, window) -%}{%- endif -%}
 {%- if cfg.merge_engine and (not cfg.unique_key or cfg.merge_on or cfg.merge_clauses is not none) -%}
   {{ spark_merge.spark_merge__dbt_fail("a merge engine needs unique_key (the primary key) and generates its own ON and clauses: "
       ~ "drop merge_on and merge_clauses") }}
