@@ -301,6 +301,12 @@ def test_microbatch_batches_are_commits_that_replace_their_window(project, monke
     assert rows(db, f"(SELECT id, amount FROM {t})") == [(3, 36), (5, 50), (7, 70)]
     assert [e["kind"] for e in history(db, t)][:2] == ["merge", "full_refresh"]
 
+    # an incremental model that is not microbatch keeps dbt-spark's materialization (append, here)
+    project.model("plain_incremental", "{{ config(materialized='incremental') }}\nselect 1 as id")
+    for _ in range(2):
+        project.dbt("run", "-s", "plain_incremental")
+    assert rows(db, project.table("plain_incremental")) == [(1,), (1,)]
+
     # a config that would choose another merge is refused, not ignored
     project.model("mb_keyed", MB_DAILY.replace("event_time='ts'", "event_time='ts', unique_key='id'"))
     project.dbt("run", "-s", "mb_keyed", *day2, ok=False)

@@ -25,7 +25,7 @@
 {%- if config.get('incremental_strategy') == 'microbatch' -%}
   {{ return(spark_merge.materialization_spark_merge_spark()) }}
 {%- endif -%}
-{{ return(dbt_spark.materialization_incremental_spark()) }}
+{{ return(dbt.materialization_incremental_spark()) }}
 {%- endmacro %}
 
 {#- The batch dbt runs (none outside a microbatch model): its id, window and the window as a
