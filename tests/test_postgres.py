@@ -273,6 +273,7 @@ def run_postgres(spark, target: PostgresTarget, conn, schema: str, case: diff.Ca
     return ("rows", diff._norm(conn.execute(f"SELECT id, k, v, s, p FROM {table}").fetchall()))
 
 
+@pytest.mark.extended  # CI: the rules case by case (test_postgres_semantics.py) and the fixed cases above
 def test_random_merges_agree_with_the_file_table_path(spark, db, pg):
     """The differential test's generator, targets keyed by id: PostgreSQL ends with the same rows as a
     parquet table, refuses the same statements, and refuses exactly the results that break its key."""
