@@ -263,7 +263,8 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     # query stage). The file statistics before the write, of the staged data and under the lock
     # are the files' listing and footers (host.file_stats): no job; as queries they were 2-3 jobs
     # each (26 jobs). The metastore statements include the REFRESH TABLE of begin and of the commit
-    # under the lock (the files as they are, for dbt's query). Before the fusion: 32.
-    assert c["jobs"] <= 16, c
-    assert c["data statements"] <= 3 and c["metastore statements"] <= 11, c
+    # under the lock (the files as they are, for dbt's query). Before the fusion: 32. The history
+    # record is a file the host writes itself (a Spark job when written by a query).
+    assert c["jobs"] <= 15, c
+    assert c["data statements"] <= 2 and c["metastore statements"] <= 11, c
     assert c["file statistics"] == 3, c

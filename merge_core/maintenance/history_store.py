@@ -2,8 +2,8 @@
 
 They are written by the lifecycle only (spark_merge__history_entry builds them,
 spark_merge__lifecycle_finish or, for a journaled commit, spark_merge__lifecycle_apply_journal
-writes them, with INSERT OVERWRITE DIRECTORY into <root>/_spark_merge/history/<merge id>/), so a
-commit completed by recovery has its entry too.
+writes them into <root>/_spark_merge/history/<merge id>/: the Python host as a file of its own, dbt
+with INSERT OVERWRITE DIRECTORY), so a commit completed by recovery has its entry too.
 
 They are files under the table's root, which anyone can edit, empty or copy there from another
 table. So they are read here directly, file by file (no Spark job, and no checksum file of Spark's

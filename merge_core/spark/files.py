@@ -236,6 +236,20 @@ def link(source: str, dest: str) -> None:
         filesystem.copy_file(src, dst)
 
 
+def write_new(location: str, name: str, text: str) -> None:
+    """Write ``text`` as the file ``name`` in the directory ``location`` (created), whole or not at
+    all for a reader: on a local file system through a hidden name renamed into place; on an object
+    store one PUT, which is atomic."""
+    filesystem, path = resolve(location)
+    _make_dir(filesystem, path)
+    final = f"{path}/{name}"
+    temporary = final if isinstance(filesystem, fs.S3FileSystem) else f"{path}/.{name}.tmp"
+    with filesystem.open_output_stream(temporary) as f:
+        f.write(text.encode("utf-8"))
+    if temporary != final:
+        filesystem.move(temporary, final)
+
+
 def link_all(pairs: list[tuple[str, str]]) -> None:
     """link() each (source, dest), several at once: on an object store each is a request of its own."""
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(pairs)))) as pool:

@@ -228,6 +228,23 @@ class SparkHost:
         window = metastore.repoint(self.spark, table, repoints)
         log.info("[%s] %d partition location(s) changed within %.3f s", merge_id, len(repoints), window)
 
+    def history_write(self, location: str, record: dict, sql: str) -> None:
+        """Write a merge's history record (commit.sql: history_record) as the JSON line ``sql``'s
+        Spark job would write, without the job where this session reaches the files (a classic
+        session); else, or when the write fails, ``sql``. A failure of both is a warning: the commit
+        is done, only its history entry is missing."""
+        _trace("history_write", sql)
+        if metastore.batch_available(self.spark):
+            try:
+                files.write_new(location, "part-00000.json", json.dumps(record, ensure_ascii=False) + "\n")
+                return
+            except Exception as e:  # a file system pyarrow cannot reach
+                log.debug("[%s] history record by query (writing failed: %s)", self.merge_id, e)
+        try:
+            self._sql(str(sql).strip())
+        except SPARK_ERRORS as e:
+            log.warning("[%s] the history entry was not written: %s", self.merge_id, spark_message(e))
+
     def can_carry(self, table: dict, old: list[dict]) -> bool:
         """Whether this host can carry a partition's untouched files into its new version: it listed
         every one of the rewritten directories (so it knows their files) and reaches them."""

@@ -90,11 +90,27 @@ ALTER TABLE {{ table.relation }} UNSET TBLPROPERTIES IF EXISTS ({% for k in keys
 REFRESH TABLE {{ table.relation }}
 {%- endmacro %}
 
-{#- One JSON file per merge under <root>/_spark_merge/history/<merge id>. -#}
+{#- The history's record of a merge: one JSON line in a file of its own under
+    <root>/_spark_merge/history/<merge id>/, {merge_id, finished_at, entry: the entry as JSON text}. -#}
+{% macro spark_merge__history_record(entry, out) -%}
+{%- do out.update({'merge_id': entry.merge_id, 'finished_at': entry.finished_at, 'entry': entry | tojson}) -%}
+{%- endmacro %}
+
+{#- The record, written by a Spark job (what a host without a file system runs). -#}
 {% macro spark_merge__history_write_sql(ctx, entry) -%}
+{%- set record = {} -%}
+{%- do spark_merge.spark_merge__history_record(entry, record) -%}
 INSERT OVERWRITE DIRECTORY {{ spark_merge.spark_merge__literal(ctx.history_location) }} USING json
-SELECT {{ spark_merge.spark_merge__literal(entry.merge_id) }} AS merge_id, {{ spark_merge.spark_merge__literal(entry.finished_at)
-    }} AS finished_at, {{ spark_merge.spark_merge__literal(entry | tojson) }} AS entry
+SELECT {% for k, v in record.items() %}{{ spark_merge.spark_merge__literal(v) }} AS {{ k }}{{ ", " if not loop.last }}{% endfor %}
+{%- endmacro %}
+
+{#- Write the history record of `entry`: the host writes the file itself where it reaches the table's
+    files (a Python host: no Spark job), else runs history_write_sql. -#}
+{% macro spark_merge__write_history(host, table, merge_id, entry) -%}
+{%- set hctx, record = {}, {} -%}
+{%- do spark_merge.spark_merge__context({}, table, merge_id, hctx) -%}
+{%- do spark_merge.spark_merge__history_record(entry, record) -%}
+{%- do host.history_write(hctx.history_location, record, spark_merge.spark_merge__history_write_sql(hctx, entry)) -%}
 {%- endmacro %}
 
 {% macro spark_merge__history_read_sql(ctx) -%}

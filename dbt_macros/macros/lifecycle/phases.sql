@@ -101,9 +101,7 @@
   {%- set entry = {} -%}
   {%- do spark_merge.spark_merge__history_entry(s, s.get('version_after', s.table.version), entry) -%}
   {%- do entry.update({'finished_at': host.now()}) -%}
-  {%- set hctx = {} -%}
-  {%- do spark_merge.spark_merge__context({}, s.table, s.merge_id, hctx) -%}
-  {%- do host.run(spark_merge.spark_merge__history_write_sql(hctx, entry), tolerate=true) -%}
+  {%- do spark_merge.spark_merge__write_history(host, s.table, s.merge_id, entry) -%}
 {%- endif -%}
 {%- do spark_merge.spark_merge__lifecycle_cleanup(host, s) -%}
 {%- endmacro %}

@@ -142,9 +142,7 @@
   {%- set e = entry.copy() -%}
   {%- do e.update({'finished_at': host.now()}) -%}
   {%- if recovered -%}{%- do e.update({'recovered': true}) -%}{%- endif -%}
-  {%- set hctx = {} -%}
-  {%- do spark_merge.spark_merge__context({}, table, merge_id, hctx) -%}
-  {%- do host.run(spark_merge.spark_merge__history_write_sql(hctx, e), tolerate=true) -%}
+  {%- do spark_merge.spark_merge__write_history(host, table, merge_id, e) -%}
 {%- endif -%}
 {%- do host.run(spark_merge.spark_merge__journal_done_sql(table, merge_id)) -%}
 {#- re-read the properties so the clean-up removes exactly the journal keys present now -#}

@@ -17,6 +17,7 @@
   'exists': spark_merge.spark_merge__dbt_host_exists, 'file_stats': spark_merge.spark_merge__dbt_host_file_stats, 'repoint':
       spark_merge.spark_merge__dbt_host_repoint,
   'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
+  'history_write': spark_merge.spark_merge__dbt_host_history_write,
   'carry_late': spark_merge.spark_merge__dbt_host_carry_late, 'can_carry': spark_merge.spark_merge__dbt_host_can_carry,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
   'clean_dead': spark_merge.spark_merge__dbt_host_clean_dead, 'describe_target': spark_merge.spark_merge__dbt_host_describe_target,
@@ -35,6 +36,12 @@
 {#- dbt cannot catch an error: `tolerate` only documents that the Python host would. -#}
 {% macro spark_merge__dbt_host_run(sql, tolerate=false) -%}
 {%- do spark_merge.spark_merge__dbt_trace('sql', sql) -%}
+{%- do run_query(sql) -%}
+{%- endmacro %}
+
+{#- dbt has no file system: the history record is written by its Spark job. -#}
+{% macro spark_merge__dbt_host_history_write(location, record, sql) -%}
+{%- do spark_merge.spark_merge__dbt_trace('history_write', sql) -%}
 {%- do run_query(sql) -%}
 {%- endmacro %}
 
