@@ -91,3 +91,24 @@ def test_a_file_in_a_subdirectory_of_a_partition_counts_as_spark_reads_it(tmp_pa
 
 def path_size(path: Path) -> int:
     return path.stat().st_size
+
+
+def test_a_history_record_written_again_replaces_the_one_a_query_wrote(tmp_path):
+    """Recovery writes a commit's history record again (host.history_write): over a record dbt's query
+    wrote under Spark's own file name, the directory must end with one record, or the entry would read
+    as two lines and be rejected."""
+    from pyarrow import fs as pafs
+
+    from merge_core.maintenance import history_store
+
+    record = tmp_path / "20261127100000_0123abcd"
+    record.mkdir()
+    (record / "part-00000-5f1c-c000.json").write_text('{"merge_id": "old"}\n')
+    (record / "_SUCCESS").write_text("")
+    line = json.dumps({"merge_id": "m", "finished_at": "2026-11-27T10:00:01+00:00", "entry": json.dumps({"k": 1})})
+    files.write_only(f"file:{record}", "part-00000.json", line + "\n")
+    assert sorted(p.name for p in record.iterdir()) == ["_SUCCESS", "part-00000.json"]
+    entry, why = history_store._read_entry(pafs.LocalFileSystem(), str(record), record.name)
+    assert why is None and entry == {"k": 1, "finished_at": "2026-11-27T10:00:01+00:00"}
+    files.write_only(f"file:{record}", "part-00000.json", line + "\n")  # and again: idempotent
+    assert sorted(p.name for p in record.iterdir()) == ["_SUCCESS", "part-00000.json"]

@@ -236,16 +236,21 @@ def link(source: str, dest: str) -> None:
         filesystem.copy_file(src, dst)
 
 
-def write_new(location: str, name: str, text: str) -> None:
-    """Write ``text`` as the file ``name`` in the directory ``location`` (created), whole or not at
-    all for a reader: on a local file system through a hidden name renamed into place; on an object
-    store one PUT, which is atomic."""
+def write_only(location: str, name: str, text: str) -> None:
+    """Make ``text``, as the file ``name``, the one data file of the directory ``location`` (created),
+    as INSERT OVERWRITE DIRECTORY would: the file is written whole before a reader can see it (a
+    hidden name renamed into place on a local file system; one PUT, atomic, on an object store), and
+    any other visible file there (the same record written earlier by a query, under its own name) is
+    removed."""
     filesystem, path = resolve(location)
     _make_dir(filesystem, path)
     final = f"{path}/{name}"
     temporary = final if isinstance(filesystem, fs.S3FileSystem) else f"{path}/.{name}.tmp"
     with filesystem.open_output_stream(temporary) as f:
         f.write(text.encode("utf-8"))
+    for info in filesystem.get_file_info(fs.FileSelector(path)):
+        if info.type == fs.FileType.File and visible(info.base_name) and info.path.rstrip("/") != final:
+            filesystem.delete_file(info.path)
     if temporary != final:
         filesystem.move(temporary, final)
 

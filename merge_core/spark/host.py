@@ -236,7 +236,7 @@ class SparkHost:
         _trace("history_write", sql)
         if metastore.batch_available(self.spark):
             try:
-                files.write_new(location, "part-00000.json", json.dumps(record, ensure_ascii=False) + "\n")
+                files.write_only(location, "part-00000.json", json.dumps(record, ensure_ascii=False) + "\n")
                 return
             except Exception as e:  # a file system pyarrow cannot reach
                 log.debug("[%s] history record by query (writing failed: %s)", self.merge_id, e)
