@@ -41,8 +41,8 @@
   {{ spark_merge.spark_merge__dbt_fail("dbt gave this microbatch run no batch; run it with dbt run or dbt build") }}
 {%- endif -%}
 {%- set column = config.get('event_time') -%}
-{%- set start = "CAST('" ~ batch.event_time_start ~ "' AS TIMESTAMP)" -%}
-{%- set end = "CAST('" ~ batch.event_time_end ~ "' AS TIMESTAMP)" -%}
+{%- set start = spark_merge.spark_merge__typed_literal(batch.event_time_start | string, 'TIMESTAMP') | trim -%}
+{%- set end = spark_merge.spark_merge__typed_literal(batch.event_time_end | string, 'TIMESTAMP') | trim -%}
 {{ return({'id': batch.id, 'column': column, 'start': batch.event_time_start, 'end': batch.event_time_end,
            'sql_start': start, 'sql_end': end}) }}
 {%- endmacro %}
