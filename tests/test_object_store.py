@@ -6,9 +6,9 @@ The tests marked `object_store` (a partition and a table emptied by DELETE, merg
 compaction, rollback across a rewrite and an append, vacuum, the canonical layout read by path, a
 SIGKILL between two repoints then recovery, and the request counts below) run again in a pytest of their own whose applications (the session and the crash
 tests' subprocess drivers) get the S3 settings through $SPARK_MERGE_TEST_CONF. The shared-metastore
-soak (two writer applications and more, a reader) and the kill soak run on S3 in make test-all. In CI
-four of them (object_store_ci: the SIGKILL, rollback, emptied partitions, the request counts) run on a
-standalone cluster; make test-all runs all of them with a local master, with the
+soak (two writer applications and more, a reader) and the kill soak run on S3 in make test-all. Four
+of them (object_store_ci: the SIGKILL, rollback, emptied partitions, the request counts) run on a
+standalone cluster; make test-all runs those, and all of them with a local master, with the
 `cluster_ci` tests (a merge, a partition move, UPDATE and DELETE, an append, an upsert), and
 test_cluster.py runs every `cluster` test on the cluster with a local warehouse.
 """
@@ -41,9 +41,10 @@ def s3(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # CI's slowest test (about 200 s): make test-all, to keep CI within 30 minutes
 @pytest.mark.skipif(bool(os.environ.get(ENDPOINT_ENV)), reason="already on S3")
 def test_core_tests_pass_on_a_cluster_with_the_warehouse_on_s3(s3, tmp_path):
-    """CI's run of the `object_store_ci` tests (a SIGKILL between repoints then recovery, rollback,
+    """The run of the `object_store_ci` tests (a SIGKILL between repoints then recovery, rollback,
     emptied partitions, the request counts): on a standalone cluster (tests/cluster.py, executors in
     JVMs other than the driver's, as in production) with the warehouse on S3."""
     cluster = Cluster(tmp_path / "cluster").start()
@@ -57,7 +58,7 @@ def test_core_tests_pass_on_a_cluster_with_the_warehouse_on_s3(s3, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.extended  # CI runs four of them on the cluster (above)
+@pytest.mark.extended
 @pytest.mark.skipif(bool(os.environ.get(ENDPOINT_ENV)), reason="already on S3")
 def test_core_tests_pass_with_the_warehouse_on_s3(s3, tmp_path):
     REPORT.update(_run_marked(s3, tmp_path, "cluster_ci or object_store", {}, at_least=12))
