@@ -7,6 +7,9 @@ or a Spark Connect URL (`sc://h:15002`; a port in the port field is appended). E
 `{"conf": {"spark.executor.memory": "4g"}, "warehouse": "/data/spark-merge"}`, and
 `"metastore": "thrift://hms:9083"` for a Hive metastore that several applications share (every
 Airflow task is its own Spark application; the embedded Derby metastore admits one at a time).
+`"merge_service": "http://h:15003"` is where deferrable tasks submit their merges (the password, if
+set, is its bearer token). Without a connection, the embedded warehouse is used, through its warm
+`spark-merge server` (and that server's merge service) when one is up.
 """
 
 from __future__ import annotations
@@ -20,6 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseHook
+
+
+def _home() -> str:
+    """The embedded warehouse of tasks without a connection: $SPARK_MERGE_HOME or $AIRFLOW_HOME/spark-merge."""
+    return os.environ.get("SPARK_MERGE_HOME") or str(
+        Path(os.environ.get("AIRFLOW_HOME", "~/airflow")).expanduser() / "spark-merge"
+    )
 
 
 class SparkMergeHook(BaseHook):
@@ -36,10 +46,11 @@ class SparkMergeHook(BaseHook):
     def session_args(self) -> dict[str, Any]:
         """Arguments for merge_core.get_session from the connection (or the embedded default)."""
         if not self.spark_merge_conn_id:
-            home = os.environ.get("SPARK_MERGE_HOME") or str(
-                Path(os.environ.get("AIRFLOW_HOME", "~/airflow")).expanduser() / "spark-merge"
-            )
-            return {"warehouse": home}
+            from merge_core.spark import server
+
+            home = _home()
+            warm = server.status(home)  # the server holds the embedded metastore: go through it
+            return {"remote": warm} if warm else {"warehouse": home}
         conn = self.get_connection(self.spark_merge_conn_id)
         extra = conn.extra_dejson or {}
 
@@ -62,6 +73,28 @@ class SparkMergeHook(BaseHook):
             if metastore:
                 args["metastore"] = metastore
         return args
+
+    def merge_service(self) -> tuple[str, str | None]:
+        """The merge service deferrable tasks submit to, and its token: the connection's
+        ``merge_service``, or the one beside the embedded warehouse's `spark-merge server`."""
+        from merge_core.common.errors import MergeError
+
+        if self.spark_merge_conn_id:
+            conn = self.get_connection(self.spark_merge_conn_id)
+            extra = conn.extra_dejson or {}
+            url = extra.get("merge_service", extra.get(f"extra__{self.conn_type}__merge_service"))
+            token = conn.password or None
+        else:
+            from merge_core.spark import server
+
+            url, token = server.merges_url(_home()), None
+        if not url:
+            raise MergeError(
+                "deferrable=True submits the merge to a merge service, and none is configured: start one with "
+                "`spark-merge server start` (embedded warehouse) or `spark-merge merge-service --remote sc://...` "
+                "and name it in the connection's extra as merge_service; or set deferrable=False"
+            )
+        return url, token
 
     def get_conn(self):
         from merge_core.spark.session import get_session

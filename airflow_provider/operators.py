@@ -5,6 +5,11 @@ the plan is checked and before anything is written; `merge_finish` (the metrics)
 The return value is the metrics too. With the OpenLineage provider installed, the task reports the
 source tables as inputs and the target, with its row counts and version, as output.
 
+Deferrable (``deferrable=True``, default ``[operators] default_deferrable``): the merge is submitted to
+the merge service beside a long-lived Spark (`spark-merge server start`, or `spark-merge merge-service`
+next to a Spark Connect server) and the task defers to SparkMergeTrigger, releasing its worker slot
+until the merge finished; it then resumes with the same XCom, asset event and lineage.
+
 Assets: a catalog table target is the asset ``spark-merge://spark_catalog/<db>/<table>`` (assets.py).
 When the target is known when the DAG is parsed (no template in it), it is an outlet of the task
 without being declared; a templated target reaches its asset through an ``AssetAlias`` outlet. Each
@@ -17,10 +22,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from airflow.configuration import conf
 from airflow.sdk import BaseOperator
 
 from . import assets, lineage
 from .hooks import SparkMergeHook
+from .triggers import SparkMergeTrigger
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +42,8 @@ class SparkMergeOperator(BaseOperator):
     ``durable`` (default True, catalog tables): the merge is recorded under this task instance's run key
     (DAG, run, task, map index), so a retry or a cleared task whose merge had committed returns that
     merge's result instead of merging again, finishing a commit interrupted mid-way first.
+    ``deferrable``: run the merge in the merge service and wait in the triggerer (catalog tables; a
+    PostgreSQL target runs in the worker); ``poll_interval``: seconds between the trigger's questions.
     """
 
     template_fields: Sequence[str] = ("sql", "spec", "options")
@@ -52,6 +61,8 @@ class SparkMergeOperator(BaseOperator):
         postgres_conn_id: str | None = None,
         max_retries: int = 3,
         durable: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        poll_interval: float = 5.0,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -60,6 +71,7 @@ class SparkMergeOperator(BaseOperator):
         self.sql, self.spec, self.options = sql, spec, options or {}
         self.spark_merge_conn_id, self.max_retries = spark_merge_conn_id, max_retries
         self.postgres_conn_id, self.durable = postgres_conn_id, durable
+        self.deferrable, self.poll_interval = deferrable and not postgres_conn_id, poll_interval
         self._hook: SparkMergeHook | None = None
         self._lineage: dict | None = None
         target = None if postgres_conn_id else _static_target(sql, spec, self.options)
@@ -69,22 +81,60 @@ class SparkMergeOperator(BaseOperator):
                 self.outlets = [*self.outlets, asset]
 
     def execute(self, context: Any) -> dict:
-        from merge_core import to_spec
-        from merge_core.request.parse import source_tables
-
         ti = context["ti"]
+        spec, spark, uri = self._prepare()
+        run_key = self.run_key(ti) if self.durable else f"{self.run_key(ti)}/try-{ti.try_number}"
+        if self.deferrable:
+            self._defer(run_key)
+        result = self._hook.run_merge(
+            spec,
+            max_retries=self.max_retries,
+            on_planned=lambda info: ti.xcom_push(key="merge_begin", value=info),
+            run_key=None if self.postgres_conn_id or not self.durable else run_key,
+        )
+        return self._finish(context, spec, spark, uri, result)
+
+    def execute_complete(self, context: Any, event: dict) -> dict:
+        """The task resumed from SparkMergeTrigger: the merge service's answer, as ``execute`` ends."""
+        from merge_core.api import service_client
+        from merge_core.common.result import MergeResult
+
+        if event["state"] != "finished":
+            service_client.raise_failure(event.get("error") or {})
+        if event.get("planned"):
+            context["ti"].xcom_push(key="merge_begin", value=event["planned"])
+        spec, spark, uri = self._prepare()
+        return self._finish(context, spec, spark, uri, MergeResult(**event["result"]))
+
+    def _prepare(self) -> tuple[Any, Any, str | None]:
+        """The spec, a session and the target's asset URI; the outlets checked before anything is written."""
+        from merge_core import to_spec
+
         self._hook = SparkMergeHook(self.spark_merge_conn_id, postgres_conn_id=self.postgres_conn_id)
         spec = to_spec(self.sql if self.sql is not None else self.spec, **self.options)
         spark = self._hook.get_conn()
         uri = None if self.postgres_conn_id else assets.table_uri(_qualified(spark, spec.target))
         self._check_outlets(uri)
-        result = self._hook.run_merge(
-            spec,
-            max_retries=self.max_retries,
-            on_planned=lambda info: ti.xcom_push(key="merge_begin", value=info),
-            run_key=self.run_key(ti) if self.durable and not self.postgres_conn_id else None,
+        return spec, spark, uri
+
+    def _defer(self, run_key: str) -> None:
+        """Submit the merge to the merge service and wait in the triggerer, not in this worker."""
+        from merge_core.api import service_client
+
+        url, token = self._hook.merge_service()
+        request = self.sql if self.sql is not None else self.spec
+        submitted = service_client.submit(url, run_key, request, self.options, self.max_retries, token)
+        log.info("merge submitted to %s under run key %s (%s); deferring", url, run_key, submitted["state"])
+        self.defer(
+            trigger=SparkMergeTrigger(url, run_key, request, self.options, self.max_retries, token, self.poll_interval),
+            method_name="execute_complete",
         )
-        ti.xcom_push(key="merge_finish", value={"merge_id": result.merge_id, **result.metrics})
+
+    def _finish(self, context: Any, spec: Any, spark: Any, uri: str | None, result: Any) -> dict:
+        """XCom, log, asset event and lineage of a merge that ran (here or in the merge service)."""
+        from merge_core.request.parse import source_tables
+
+        context["ti"].xcom_push(key="merge_finish", value={"merge_id": result.merge_id, **result.metrics})
         log.info(result.summary())
         self._emit(context, uri, assets.event_extra(result))
         output = (

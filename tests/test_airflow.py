@@ -41,6 +41,18 @@ with DAG(dag_id="connect_merge", schedule=None, start_date=datetime(2026, 11, 1)
                            "AS s(id, amount, region)) s ON t.id = s.id "
                            "WHEN MATCHED THEN UPDATE SET amount = t.amount + s.amount WHEN NOT MATCHED THEN INSERT *")
 """
+DEFER_DAG = """
+from datetime import datetime
+from airflow.sdk import DAG
+from airflow_provider.operators import SparkMergeOperator
+
+with DAG(dag_id="defer_merge", schedule=None, start_date=datetime(2026, 11, 1)) as dag:
+    SparkMergeOperator(task_id="bump", spark_merge_conn_id="sm_defer", deferrable=True, poll_interval=1,
+                       sql="UPDATE sc.counters SET n = n + 1 WHERE id = 1")
+    SparkMergeOperator(task_id="dup", spark_merge_conn_id="sm_defer", deferrable=True, poll_interval=1,
+                       sql="MERGE INTO sc.counters t USING (SELECT 1 AS id, 5 AS n UNION ALL SELECT 1, 6) s "
+                           "ON t.id = s.id WHEN MATCHED THEN UPDATE SET n = s.n")
+"""
 PG_DAG = """
 from datetime import datetime
 from airflow.sdk import DAG
@@ -118,6 +130,7 @@ def airflow_home(tmp_path_factory):
     (dags / "slow_merge.py").write_text(SLOW_DAG)
     (dags / "connect_merge.py").write_text(CONNECT_DAG)
     (dags / "pg_merge.py").write_text(PG_DAG)
+    (dags / "defer_merge.py").write_text(DEFER_DAG)
     os.environ.update(
         {
             # OpenLineage events of every task, one JSON per line
@@ -210,9 +223,12 @@ def test_provider_is_registered(airflow_home):
     # the form is declared in the provider info (Airflow 3.2+), not by the deprecated hook methods
     assert not [w for w in caught if "SparkMergeHook" in str(w.message)], [str(w.message) for w in caught]
     behaviour = pm.field_behaviours["spark_merge"]
-    assert behaviour["hidden_fields"] == ["schema", "login", "password"]
+    assert behaviour["hidden_fields"] == ["schema", "login"]
     assert behaviour["relabeling"]["host"] == "Spark master or Spark Connect URL"
-    assert {"warehouse", "metastore", "conf"} <= {w.field_name for w in pm.connection_form_widgets.values()}
+    assert behaviour["relabeling"]["password"] == "Merge service token"
+    fields = {w.field_name for w in pm.connection_form_widgets.values()}
+    assert {"warehouse", "metastore", "conf", "merge_service"} <= fields
+    assert ("spark-merge", "airflow_provider.triggers") in {(t.package_name, t.trigger_class_name) for t in pm.trigger}
     assert pm.asset_uri_handlers["spark-merge"].__name__ == "sanitize_uri"
     # the connection type as Airflow's own provider.yaml schema defines it
     import airflow
@@ -529,6 +545,82 @@ def test_operator_over_spark_connect(airflow_home, connect_server):
     ]
     assert finish["merge_id"] == begin["merge_id"] and finish["numTargetRowsUpdated"] == 1
     assert finish["numTargetRowsInserted"] == 1 and finish["numTargetPartitionsRewritten"] == 2
+
+
+@pytest.fixture
+def merge_service(connect_server, tmp_path):
+    """`spark-merge merge-service` beside the Spark Connect server, as `spark-merge server start` runs it."""
+    from .conftest import free_port
+
+    port = free_port()
+    with open(tmp_path / "merge-service.log", "wb") as out:
+        service = subprocess.Popen(
+            [sys.executable, "-m", "merge_core", "merge-service", "--remote", connect_server, "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    from merge_core.api import service_client
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            service_client.status(url, "probe")
+            break
+        except service_client.ServiceUnreachable:
+            assert time.monotonic() < deadline and service.poll() is None, (tmp_path / "merge-service.log").read_text()
+            time.sleep(0.5)
+    yield url, tmp_path / "merge-service.log"
+    service.terminate()
+    service.wait(30)
+
+
+def test_a_deferrable_task_waits_in_the_trigger_while_the_merge_service_merges(
+    airflow_home, connect_server, merge_service
+):
+    """dag.test() runs a deferred task as a scheduler and triggerer would: execute submits and defers,
+    the trigger (serialized, rebuilt from its kwargs) polls the merge service, execute_complete resumes
+    with the same XCom as a blocking run. A failing merge fails its task with the merge's own error;
+    the trigger's on_kill aborts a running merge and leaves the table as it was."""
+    url, service_log = merge_service
+    env = {
+        **os.environ,
+        "AIRFLOW_CONN_SM_DEFER": json.dumps(
+            {"conn_type": "spark_merge", "host": connect_server, "extra": {"merge_service": url}}
+        ),
+    }
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("deferrable_driver.py")), connect_server, url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
+    result = json.loads(lines[-1].removeprefix("RESULT "))
+    log = done.stdout + done.stderr
+    # both tasks deferred, and the trigger ran in line (dag.test's triggerer)
+    assert log.count("deferring") == 2 and log.count("running trigger in line") == 2, log[-5000:]
+    assert result["state"] == "failed"
+    assert result["tasks"] == {"bump": {"state": "success", "tries": 1}, "dup": {"state": "failed", "tries": 1}}
+    # the merge ran in the service process (its log), under the task instance's run key
+    [entry] = result["history"]
+    run_key = entry["run_key"]
+    assert run_key.startswith("airflow:defer_merge/") and run_key.endswith("/bump/-1")
+    assert f"[{run_key}] merge {entry['merge_id']}" in service_log.read_text()
+    assert result["rows"] == [[1, 1], [2, 0]]
+    x = result["xcom"]
+    assert x["bump.merge_begin"]["merge_id"] == x["bump.merge_finish"]["merge_id"] == entry["merge_id"]
+    assert x["bump.return_value"]["numTargetRowsUpdated"] == 1 and x["bump.merge_begin"]["target"] == "sc.counters"
+    # the failed merge's error, as the blocking task reports it
+    assert "MERGE_TARGET_ROW_MULTIPLE_MATCHES" in log and "source row (id=1, n=5) chose WHEN MATCHED clause 1" in log
+    assert "dup.merge_finish" not in x
+    # on_kill: the slow merge was aborted, its Spark job stopped, nothing written
+    assert result["killed"]["state"] == "failed", result["killed"]
+    served = service_log.read_text()
+    assert "[slow-run] abort asked for" in served and "ABORT: interrupted" in served, served[-3000:]
+    assert result["rows_after_kill"] == [[1, 1], [2, 0]]
 
 
 def test_operator_merges_into_a_postgres_table_through_an_airflow_connection(

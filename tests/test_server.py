@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+
+import pytest
 
 from .conftest import free_port
 
@@ -15,11 +18,15 @@ def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
 
 
 def test_server_start_run_history_stop(tmp_path):
-    w, port = str(tmp_path / "w"), str(free_port())
+    from merge_core.api import service_client
+
+    w, port, merges_port = str(tmp_path / "w"), str(free_port()), str(free_port())
     assert cli("server", "status", "--warehouse", w, ok=False).stdout.strip() == "not running"
     url = f"sc://127.0.0.1:{port}"
     try:
-        assert url in cli("server", "start", "--warehouse", w, "--port", port).stdout
+        started = cli("server", "start", "--warehouse", w, "--port", port, "--merges-port", merges_port).stdout
+        service = f"http://127.0.0.1:{merges_port}"
+        assert url in started and f"merge service (deferrable Airflow tasks): {service}" in started
         assert cli("server", "status", "--warehouse", w).stdout.strip() == url
         setup = (
             f"from merge_core.session import get_session; s = get_session(remote='{url}'); "
@@ -33,6 +40,16 @@ def test_server_start_run_history_stop(tmp_path):
         assert "updated 1" in run.stdout
         assert "update" in cli("history", "d.t", "--warehouse", w, "-q").stdout
         assert (tmp_path / "w" / "warehouse" / "d.db" / "t").is_dir()  # the server's warehouse is this one
+        # the merge service beside it runs a submitted merge; submitting its run key again starts nothing
+        request = "UPDATE d.t SET v = 'y' WHERE id = 1"
+        assert service_client.submit(service, "k", request, {})["state"] == "running"
+        deadline = time.monotonic() + 120
+        while (state := service_client.status(service, "k"))["state"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert state["state"] == "finished" and state["result"]["metrics"]["numTargetRowsUpdated"] == 1, state
+        assert service_client.submit(service, "k", request, {})["result"] == state["result"]
     finally:
         assert cli("server", "stop", "--warehouse", w).stdout.strip() == "stopped"
     assert cli("server", "status", "--warehouse", w, ok=False).stdout.strip() == "not running"
+    with pytest.raises(service_client.ServiceUnreachable):  # stopped with its server
+        service_client.status(service, "k")

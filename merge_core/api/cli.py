@@ -1,5 +1,5 @@
 """spark-merge command line: run, explain, upsert, history, vacuum, rollback, recover, compact, adopt,
-repair-journal, repair-history, server, options.
+repair-journal, repair-history, server, merge-service, options.
 
     spark-merge run --sql "MERGE INTO ..."            # embedded local Spark under ./var
     spark-merge explain --file merge.sql --remote sc://spark:15002
@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from merge_core.api import merge_service
 from merge_core.api.functions import (
     adopt,
     compact,
@@ -230,6 +231,16 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("action", choices=["start", "stop", "status"])
     sp.add_argument("--warehouse", help="folder of the embedded warehouse and metastore (default ./var)")
     sp.add_argument("--port", type=int, default=15002)
+    sp.add_argument("--merges-port", type=int, default=server.DEFAULT_MERGES_PORT, help="the merge service's port")
+    sp.add_argument("-q", "--quiet", action="store_true")
+    sp.add_argument("-v", "--verbose", action="store_true")
+    sp = sub.add_parser(
+        "merge-service",
+        help="run merges submitted over HTTP (deferrable Airflow tasks) on a Spark Connect server, in the foreground",
+    )
+    sp.add_argument("--remote", required=True, help="the Spark Connect server, sc://host:port")
+    sp.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only)")
+    sp.add_argument("--port", type=int, default=server.DEFAULT_MERGES_PORT)
     sp.add_argument("-q", "--quiet", action="store_true")
     sp.add_argument("-v", "--verbose", action="store_true")
     sp = sub.add_parser("options", help="every option: what it applies to, its values, its CLI flag and dbt config")
@@ -259,13 +270,15 @@ def _session(args: argparse.Namespace) -> Any:
 
 def _server(args: argparse.Namespace) -> int:
     if args.action == "start":
-        print(f"Spark Connect server for {home_dir(args.warehouse)}: {server.start(args.warehouse, args.port)}")
+        url = server.start(args.warehouse, args.port, merges_port=args.merges_port)
+        print(f"Spark Connect server for {home_dir(args.warehouse)}: {url}")
+        print(f"merge service (deferrable Airflow tasks): {server.merges_url(args.warehouse)}")
     elif args.action == "stop":
         print("stopped" if server.stop(args.warehouse) else "no server was running")
     else:
-        url = server.status(args.warehouse)
-        print(url or "not running")
-        return 0 if url else 1
+        running = server.status(args.warehouse)
+        print(running or "not running")
+        return 0 if running else 1
     return 0
 
 
@@ -420,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "server":
             return _server(args)
+        if args.command == "merge-service":
+            merge_service.serve(args.remote, args.host, args.port)
+            return 0
         if args.command == "options":  # no Spark needed
             print(options.markdown())
             return 0

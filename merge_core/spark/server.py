@@ -4,15 +4,19 @@ Every CLI call otherwise starts a JVM and a Derby metastore (10-20 s before any 
 pyspark's own Spark Connect server (`sbin/start-connect-server.sh`) over the same warehouse and
 metastore as the embedded session (session.embedded_conf), started once; while it is up, CLI
 commands on that warehouse connect to it instead of starting their own Spark (Derby admits one
-process, so they must). Its state (URL, port, the scripts' identity) is `<warehouse>/connect-server.json`.
+process, so they must). Beside it runs the merge service (merge_core/api/merge_service.py) that
+deferrable Airflow tasks submit their merges to. Its state (URLs, ports, the scripts' identity, the
+service's process) is `<warehouse>/connect-server.json`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from merge_core.spark.session import embedded_conf, home_dir
 
 STATE = "connect-server.json"
 DEFAULT_PORT = 15002
+DEFAULT_MERGES_PORT = 15003  # the merge service's (merge_core/api/merge_service.py)
 
 
 def _spark_home() -> Path:
@@ -44,24 +49,38 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _state(warehouse: str | None) -> dict | None:
+    path = home_dir(warehouse) / STATE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def status(warehouse: str | None = None) -> str | None:
     """The URL of the running server for this warehouse, or None."""
-    path = home_dir(warehouse) / STATE
-    if not path.exists():
-        return None
-    state = json.loads(path.read_text())
-    return state["url"] if _listening(state["port"]) else None
+    state = _state(warehouse)
+    return state["url"] if state and _listening(state["port"]) else None
+
+
+def merges_url(warehouse: str | None = None) -> str | None:
+    """The URL of the merge service beside this warehouse's running server, or None."""
+    state = _state(warehouse)
+    return state.get("merges_url") if state and _listening(state.get("merges_port", 0)) else None
 
 
 def start(
-    warehouse: str | None = None, port: int = DEFAULT_PORT, master: str = "local[*]", timeout: float = 180
+    warehouse: str | None = None,
+    port: int = DEFAULT_PORT,
+    master: str = "local[*]",
+    timeout: float = 180,
+    merges_port: int = DEFAULT_MERGES_PORT,
 ) -> str:
-    """Start the server (or return the running one's URL) and wait until it accepts connections."""
+    """Start the server and its merge service (or return the running one's URL) and wait until both
+    accept connections."""
     running = status(warehouse)
     if running:
         return running
-    if _listening(port):
-        raise MergeError(f"port {port} is in use by another process; choose another with --port")
+    for p, flag in ((port, "--port"), (merges_port, "--merges-port")):
+        if _listening(p):
+            raise MergeError(f"port {p} is in use by another process; choose another with {flag}")
     home = home_dir(warehouse)
     ident = f"spark-merge-{port}"
     conf = {
@@ -76,14 +95,23 @@ def start(
     if done.returncode != 0:
         raise MergeError(f"the Spark Connect server did not start: {(done.stdout + done.stderr)[-2000:]}")
     url = f"sc://127.0.0.1:{port}"
-    (home / STATE).write_text(json.dumps({"url": url, "port": port, "ident": ident}))
+    (home / "connect-logs").mkdir(exist_ok=True)
+    with open(home / "connect-logs" / "merge-service.log", "ab") as out:
+        service = subprocess.Popen(
+            [sys.executable, "-m", "merge_core", "merge-service", "--remote", url, "--port", str(merges_port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # outlives this command, like the Spark server
+        )
+    state = {"url": url, "port": port, "ident": ident, "merges_port": merges_port, "merges_pid": service.pid}
+    (home / STATE).write_text(json.dumps({**state, "merges_url": f"http://127.0.0.1:{merges_port}"}))
     deadline = time.monotonic() + timeout
-    while not _listening(port):
-        if time.monotonic() > deadline:
+    while not (_listening(port) and _listening(merges_port)):
+        if time.monotonic() > deadline or service.poll() is not None:
             stop(warehouse)
             raise MergeError(
-                f"the Spark Connect server did not listen on port {port} within {timeout:.0f} s; "
-                f"see {home / 'connect-logs'}"
+                f"the Spark Connect server (port {port}) or the merge service (port {merges_port}) did not "
+                f"listen within {timeout:.0f} s; see {home / 'connect-logs'}"
             )
         time.sleep(1)
     return url
@@ -96,6 +124,11 @@ def stop(warehouse: str | None = None) -> bool:
     if not path.exists():
         return False
     state = json.loads(path.read_text())
+    if state.get("merges_pid"):
+        try:
+            os.kill(state["merges_pid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
     subprocess.run(
         [str(_spark_home() / "sbin" / "stop-connect-server.sh")],
         env=_env(home, state["ident"]),
