@@ -46,12 +46,24 @@ from datetime import datetime
 from airflow.sdk import DAG
 from airflow_provider.operators import SparkMergeOperator
 
-with DAG(dag_id="defer_merge", schedule=None, start_date=datetime(2026, 11, 1)) as dag:
+with DAG(dag_id="defer_merge", schedule=None, start_date=datetime(2026, 11, 1), params={"table": "x"}) as dag:
     SparkMergeOperator(task_id="bump", spark_merge_conn_id="sm_defer", deferrable=True, poll_interval=1,
-                       sql="UPDATE sc.counters SET n = n + 1 WHERE id = 1")
+                       sql="UPDATE {{ params.table }} SET n = n + 1 WHERE id = 1")
     SparkMergeOperator(task_id="dup", spark_merge_conn_id="sm_defer", deferrable=True, poll_interval=1,
-                       sql="MERGE INTO sc.counters t USING (SELECT 1 AS id, 5 AS n UNION ALL SELECT 1, 6) s "
+                       sql="MERGE INTO {{ params.table }} t USING (SELECT 1 AS id, 5 AS n UNION ALL SELECT 1, 6) s "
                            "ON t.id = s.id WHEN MATCHED THEN UPDATE SET n = s.n")
+"""
+SLOW_DEFER_DAG = """
+from datetime import datetime
+from airflow.sdk import DAG
+from airflow_provider.operators import SparkMergeOperator
+
+# the source sleeps 20 s in a Spark task: the merge is still running when the test aborts it
+with DAG(dag_id="defer_slow", schedule=None, start_date=datetime(2026, 11, 1), params={"table": "x"}) as dag:
+    SparkMergeOperator(task_id="slow", spark_merge_conn_id="sm_defer", deferrable=True, poll_interval=1,
+                       sql="MERGE INTO {{ params.table }} t USING (SELECT id, 7 AS n FROM VALUES (2) AS x(id) "
+                           "WHERE java_method('java.lang.Thread', 'sleep', 20000L) IS NULL) s ON t.id = s.id "
+                           "WHEN MATCHED THEN UPDATE SET n = s.n")
 """
 PG_DAG = """
 from datetime import datetime
@@ -131,6 +143,7 @@ def airflow_home(tmp_path_factory):
     (dags / "connect_merge.py").write_text(CONNECT_DAG)
     (dags / "pg_merge.py").write_text(PG_DAG)
     (dags / "defer_merge.py").write_text(DEFER_DAG)
+    (dags / "defer_slow.py").write_text(SLOW_DEFER_DAG)
     os.environ.update(
         {
             # OpenLineage events of every task, one JSON per line
@@ -522,20 +535,27 @@ def test_dbt_dag_runs_the_example_project(airflow_home, tmp_path, monkeypatch):
     )
 
 
+def run_driver(script: str, args: list[str], **env: str) -> tuple[dict, str]:
+    """Run a driver script of tests/ (a process of its own: its Spark Connect client never meets this
+    run's classic SparkSession); its RESULT line, and its output."""
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name(script)), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    Path(os.environ.get("SPARK_MERGE_DRIVER_LOG", os.devnull)).write_text(done.stdout + done.stderr)
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
+    return json.loads(lines[-1].removeprefix("RESULT ")), done.stdout + done.stderr
+
+
 @pytest.mark.extended  # Spark Connect runs in CI through the Python API (test_dataframe_api.py)
 def test_operator_over_spark_connect(airflow_home, connect_server):
     """The same operator, given a connection to a Spark Connect server: the merge runs on the server."""
-    env = {**os.environ, "AIRFLOW_CONN_SM_LIVE": json.dumps({"conn_type": "spark_merge", "host": connect_server})}
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("connect_driver.py")), connect_server],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
-    result = json.loads(lines[-1].removeprefix("RESULT "))
+    connection = {"conn_type": "spark_merge", "host": connect_server}
+    result, _ = run_driver("connect_driver.py", [connect_server], AIRFLOW_CONN_SM_LIVE=json.dumps(connection))
     assert result["state"] == "success"
     assert result["rows"] == [[1, 10, "eu"], [2, 25, "us"], [3, 30, "eu"], [4, 40, "apac"]]
     begin, finish = result["xcom"]["merge_begin"], result["xcom"]["merge_finish"]
@@ -575,51 +595,65 @@ def merge_service(connect_server, tmp_path):
     service.wait(30)
 
 
+@pytest.fixture
+def triggerer(airflow_home, tmp_path):
+    """`airflow triggerer` on the tests' metadata DB."""
+    with open(tmp_path / "triggerer.log", "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "airflow", "triggerer"], stdout=out, stderr=subprocess.STDOUT, env=os.environ
+        )
+    yield tmp_path / "triggerer.log"
+    process.terminate()
+    process.wait(60)
+
+
+@pytest.mark.parametrize("mode", ["triggerer", pytest.param("inline", marks=pytest.mark.extended)])
 def test_a_deferrable_task_waits_in_the_trigger_while_the_merge_service_merges(
-    airflow_home, connect_server, merge_service
+    airflow_home, connect_server, merge_service, mode, request
 ):
-    """dag.test() runs a deferred task as a scheduler and triggerer would: execute submits and defers,
-    the trigger (serialized, rebuilt from its kwargs) polls the merge service, execute_complete resumes
-    with the same XCom as a blocking run. A failing merge fails its task with the merge's own error;
-    the trigger's on_kill aborts a running merge and leaves the table as it was."""
+    """A deferred task as Airflow runs it: execute checks, submits and defers; the trigger (serialized,
+    rebuilt from its kwargs) polls the merge service in `airflow triggerer` (``triggerer``; dag.test()
+    runs the trigger itself with ``inline``); execute_complete resumes with a blocking run's XCom. A
+    failing merge fails its task with the merge's own error. A user marking a deferred task failed
+    makes the triggerer call on_kill, which aborts the merge and leaves the table as it was."""
     url, service_log = merge_service
-    env = {
-        **os.environ,
-        "AIRFLOW_CONN_SM_DEFER": json.dumps(
-            {"conn_type": "spark_merge", "host": connect_server, "extra": {"merge_service": url}}
-        ),
-    }
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("deferrable_driver.py")), connect_server, url],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
+    triggerer_log = request.getfixturevalue("triggerer") if mode == "triggerer" else None
+    connection = {"conn_type": "spark_merge", "host": connect_server, "extra": {"merge_service": url}}
+    result, log = run_driver(
+        "deferrable_driver.py", [connect_server, url, mode], AIRFLOW_CONN_SM_DEFER=json.dumps(connection)
     )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
-    result = json.loads(lines[-1].removeprefix("RESULT "))
-    log = done.stdout + done.stderr
-    # both tasks deferred, and the trigger ran in line (dag.test's triggerer)
-    assert log.count("deferring") == 2 and log.count("running trigger in line") == 2, log[-5000:]
+    # three tasks deferred; their triggers ran in the triggerer process, or in line
+    assert log.count("deferring") == 3, log[-5000:]
+    if triggerer_log is not None:  # dag.test() ran no trigger: the triggerer process fired their events
+        assert "running trigger in line" not in log
+
+        def trigger_logs(dag_id: str) -> str:  # the triggerer writes a trigger's log beside its task's
+            return "".join(p.read_text() for p in (airflow_home / "logs" / f"dag_id={dag_id}").rglob("*.trigger.*"))
+
+        assert trigger_logs("defer_merge").count("Trigger fired event") == 2
+        assert "Trigger cancelled by user action, invoking on_kill" in trigger_logs("defer_slow")
+    else:
+        assert log.count("running trigger in line") == 3
     assert result["state"] == "failed"
     assert result["tasks"] == {"bump": {"state": "success", "tries": 1}, "dup": {"state": "failed", "tries": 1}}
     # the merge ran in the service process (its log), under the task instance's run key
     [entry] = result["history"]
     run_key = entry["run_key"]
     assert run_key.startswith("airflow:defer_merge/") and run_key.endswith("/bump/-1")
-    assert f"[{run_key}] merge {entry['merge_id']}" in service_log.read_text()
+    served = service_log.read_text()
+    assert f"[{run_key}] merge {entry['merge_id']}" in served
     assert result["rows"] == [[1, 1], [2, 0]]
     x = result["xcom"]
     assert x["bump.merge_begin"]["merge_id"] == x["bump.merge_finish"]["merge_id"] == entry["merge_id"]
-    assert x["bump.return_value"]["numTargetRowsUpdated"] == 1 and x["bump.merge_begin"]["target"] == "sc.counters"
+    assert x["bump.return_value"]["numTargetRowsUpdated"] == 1 and x["bump.merge_begin"]["target"] == f"sc.{mode}"
     # the failed merge's error, as the blocking task reports it
     assert "MERGE_TARGET_ROW_MULTIPLE_MATCHES" in log and "source row (id=1, n=5) chose WHEN MATCHED clause 1" in log
     assert "dup.merge_finish" not in x
-    # on_kill: the slow merge was aborted, its Spark job stopped, nothing written
-    assert result["killed"]["state"] == "failed", result["killed"]
-    served = service_log.read_text()
-    assert "[slow-run] abort asked for" in served and "ABORT: interrupted" in served, served[-3000:]
+    # the killed task: its merge was running, then aborted (its Spark job interrupted), nothing written
+    killed = result["killed"]
+    assert killed["before"] == "running" and killed["after"]["state"] == "failed", killed
+    assert killed["tasks"] == {"slow": {"state": "failed", "tries": 1}}, killed
+    assert "abort asked for" in served and "ABORT: interrupted" in served, served[-3000:]
     assert result["rows_after_kill"] == [[1, 1], [2, 0]]
 
 

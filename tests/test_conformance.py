@@ -185,6 +185,8 @@ def whole_partitions(monkeypatch):
 # shapes whose statements the others already compare, in make test-all only (CI's time)
 EXTENDED = {
     "watermark_upsert": "the upsert begin and write of upsert and engine_upsert",
+    "duplicate": "the plan of upsert up to the duplicate check, whose failure the hosts' own tests cover",
+    "delete_and_update": "the clauses' plan and rewrite of upsert and not_matched_by_source",
 }
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -40,14 +39,8 @@ def test_server_start_run_history_stop(tmp_path):
         assert "updated 1" in run.stdout
         assert "update" in cli("history", "d.t", "--warehouse", w, "-q").stdout
         assert (tmp_path / "w" / "warehouse" / "d.db" / "t").is_dir()  # the server's warehouse is this one
-        # the merge service beside it runs a submitted merge; submitting its run key again starts nothing
-        request = "UPDATE d.t SET v = 'y' WHERE id = 1"
-        assert service_client.submit(service, "k", request, {})["state"] == "running"
-        deadline = time.monotonic() + 120
-        while (state := service_client.status(service, "k"))["state"] == "running" and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert state["state"] == "finished" and state["result"]["metrics"]["numTargetRowsUpdated"] == 1, state
-        assert service_client.submit(service, "k", request, {})["result"] == state["result"]
+        # the merge service beside it answers (tests/test_airflow.py runs deferrable merges through one)
+        assert service_client.status(service, "k") == {"run_key": "k", "state": "unknown"}
     finally:
         assert cli("server", "stop", "--warehouse", w).stdout.strip() == "stopped"
     assert cli("server", "status", "--warehouse", w, ok=False).stdout.strip() == "not running"
