@@ -598,9 +598,12 @@ def merge_service(connect_server, tmp_path):
 @pytest.fixture
 def triggerer(airflow_home, tmp_path):
     """`airflow triggerer` on the tests' metadata DB."""
+    from .conftest import free_port
+
+    env = {**os.environ, "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port())}  # not the fixed 8794
     with open(tmp_path / "triggerer.log", "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "airflow", "triggerer"], stdout=out, stderr=subprocess.STDOUT, env=os.environ
+            [sys.executable, "-m", "airflow", "triggerer"], stdout=out, stderr=subprocess.STDOUT, env=env
         )
     yield tmp_path / "triggerer.log"
     process.terminate()
