@@ -7,9 +7,9 @@ from __future__ import annotations
 
 def get_provider_info() -> dict:
     """What Airflow's ProvidersManager reads without importing the hook: the connection type with its
-        form (the host is a Spark master or a Spark Connect URL; the extra holds the conf, the warehouse and
-        the metastore, the merge service of deferrable tasks), the operator, hook and trigger modules, and the
-    asset scheme with its URI sanitizer."""
+    form (the host is a Spark master or a Spark Connect URL; the extra holds the conf, the warehouse,
+    the metastore and the merge service of deferrable tasks), the operator, hook and trigger modules,
+    and the asset scheme with its URI sanitizer."""
     return {
         "package-name": "spark-merge",
         "name": "spark-merge",

@@ -27,6 +27,7 @@ With ``SPARK_MERGE_SERVICE_TOKEN`` set, every request must carry ``Authorization
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import json
 import logging
 import os
@@ -68,8 +69,8 @@ class MergeService:
         self.runs: dict[str, Run] = {}
         self.lock = threading.Lock()
 
-    def submit(self, body: dict) -> dict:
-        key = body.get("run_key")
+    def submit(self, body: Any) -> dict:
+        key = body.get("run_key") if isinstance(body, dict) else None
         if not isinstance(key, str) or not key or "request" not in body:
             raise ValueError("a submission names its run_key and its request (SQL text or a spec)")
         with self.lock:
@@ -137,7 +138,8 @@ def handler(service: MergeService, token: str | None) -> type[BaseHTTPRequestHan
             self.wfile.write(data)
 
         def _route(self, method: str) -> None:
-            if token and self.headers.get("Authorization") != f"Bearer {token}":
+            given = self.headers.get("Authorization") or ""
+            if token and not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
                 return self._answer(HTTPStatus.UNAUTHORIZED, {"error": "a bearer token is required"})
             parts = self.path.strip("/").split("/", 1)
             try:

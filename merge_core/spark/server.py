@@ -63,7 +63,8 @@ def status(warehouse: str | None = None) -> str | None:
 def merges_url(warehouse: str | None = None) -> str | None:
     """The URL of the merge service beside this warehouse's running server, or None."""
     state = _state(warehouse)
-    return state.get("merges_url") if state and _listening(state.get("merges_port", 0)) else None
+    port = state.get("merges_port") if state else None
+    return f"http://127.0.0.1:{port}" if port and _listening(port) else None
 
 
 def start(
@@ -104,7 +105,7 @@ def start(
             start_new_session=True,  # outlives this command, like the Spark server
         )
     state = {"url": url, "port": port, "ident": ident, "merges_port": merges_port, "merges_pid": service.pid}
-    (home / STATE).write_text(json.dumps({**state, "merges_url": f"http://127.0.0.1:{merges_port}"}))
+    (home / STATE).write_text(json.dumps(state))
     deadline = time.monotonic() + timeout
     while not (_listening(port) and _listening(merges_port)):
         if time.monotonic() > deadline or service.poll() is not None:
@@ -119,11 +120,9 @@ def start(
 
 def stop(warehouse: str | None = None) -> bool:
     """Stop this warehouse's server; False if none was running."""
-    home = home_dir(warehouse)
-    path = home / STATE
-    if not path.exists():
+    home, state = home_dir(warehouse), _state(warehouse)
+    if state is None:
         return False
-    state = json.loads(path.read_text())
     if state.get("merges_pid"):
         try:
             os.kill(state["merges_pid"], signal.SIGTERM)
@@ -138,5 +137,5 @@ def stop(warehouse: str | None = None) -> bool:
     deadline = time.monotonic() + 60
     while _listening(state["port"]) and time.monotonic() < deadline:
         time.sleep(0.5)
-    path.unlink()
+    (home / STATE).unlink()
     return True

@@ -17,8 +17,8 @@
 
   so re-running a batch is idempotent, a batch that fails leaves the committed ones, and the window need
   not align with the table's partitions (only the partitions holding rows of the window, or receiving
-  the batch's rows, are rewritten). A row of the batch outside its window would break that, so it fails the batch before
-  anything is written.
+  the batch's rows, are rewritten). A row of the batch outside its window would break that, so it
+  fails the batch before anything is written.
 -#}
 
 {% macro incremental() -%}
