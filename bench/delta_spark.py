@@ -2,6 +2,7 @@
 
     make bench-delta                       # N=5M and 20M, M=500k, medians of 3
     make bench-delta DELTA_ARGS="--rows 1000000 --repeat 1"
+    make bench-delta DELTA_ARGS="--big --write-docs"   # N=5M and 100M: spark-merge and Delta only
 
 The peer a Spark user would pick instead of spark-merge is Delta Lake's (or Iceberg's) MERGE on the
 same Spark. delta-spark is published for a Spark minor version, not for every one: the newest
@@ -17,6 +18,13 @@ default for a new table). The same MERGE statement runs on both. Jobs: the Spark
 (job group + statusTracker), counted in the first run. The data floor (merge_cost.py's: the touched
 partitions and the source read, their union written, no join) is measured in the same session, so
 both engines' distance from it is side by side too.
+
+`--big` shows that cost follows the change, not the table: the same CDC merge at N=5M and N=100M
+(the same M-row source; the 5 days it touches hold N/20 rows), spark-merge and Delta only, the
+naive full rewrite estimated from the data floor (the data floor reads and writes the touched
+partitions; the naive rewrite reads and writes them all: the data floor's time scaled by the table's
+bytes over the touched bytes). At that size each run's target is hard links to the pristine files,
+and Delta's is restored to its first version (RESTORE TABLE) instead of created again.
 """
 
 from __future__ import annotations
@@ -45,6 +53,12 @@ def delta_target(spark, where: Path) -> str:
         f"CREATE TABLE bench.d USING delta PARTITIONED BY (dt) LOCATION '{where / f'delta_{time.monotonic_ns()}'}' "
         f"AS SELECT * FROM parquet.`{where / 'target'}`"
     )
+    return "bench.d"
+
+
+def restored_delta(spark) -> str:
+    """bench.d back at the version its CTAS made (a metadata commit: no file is written)."""
+    spark.sql("RESTORE TABLE bench.d TO VERSION AS OF 0").collect()
     return "bench.d"
 
 
@@ -95,15 +109,54 @@ def compare(spark, where: Path, repeat: int, kinds: list[str], out=print) -> Non
         )
 
 
+def megabytes(directory: Path, days: list[str] | None = None) -> float:
+    """The data files' bytes under ``directory`` (only the partitions of ``days``, when given)."""
+    dirs = [directory / f"dt={d}" for d in days] if days is not None else [directory]
+    return sum(f.stat().st_size for d in dirs for f in d.rglob("*.parquet")) / 1e6
+
+
+def big(spark, where: Path, n: int, repeat: int, kinds: list[str], out=print) -> None:
+    """One row per scenario at N=n: spark-merge and Delta copy-on-write, the data floor, the naive
+    rewrite estimated from it. Both engines merge once first, untimed (JIT compilation)."""
+    merge(spark, scenarios(fresh_target(spark, where, link=True))["cdc, ON id"])
+    spark.sql(scenarios(delta_target(spark, where))["cdc, ON id"]).collect()
+    for kind in kinds:
+        sm, dl, floor, sums, jobs = [], [], [], set(), {}
+        for _ in range(repeat):
+            table = fresh_target(spark, where, link=True)
+            done = []
+            s, j = jobs_of(spark, lambda: done.append(merge(spark, scenarios(table)[kind])))
+            sm.append(s)
+            jobs.setdefault("sm", j)
+            sums.add(checksum(spark, table))
+            days = sorted({p["dt"] for p in done[0].partitions})
+            table = fresh_target(spark, where, link=True)
+            floor.append(timed(lambda: data_floor(spark, table, days, kind)))
+            table = restored_delta(spark)
+            s, j = jobs_of(spark, lambda: spark.sql(scenarios(table)[kind]).collect())
+            dl.append(s)
+            jobs.setdefault("delta", j)
+            sums.add(checksum(spark, table))
+        a, b, f = statistics.median(sm), statistics.median(dl), statistics.median(floor)
+        total, touched = megabytes(where / "target"), megabytes(where / "target", days)
+        naive = f * total / touched
+        out(
+            f"| {n:,} | {kind} | {total:,.0f} | {touched:,.1f} | {a:.2f} ({jobs['sm']} jobs) | "
+            f"{b:.2f} ({jobs['delta']} jobs) | **{b / a:.2f}x** | {f:.2f} | {naive:,.0f} | **{naive / a:,.0f}x** | "
+            f"{'yes' if len(sums) == 1 else 'NO'} |"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", default="5000000,20000000", help="N values, target rows")
+    ap.add_argument("--rows", help="N values, target rows (default 5M and 20M; with --big, 5M and 100M)")
     ap.add_argument("--changes", type=int, default=500_000, help="M, source rows")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scenarios", default="cdc, ON id;cdc, ON id AND dt", help="';'-separated, of merge_cost.py's")
+    ap.add_argument("--big", action="store_true", help="N=5M and 100M, spark-merge and Delta only (an hour here)")
     ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
     args = ap.parse_args()
-    out = Report("delta-cdc")
+    out = Report("delta-big" if args.big else "delta-cdc")
     if not JARS:
         raise SystemExit("set DELTA_JARS to the delta-spark and delta-storage jars (make bench-delta does)")
     import pyspark
@@ -122,7 +175,23 @@ def main() -> None:
     )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
     try:
-        for n in [int(x) for x in args.rows.split(",")]:
+        if args.big:
+            out(
+                f"\nSpark {pyspark.__version__}, the CDC merge (M={args.changes:,} source rows) at two target sizes, "
+                f"medians of {args.repeat}, seconds, side by side in one run; the naive full rewrite estimated from "
+                "the data floor\n"
+            )
+            out(
+                "| N | scenario | table MB | touched MB | spark-merge | Delta copy-on-write | Delta / spark-merge | "
+                "data floor | naive rewrite (estimated) | naive / spark-merge | same rows |"
+            )
+            out("|---|---|---|---|---|---|---|---|---|---|---|")
+            for n in [int(x) for x in (args.rows or "5000000,100000000").split(",")]:
+                data = home / f"n{n}"
+                generate(spark, n, args.changes, data)
+                big(spark, data, n, args.repeat, args.scenarios.split(";"), out)
+                shutil.rmtree(data, ignore_errors=True)
+        for n in [] if args.big else [int(x) for x in (args.rows or "5000000,20000000").split(",")]:
             data = home / f"n{n}"
             generate(spark, n, args.changes, data)
             fresh_target(spark, data)  # warm up both (JIT compilation) before anything is timed

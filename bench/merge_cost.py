@@ -100,11 +100,12 @@ def generate(spark, rows: int, changes: int, where: Path) -> None:
     )
 
 
-def fresh_target(spark, where: Path, name: str = "bench.t") -> str:
-    """A table over a new copy of the pristine files."""
+def fresh_target(spark, where: Path, name: str = "bench.t", link: bool = False) -> str:
+    """A table over a new copy of the pristine files (``link``: hard links to them, for a target too
+    large to copy before every run; a merge never changes a file, it writes new ones)."""
     spark.sql(f"DROP TABLE IF EXISTS {name}")
     copy = where / f"copy_{time.monotonic_ns()}"
-    shutil.copytree(where / "target", copy)
+    shutil.copytree(where / "target", copy, copy_function=os.link if link else shutil.copy2)
     spark.sql(f"CREATE TABLE {name} ({SCHEMA}) USING parquet PARTITIONED BY (dt) LOCATION '{copy}'")
     spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
     return name
