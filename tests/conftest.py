@@ -175,11 +175,13 @@ def tree(path: str) -> set[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
-    """A dbt test runs over Thrift in CI only when marked thrift_ci (test_dbt.py); every dbt test
-    runs over Thrift in the extended tier (make test-all)."""
+    """A dbt test runs over Thrift in CI only when marked thrift_ci (test_dbt.py), and then only over
+    Thrift (the session is every other test's); every dbt test runs both ways in the extended tier
+    (make test-all)."""
     for item in items:
         params = getattr(item, "callspec", None)
-        if params and params.params.get("project") == "thrift" and not item.get_closest_marker("thrift_ci"):
+        project = params.params.get("project") if params else None
+        if project and (project == "thrift") != bool(item.get_closest_marker("thrift_ci")):
             item.add_marker(pytest.mark.extended)
 
 

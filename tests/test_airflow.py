@@ -297,6 +297,7 @@ def test_table_assets_have_one_uri_per_table(airflow_home):
     )
 
 
+@pytest.mark.extended  # CI: the same DAG in test_example_dags_run_out_of_the_box, retries in test_durable.py
 def test_daily_cdc_backfill_is_idempotent_and_records_the_lifecycle(spark, airflow_home, cdc):
     target, source = cdc
     dag = load_dag("cdc_daily_merge")

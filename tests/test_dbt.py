@@ -379,6 +379,7 @@ def test_lossy_assignment_warns_or_refuses(project):
     assert snapshot(db, t) == before
 
 
+@pytest.mark.extended  # CI: a failing model in test_duplicate_match_fails_the_model_and_leaves_the_table; the check in test_char_varchar.py
 def test_a_value_longer_than_its_varchar_fails_the_model_and_leaves_the_table(project):
     """A VARCHAR(3) target (created outside dbt): 'xyz   ' is stored trimmed, as Spark stores it, and
     'abcd' fails the model with the length error before any write (tests/test_char_varchar.py has the
@@ -502,7 +503,8 @@ def test_a_live_commit_lock_makes_the_model_wait_then_fail_clean(session_project
         pytest.param("ignore", True, [(1, "a"), (2, "b")], marks=pytest.mark.extended),
         ("append_new_columns", True, [(1, "a", None), (2, "b", "x")]),
         ("sync_all_columns", True, [(1, "a", None), (2, "b", "x")]),
-        ("fail", False, "columns differ"),
+        # a failing model, as in test_duplicate_match_fails_the_model_and_leaves_the_table (CI)
+        pytest.param("fail", False, "columns differ", marks=pytest.mark.extended),
         # the merge option: dbt's append_new_columns (CI: that mode)
         pytest.param("schema_evolution", True, [(1, "a", None), (2, "b", "x")], marks=pytest.mark.extended),
     ],
@@ -525,6 +527,7 @@ def test_on_schema_change(project, mode, ok, expected):
         assert expected in project.run_results()[name]["message"] and rows(db, t) == [(1, "a")]
 
 
+@pytest.mark.extended  # CI: sync_all_columns in test_on_schema_change
 def test_sync_all_columns_cannot_drop_a_column(project):
     project.model(
         "osc_drop",
@@ -881,6 +884,7 @@ def test_null_partitions_random_sources_and_conditions_through_dbt(project):
     assert snapshot(db, project.table("rnd")) == before
 
 
+@pytest.mark.extended  # CI: the Python host's test_rows_another_application_appended_before_the_merge_are_kept (test_corruption.py); dbt's statements in test_conformance.py
 def test_rows_another_application_appended_are_kept_by_the_next_run(session_project, spark):
     """dbt's begin refreshes the table's listing too: a file another application added to a
     partition this session had listed is rewritten with the partition, not dropped."""

@@ -166,6 +166,7 @@ def test_aggregation_in_a_group_with_two_sequence_fields(spark, make_table):
     assert final == [(1, 6, 3, 2, "3", 3, 2)]
 
 
+@pytest.mark.extended  # CI: the refusals of test_configuration_errors_name_the_problem and test_functions_that_cannot_retract_*
 def test_partial_update_rejects_deletes_unless_ignored_or_retracting_a_group(spark, db):
     t = f"{db}.pu"
     spark.sql(f"CREATE TABLE {t} (k INT, a INT, g INT, b STRING) USING parquet")
@@ -467,6 +468,7 @@ def test_each_function(spark, make_table):
     assert got == {fn: expected for fn, _, _, expected in FUNCTIONS}
 
 
+@pytest.mark.extended  # CI: test_each_function
 def test_distinct_collect_and_listagg_with_delimiter(spark, make_table):
     final = apply_in_both_ways(
         spark,
