@@ -73,39 +73,53 @@ def jobs_of(spark, fn) -> tuple[float, int]:
     return seconds, len(sc.statusTracker().getJobIdsForGroup(group))
 
 
+def one_round(spark, where: Path, kind: str, r: dict, big: bool = False) -> list[str]:
+    """One side-by-side round of ``kind``: spark-merge, the data floor and Delta copy-on-write, each on
+    a fresh target, their seconds appended to ``r['sm']``, ``r['floor']``, ``r['delta']`` and the
+    first run's jobs kept in ``r['jobs']``, each table's checksum added to ``r['sums']``; the days the
+    merge touched. ``big``: the targets are hard links, Delta's is restored rather than created."""
+    table = fresh_target(spark, where, link=big)
+    done = []
+    s, j = jobs_of(spark, lambda: done.append(merge(spark, scenarios(table)[kind])))
+    r["sm"].append(s)
+    r["jobs"].setdefault("sm", j)
+    r["sums"].add(checksum(spark, table))
+    days = sorted({p["dt"] for p in done[0].partitions})
+    table = fresh_target(spark, where, link=big)
+    r["floor"].append(timed(lambda: data_floor(spark, table, days, kind)))
+    table = restored_delta(spark) if big else delta_target(spark, where)
+    s, j = jobs_of(spark, lambda: spark.sql(scenarios(table)[kind]).collect())
+    r["delta"].append(s)
+    r["jobs"].setdefault("delta", j)
+    r["sums"].add(checksum(spark, table))
+    return days
+
+
+def rounds() -> dict:
+    return {"sm": [], "delta": [], "floor": [], "fused": [], "sums": set(), "jobs": {}}
+
+
 def compare(spark, where: Path, repeat: int, kinds: list[str], out=print) -> None:
     for kind in kinds:
-        sm, dl, fu, floor, sums, jobs = [], [], [], [], set(), {}
+        r = rounds()
         for _ in range(repeat):
-            table = fresh_target(spark, where)
-            done = []
-            s, j = jobs_of(spark, lambda: done.append(merge(spark, scenarios(table)[kind])))
-            sm.append(s)
-            jobs.setdefault("sm", j)
-            sums.add(checksum(spark, table))
-            days = sorted({p["dt"] for p in done[0].partitions})
-            table = fresh_target(spark, where)
-            floor.append(timed(lambda: data_floor(spark, table, days, kind)))
-            table = delta_target(spark, where)
-            s, j = jobs_of(spark, lambda: spark.sql(scenarios(table)[kind]).collect())
-            dl.append(s)
-            jobs.setdefault("delta", j)
-            sums.add(checksum(spark, table))
+            one_round(spark, where, kind, r)
             if kind.startswith("cdc"):  # issue 20's fused plan, prototyped (bench/fused_prototype.py)
                 table = fresh_target(spark, where)
                 s, j = jobs_of(spark, lambda: fused_cdc(spark, table, kind.endswith("dt"), where))
-                fu.append(s)
-                jobs.setdefault("fused", j)
-                sums.add(checksum(spark, table))
-        a, b, f = statistics.median(sm), statistics.median(dl), statistics.median(floor)
+                r["fused"].append(s)
+                r["jobs"].setdefault("fused", j)
+                r["sums"].add(checksum(spark, table))
+        a, b, f = (statistics.median(r[k]) for k in ("sm", "delta", "floor"))
+        fu = r["fused"]
         c = (
-            f"{statistics.median(fu):.2f} ({jobs['fused']} jobs) | **{b / statistics.median(fu):.2f}x**"
+            f"{statistics.median(fu):.2f} ({r['jobs']['fused']} jobs) | **{b / statistics.median(fu):.2f}x**"
             if fu
             else "- | -"
         )
         out(
-            f"| {kind} | {a:.2f} ({jobs['sm']} jobs) | {b:.2f} ({jobs['delta']} jobs) | **{b / a:.2f}x** | {c} | "
-            f"{f:.2f} | {a / f:.2f} | {b / f:.2f} | {'yes' if len(sums) == 1 else 'NO'} |"
+            f"| {kind} | {a:.2f} ({r['jobs']['sm']} jobs) | {b:.2f} ({r['jobs']['delta']} jobs) | **{b / a:.2f}x** | "
+            f"{c} | {f:.2f} | {a / f:.2f} | {b / f:.2f} | {'yes' if len(r['sums']) == 1 else 'NO'} |"
         )
 
 
@@ -121,29 +135,16 @@ def big(spark, where: Path, n: int, repeat: int, kinds: list[str], out=print) ->
     merge(spark, scenarios(fresh_target(spark, where, link=True))["cdc, ON id"])
     spark.sql(scenarios(delta_target(spark, where))["cdc, ON id"]).collect()
     for kind in kinds:
-        sm, dl, floor, sums, jobs = [], [], [], set(), {}
+        r = rounds()
         for _ in range(repeat):
-            table = fresh_target(spark, where, link=True)
-            done = []
-            s, j = jobs_of(spark, lambda: done.append(merge(spark, scenarios(table)[kind])))
-            sm.append(s)
-            jobs.setdefault("sm", j)
-            sums.add(checksum(spark, table))
-            days = sorted({p["dt"] for p in done[0].partitions})
-            table = fresh_target(spark, where, link=True)
-            floor.append(timed(lambda: data_floor(spark, table, days, kind)))
-            table = restored_delta(spark)
-            s, j = jobs_of(spark, lambda: spark.sql(scenarios(table)[kind]).collect())
-            dl.append(s)
-            jobs.setdefault("delta", j)
-            sums.add(checksum(spark, table))
-        a, b, f = statistics.median(sm), statistics.median(dl), statistics.median(floor)
+            days = one_round(spark, where, kind, r, big=True)
+        a, b, f = (statistics.median(r[k]) for k in ("sm", "delta", "floor"))
         total, touched = megabytes(where / "target"), megabytes(where / "target", days)
         naive = f * total / touched
         out(
-            f"| {n:,} | {kind} | {total:,.0f} | {touched:,.1f} | {a:.2f} ({jobs['sm']} jobs) | "
-            f"{b:.2f} ({jobs['delta']} jobs) | **{b / a:.2f}x** | {f:.2f} | {naive:,.0f} | **{naive / a:,.0f}x** | "
-            f"{'yes' if len(sums) == 1 else 'NO'} |"
+            f"| {n:,} | {kind} | {total:,.0f} | {touched:,.1f} | {a:.2f} ({r['jobs']['sm']} jobs) | "
+            f"{b:.2f} ({r['jobs']['delta']} jobs) | **{b / a:.2f}x** | {f:.2f} | {naive:,.0f} | "
+            f"**{naive / a:,.0f}x** | {'yes' if len(r['sums']) == 1 else 'NO'} |"
         )
 
 
