@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all lint docs bench bench-delta bench-matrix bench-s3 clean
+.PHONY: demo test test-all lint docs bench bench-cli bench-delta bench-matrix bench-s3 clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,10 @@ DELTA_RUN = PYTHONPATH=$(DELTA)/py42:. DELTA_JARS=$(CURDIR)/$(DELTA)/delta-spark
 S3_ARGS ?=
 bench-s3: $(STAMP)
 	$(BIN)/python bench/s3_requests.py $(S3_ARGS)
+
+# the command line against a warm `spark-merge server` (bench/warm_cli.py)
+bench-cli: $(STAMP)
+	$(BIN)/python bench/warm_cli.py --write-docs
 
 bench-delta: $(DELTA)/ready
 	$(DELTA_RUN) bench/delta_spark.py $(DELTA_ARGS)

@@ -570,7 +570,8 @@ def test_operator_over_spark_connect(airflow_home, connect_server):
 
 @pytest.fixture
 def merge_service(connect_server, tmp_path):
-    """`spark-merge merge-service` beside the Spark Connect server, as `spark-merge server start` runs it."""
+    """`spark-merge merge-service --remote` beside a Spark Connect server (`server start` runs the service
+    as the owner of its Spark driver instead: test_server.py)."""
     from .conftest import free_port
 
     port = free_port()

@@ -25,7 +25,7 @@ def test_server_start_run_history_stop(tmp_path):
     try:
         started = cli("server", "start", "--warehouse", w, "--port", port, "--merges-port", merges_port).stdout
         service = f"http://127.0.0.1:{merges_port}"
-        assert url in started and f"merge service (deferrable Airflow tasks): {service}" in started
+        assert url in started and f"merge service (run, upsert, deferrable Airflow tasks): {service}" in started
         assert cli("server", "status", "--warehouse", w).stdout.strip() == url
         setup = (
             f"from merge_core.session import get_session; s = get_session(remote='{url}'); "
@@ -34,9 +34,20 @@ def test_server_start_run_history_stop(tmp_path):
         )
         subprocess.run([sys.executable, "-c", setup], check=True, capture_output=True)
         # the CLI runs through the server: the embedded Derby metastore, held by the server, admits
-        # no second process, so a command that started its own Spark here would fail
-        run = cli("run", "--warehouse", w, "--sql", "UPDATE d.t SET v = 'z' WHERE id = 2", "-q")
+        # no second process, so a command that started its own Spark here would fail. `run` submits
+        # to the merge service, which runs it in the server's process (its log names the merge) and
+        # hands its progress lines back as they come; its errors come back as they were raised
+        run = cli("run", "--warehouse", w, "--sql", "UPDATE d.t SET v = 'z' WHERE id = 2")
         assert "updated 1" in run.stdout
+        merge_id = run.stdout.split("merge ", 1)[1].split()[0]
+        assert merge_id in (tmp_path / "w" / "connect-logs" / "server.log").read_text()
+        assert "plan: join target and source" in run.stderr, run.stderr
+        refused = cli("run", "--warehouse", w, "--sql", "UPDATE d.t SET nope = 1", "-q", ok=False)
+        assert refused.stderr.startswith("error: MERGE_VALIDATION_ERROR") and "nope" in refused.stderr
+        assert refused.stderr.count("\n") == 1, refused.stderr
+        # the other commands, and an explicit --remote, use Spark Connect on the same driver
+        over_connect = cli("run", "--remote", url, "--sql", "UPDATE d.t SET v = 'y' WHERE id = 1", "-q")
+        assert "updated 1" in over_connect.stdout
         assert "update" in cli("history", "d.t", "--warehouse", w, "-q").stdout
         assert (tmp_path / "w" / "warehouse" / "d.db" / "t").is_dir()  # the server's warehouse is this one
         # the merge service beside it answers (tests/test_airflow.py runs deferrable merges through one)
@@ -57,9 +68,9 @@ def test_the_merge_service_answers_only_with_its_token_and_refuses_a_malformed_s
     from http.server import ThreadingHTTPServer
 
     from merge_core.api import service_client
-    from merge_core.api.merge_service import MergeService, handler
+    from merge_core.api.merge_service import MergeService, connect_sessions, handler
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler(MergeService("sc://127.0.0.1:1"), "s3cret"))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler(MergeService(connect_sessions("sc://127.0.0.1:1")), "s3cret"))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
     try:

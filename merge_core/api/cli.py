@@ -24,10 +24,11 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from merge_core.api import merge_service
+from merge_core.api import merge_service, service_client
 from merge_core.api.functions import (
     adopt,
     compact,
@@ -41,6 +42,7 @@ from merge_core.api.functions import (
     vacuum,
 )
 from merge_core.common.errors import MergeError, SpecError
+from merge_core.common.result import MergeResult
 from merge_core.request import options
 from merge_core.spark import server
 from merge_core.spark.session import home_dir
@@ -225,8 +227,8 @@ def _parser() -> argparse.ArgumentParser:
         _spark_options(sp)
     sp = sub.add_parser(
         "server",
-        help="start, stop or show a warm local Spark (Spark Connect) over the warehouse; while it is up, commands "
-        "on that warehouse use it",
+        help="start, stop or show a warm local Spark over the warehouse (its merge service and Spark Connect); while "
+        "it is up, commands on that warehouse use it",
     )
     sp.add_argument("action", choices=["start", "stop", "status"])
     sp.add_argument("--warehouse", help="folder of the embedded warehouse and metastore (default ./var)")
@@ -236,9 +238,17 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("-v", "--verbose", action="store_true")
     sp = sub.add_parser(
         "merge-service",
-        help="run merges submitted over HTTP (deferrable Airflow tasks) on a Spark Connect server, in the foreground",
+        help="run merges submitted over HTTP (the CLI's on a warm server, deferrable Airflow tasks), in the foreground",
     )
-    sp.add_argument("--remote", required=True, help="the Spark Connect server, sc://host:port")
+    where = sp.add_mutually_exclusive_group()
+    where.add_argument("--remote", help="run merges on this Spark Connect server, sc://host:port")
+    where.add_argument(
+        "--warehouse", help="own the Spark driver of this embedded warehouse (what `server start` runs; default ./var)"
+    )
+    sp.add_argument("--master", default="local[*]", help="with --warehouse: the Spark master")
+    sp.add_argument(
+        "--connect-port", type=int, default=server.DEFAULT_PORT, help="with --warehouse: serve Spark Connect here"
+    )
     sp.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only)")
     sp.add_argument("--port", type=int, default=server.DEFAULT_MERGES_PORT)
     sp.add_argument("-q", "--quiet", action="store_true")
@@ -268,11 +278,36 @@ def _session(args: argparse.Namespace) -> Any:
     )
 
 
+@dataclass
+class WarmMerges:
+    """The merge service of the warehouse's `spark-merge server`, standing in for a session in `run`
+    and `upsert`: the merge runs inside the server's Spark driver, its statements calls within that
+    process rather than round trips over Spark Connect."""
+
+    url: str
+
+
+def _warm_merges(args: argparse.Namespace) -> WarmMerges | None:
+    """`run` (not explain) and `upsert` of a Spark catalog table, on a warehouse whose server is up."""
+    if args.command not in ("run", "upsert") or args.master or args.remote or args.metastore or args.jdbc_url:
+        return None
+    url = server.merges_url(args.warehouse)
+    return WarmMerges(url) if url else None
+
+
+def _merge(spark: Any, request: Any, **kwargs: Any) -> MergeResult:
+    """merge(), or the same merge submitted to the warm server's merge service."""
+    if not isinstance(spark, WarmMerges):
+        return merge(spark, request, **kwargs)
+    max_retries = kwargs.pop("max_retries", 3)
+    return service_client.run_merge(spark.url, request, kwargs, max_retries)
+
+
 def _server(args: argparse.Namespace) -> int:
     if args.action == "start":
         url = server.start(args.warehouse, args.port, merges_port=args.merges_port)
         print(f"Spark Connect server for {home_dir(args.warehouse)}: {url}")
-        print(f"merge service (deferrable Airflow tasks): {server.merges_url(args.warehouse)}")
+        print(f"merge service (run, upsert, deferrable Airflow tasks): {server.merges_url(args.warehouse)}")
     elif args.action == "stop":
         print("stopped" if server.stop(args.warehouse) else "no server was running")
     else:
@@ -369,7 +404,7 @@ def _compact(spark: Any, args: argparse.Namespace) -> int:
 
 
 def _upsert(spark: Any, args: argparse.Namespace) -> int:
-    result = merge(
+    result = _merge(
         spark,
         {"target": args.target, "source": args.source},
         **{name: getattr(args, name) or None for name in upsert_flags()},
@@ -394,7 +429,7 @@ def _statement(spark: Any, args: argparse.Namespace) -> int:
               "key ranges and partitions")  # fmt: skip
         print("".join(f"{text};\n\n" for text in ran), end="")
     else:
-        result = merge(spark, sql, dry_run=args.dry_run, max_retries=args.max_retries, **chosen)
+        result = _merge(spark, sql, dry_run=args.dry_run, max_retries=args.max_retries, **chosen)
     if not args.json:
         print(result.summary())
         return 0
@@ -434,12 +469,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "server":
             return _server(args)
         if args.command == "merge-service":
-            merge_service.serve(args.remote, args.host, args.port)
+            if args.remote:
+                merge_service.serve(args.remote, args.host, args.port)
+            else:
+                merge_service.serve_driver(args.warehouse, args.master, args.connect_port, args.host, args.port)
             return 0
         if args.command == "options":  # no Spark needed
             print(options.markdown())
             return 0
-        return HANDLERS[args.command](_session(args), args)
+        return HANDLERS[args.command](_warm_merges(args) or _session(args), args)
     except MergeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -4,19 +4,28 @@ A deferrable Airflow task must leave its worker while its merge goes on; but spa
 is Python that sends Spark one statement at a time, so it has to live in a process that outlasts
 the task. This is that process: it holds no data and no state that matters (the table's journal and
 history do), and runs each submitted merge through ``merge_core.merge`` in a thread of its own, in
-a Spark Connect session of its own on the server at ``remote``.
+a session of its own. Two ways to run it:
 
-    spark-merge merge-service --remote sc://127.0.0.1:15002 --port 15003
+    spark-merge merge-service --warehouse ./var --connect-port 15002 --port 15003
+    spark-merge merge-service --remote sc://spark:15002 --port 15003
 
-(``spark-merge server start`` starts one beside the Spark Connect server it starts.)
+The first owns the Spark driver (what ``spark-merge server start`` runs): a classic session over the
+embedded warehouse, serving Spark Connect from the same driver (Spark's SparkConnectPlugin) to every
+other client. Each merge is a new session of that driver, so the dozens of statements a merge issues
+are calls inside one process, not round trips over a network (8 s for a small merge over Connect,
+under 2 s here, measured in docs/performance.md). The second runs each merge in a Spark Connect
+session on the server at ``remote``.
 
 HTTP, JSON in and out (service_client.py is the client):
-- ``POST /merges`` ``{"run_key", "request", "options", "max_retries"}``: start the merge under
+- ``POST /merges`` ``{"run_key", "request", "options", "max_retries", "durable"}``: start the merge under
   ``run_key``, or answer the one already running or finished under it (a submission is idempotent:
   a task that submits again after a crash gets the same merge, not a second one). A merge that
-  failed is started again.
+  failed is started again. ``durable`` (default true): the commit records the run key and a
+  submission whose key the table's history holds returns that commit (merge()'s ``run_key``); the
+  CLI's one-off keys say false.
 - ``GET /merges/<run_key>``: ``{"state": "running" | "finished" | "failed", "planned", "result",
-  "error"}``; ``{"state": "unknown"}`` for a key this process has not run (it was restarted: submit
+  "error", "progress"}`` (``progress``: the merge's log lines so far, which the CLI prints as they
+  come); ``{"state": "unknown"}`` for a key this process has not run (it was restarted: submit
   again, and the run key returns the commit if one happened).
 - ``DELETE /merges/<run_key>``: abort the running merge (its Spark jobs are cancelled; the table stays
   at its old version, or a commit past its commit point is finished by the next run).
@@ -31,6 +40,7 @@ import hmac
 import json
 import logging
 import os
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +54,29 @@ from merge_core.spark import server
 log = logging.getLogger("spark_merge")
 
 TOKEN_ENV = "SPARK_MERGE_SERVICE_TOKEN"
+CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+PROGRESS_LINES = 500  # a merge's log lines kept for whoever polls it
+
+# a merge's session and what ends it, made for each merge
+Sessions = Callable[[], tuple[Any, Callable[[], None]]]
+
+
+def connect_sessions(remote: str) -> Sessions:
+    """A Spark Connect session per merge on the server at ``remote``: its own job tags, stopped after."""
+
+    def open_session() -> tuple[Any, Callable[[], None]]:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.remote(remote).create()
+        return spark, spark.stop
+
+    return open_session
+
+
+def driver_sessions(spark: Any) -> Sessions:
+    """A new session of the driver ``spark`` per merge (its own temporary views, tags and SQL conf;
+    one SparkContext and catalog), left to the garbage collector after."""
+    return lambda: (spark.newSession(), lambda: None)
 
 
 @dataclass
@@ -55,19 +88,35 @@ class Run:
     planned: dict | None = None
     result: dict | None = None
     error: dict | None = None
+    progress: list[str] = field(default_factory=list)
     abort: Callable[[], None] | None = field(default=None, repr=False)
 
     def view(self) -> dict:
-        return {k: getattr(self, k) for k in ("run_key", "state", "planned", "result", "error")}
+        return {k: getattr(self, k) for k in ("run_key", "state", "planned", "result", "error", "progress")}
+
+
+class _Progress(logging.Handler):
+    """The spark_merge log lines of each merge, told apart by the thread that runs it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.runs: dict[int, Run] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        run = self.runs.get(record.thread or 0)
+        if run is not None and len(run.progress) < PROGRESS_LINES:
+            run.progress.append(record.getMessage())
 
 
 class MergeService:
-    """The merges this process runs, by run key."""
+    """The merges this process runs, by run key, each in a session ``sessions`` makes."""
 
-    def __init__(self, remote: str):
-        self.remote = remote
+    def __init__(self, sessions: Sessions):
+        self.sessions = sessions
         self.runs: dict[str, Run] = {}
         self.lock = threading.Lock()
+        self.progress = _Progress()
+        logging.getLogger("spark_merge").addHandler(self.progress)
 
     def submit(self, body: Any) -> dict:
         key = body.get("run_key") if isinstance(body, dict) else None
@@ -93,21 +142,20 @@ class MergeService:
         return self.status(key)
 
     def _work(self, run: Run, body: dict) -> None:
-        from pyspark.sql import SparkSession
-
         from merge_core.api.functions import merge
         from merge_core.common.errors import MergeError
 
-        spark = None
+        close = None
+        self.progress.runs[threading.get_ident()] = run
         try:
-            spark = SparkSession.builder.remote(self.remote).create()  # a session per merge: its own job tags
+            spark, close = self.sessions()
             result = merge(
                 spark,
                 body["request"],
                 max_retries=int(body.get("max_retries", 3)),
                 on_start=lambda abort: setattr(run, "abort", abort),
                 on_planned=lambda info: setattr(run, "planned", _plain(info)),
-                run_key=run.run_key,
+                run_key=run.run_key if body.get("durable", True) else None,
                 **(body.get("options") or {}),
             )
             log.info("[%s] %s", run.run_key, result.summary())
@@ -118,8 +166,9 @@ class MergeService:
             log.warning("[%s] failed: %s", run.run_key, e)
         finally:
             run.abort = None
-            if spark is not None:
-                spark.stop()
+            self.progress.runs.pop(threading.get_ident(), None)
+            if close is not None:
+                close()
 
 
 def _plain(value: Any) -> Any:
@@ -171,7 +220,41 @@ def handler(service: MergeService, token: str | None) -> type[BaseHTTPRequestHan
 
 
 def serve(remote: str, host: str = "127.0.0.1", port: int = server.DEFAULT_MERGES_PORT) -> None:
-    """Serve merges until the process is stopped."""
-    httpd = ThreadingHTTPServer((host, port), handler(MergeService(remote), os.environ.get(TOKEN_ENV)))
-    log.warning("merge service on http://%s:%d, running merges on %s", host, port, remote)
+    """Serve merges, each in a Spark Connect session on ``remote``, until the process is stopped."""
+    _serve(connect_sessions(remote), host, port, f"running merges on {remote}")
+
+
+def serve_driver(
+    warehouse: str | None,
+    master: str,
+    connect_port: int = server.DEFAULT_PORT,
+    host: str = "127.0.0.1",
+    port: int = server.DEFAULT_MERGES_PORT,
+) -> None:
+    """Own the Spark driver of the embedded ``warehouse`` (``spark-merge server start``): merges run in
+    its sessions, and Spark Connect clients reach it on ``connect_port``. SIGTERM stops both."""
+    from merge_core.spark.session import get_session
+
+    spark = get_session(
+        master=master,
+        warehouse=warehouse,
+        app_name="spark-merge server",
+        conf={
+            "spark.plugins": CONNECT_PLUGIN,
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(connect_port),
+        },
+    )
+    try:
+        _serve(driver_sessions(spark), host, port, f"Spark Connect on sc://127.0.0.1:{connect_port}")
+    finally:
+        spark.stop()
+
+
+def _serve(sessions: Sessions, host: str, port: int, where: str) -> None:
+    httpd = ThreadingHTTPServer((host, port), handler(MergeService(sessions), os.environ.get(TOKEN_ENV)))
+    # SIGTERM (server stop) ends serve_forever from another thread; the caller then stops its Spark
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=httpd.shutdown, daemon=True).start())
+    log.warning("merge service on http://%s:%d, %s", host, port, where)
     httpd.serve_forever()
+    httpd.server_close()

@@ -6,12 +6,18 @@ The standard library only, so an Airflow trigger imports it without Spark.
 from __future__ import annotations
 
 import json
+import logging
+import time
 import urllib.error
 import urllib.request
+import uuid
 from typing import Any
 from urllib.parse import quote
 
 from merge_core.common.errors import MergeError
+from merge_core.common.result import MergeResult
+
+log = logging.getLogger("spark_merge")
 
 
 class ServiceUnreachable(MergeError):
@@ -36,10 +42,20 @@ def _call(url: str, method: str, path: str, token: str | None, body: dict | None
         ) from e
 
 
-def submit(url: str, run_key: str, request: Any, options: dict, max_retries: int = 3, token: str | None = None) -> dict:
-    """Start the merge under ``run_key`` (or get the one already running or finished under it)."""
+def submit(
+    url: str,
+    run_key: str,
+    request: Any,
+    options: dict,
+    max_retries: int = 3,
+    token: str | None = None,
+    durable: bool = True,
+) -> dict:
+    """Start the merge under ``run_key`` (or get the one already running or finished under it).
+    ``durable``: the commit records the run key, and a key the table's history holds returns that
+    commit instead of merging again (what a retried task needs; a one-off command does not)."""
     body = {"run_key": run_key, "request": request, "options": options, "max_retries": max_retries}
-    return _call(url, "POST", "/merges", token, body)
+    return _call(url, "POST", "/merges", token, {**body, "durable": durable})
 
 
 def status(url: str, run_key: str, token: str | None = None) -> dict:
@@ -61,3 +77,33 @@ def raise_failure(error: dict) -> None:
     Exception.__init__(failure, error.get("message") or "the merge failed")
     failure.detail = error.get("detail") or error.get("message") or ""
     raise failure
+
+
+def run_merge(
+    url: str, request: Any, options: dict, max_retries: int = 3, token: str | None = None, poll: float = 0.1
+) -> MergeResult:
+    """Submit a one-off merge (the CLI's, to its warm server) and wait for it, logging its progress
+    lines here as the service logs them; its error is raised again as its own class. Ctrl-C aborts it."""
+    key = f"cli:{uuid.uuid4().hex}"
+    submit(url, key, request, options, max_retries, token, durable=False)
+    shown = 0
+    try:
+        while True:
+            answer = status(url, key, token)
+            lines = answer.get("progress") or []
+            for line in lines[shown:]:
+                log.info("%s", line)
+            shown = len(lines)
+            if answer["state"] == "finished":
+                return MergeResult(**answer["result"])
+            if answer["state"] == "failed":
+                raise_failure(answer["error"])
+            if answer["state"] == "unknown":
+                raise MergeError(
+                    f"the merge service at {url} restarted while it ran merge {key}: `spark-merge history` "
+                    "tells whether it committed"
+                )
+            time.sleep(poll)
+    except KeyboardInterrupt:
+        abort(url, key, token)
+        raise
