@@ -146,18 +146,21 @@ class MergeService:
         from merge_core.common.errors import MergeError
 
         close = None
-        self.progress.runs[threading.get_ident()] = run
         try:
             spark, close = self.sessions()
-            result = merge(
-                spark,
-                body["request"],
-                max_retries=int(body.get("max_retries", 3)),
-                on_start=lambda abort: setattr(run, "abort", abort),
-                on_planned=lambda info: setattr(run, "planned", _plain(info)),
-                run_key=run.run_key if body.get("durable", True) else None,
-                **(body.get("options") or {}),
-            )
+            self.progress.runs[threading.get_ident()] = run  # the merge's own lines, not the service's below
+            try:
+                result = merge(
+                    spark,
+                    body["request"],
+                    max_retries=int(body.get("max_retries", 3)),
+                    on_start=lambda abort: setattr(run, "abort", abort),
+                    on_planned=lambda info: setattr(run, "planned", _plain(info)),
+                    run_key=run.run_key if body.get("durable", True) else None,
+                    **(body.get("options") or {}),
+                )
+            finally:
+                self.progress.runs.pop(threading.get_ident(), None)
             log.info("[%s] %s", run.run_key, result.summary())
             run.result, run.state = _plain(dataclasses.asdict(result)), "finished"
         except Exception as e:  # reported to whoever polls; the table is at its old or new version
@@ -166,7 +169,6 @@ class MergeService:
             log.warning("[%s] failed: %s", run.run_key, e)
         finally:
             run.abort = None
-            self.progress.runs.pop(threading.get_ident(), None)
             if close is not None:
                 close()
 
