@@ -8,7 +8,8 @@ the same server; with the cost of starting the command line at all (`spark-merge
 
 Two targets: partitioned by day (100 days; the 20 rows are in the newest) and unpartitioned (written by
 two tasks: two files of half the rows each, one of which the merge rewrites). Each timing is the median
-of --repeat runs after one untimed run of each kind.
+of --repeat runs after --warm untimed runs of each kind (a new server's JVM compiles the merge's code
+over its first merges).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--warm", type=int, default=5, help="untimed rounds first")
     ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
     args = ap.parse_args()
     out = Report("warm-cli")
@@ -70,11 +72,12 @@ def main() -> None:
         make_tables(url, args.rows)
         out(
             f"\n`spark-merge run` of a 20-row MERGE into {args.rows:,} rows against a warm `spark-merge server`, "
-            f"end to end (the command's wall time), medians of {args.repeat}, seconds, side by side in one run\n"
+            f"end to end (the command's wall time), medians of {args.repeat} after {args.warm} untimed rounds, seconds, "
+            "side by side in one run\n"
         )
         out(
             "| target | through the merge service (`run`) | over Spark Connect (`run --remote`) | "
-            "Connect / merge service | starting the command line (`spark-merge options`) |"
+            "Connect / merge service | starting the command line (`server status`) |"
         )
         out("|---|---|---|---|---|")
         for table, label in (
@@ -86,11 +89,11 @@ def main() -> None:
                 "ON t.id = s.id WHEN MATCHED THEN UPDATE SET status = s.status"
             )
             service, connect, start = [], [], []
-            for n in range(args.repeat + 1):  # the first round warms both paths up, untimed
+            for n in range(args.warm + args.repeat):
                 a = timed_cli("run", "--warehouse", w, "--sql", sql)
                 b = timed_cli("run", "--remote", url, "--sql", sql)
-                c = timed_cli("options")
-                if n:
+                c = timed_cli("server", "status", "--warehouse", w)
+                if n >= args.warm:
                     service.append(a), connect.append(b), start.append(c)
             s, c, o = (statistics.median(x) for x in (service, connect, start))
             out(f"| {label} | {s:.2f} | {c:.2f} | **{c / s:.1f}x** | {o:.2f} |")
