@@ -13,8 +13,8 @@ The first owns the Spark driver (what ``spark-merge server start`` runs): a clas
 embedded warehouse, serving Spark Connect from the same driver (Spark's SparkConnectPlugin) to every
 other client. Each merge is a new session of that driver, so the dozens of statements a merge issues
 are calls inside one process, not round trips over a network (a 20-row merge into 1M rows, end to
-end from the command line: 4.7 s over Connect, 2.4 s here; docs/performance.md). The second runs each merge in a Spark Connect
-session on the server at ``remote``.
+end from the command line: 4.7 s over Connect, 2.4 s here; docs/performance.md). The second runs
+each merge in a Spark Connect session on the server at ``remote``.
 
 HTTP, JSON in and out (service_client.py is the client):
 - ``POST /merges`` ``{"run_key", "request", "options", "max_retries", "durable"}``: start the merge under
