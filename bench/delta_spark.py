@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=500_000, help="M, source rows")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scenarios", default="cdc, ON id;cdc, ON id AND dt", help="';'-separated, of merge_cost.py's")
-    ap.add_argument("--big", action="store_true", help="N=5M and 100M, spark-merge and Delta only (an hour here)")
+    ap.add_argument("--big", action="store_true", help="N=5M and 100M, spark-merge and Delta only (20 minutes here)")
     ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
     args = ap.parse_args()
     out = Report("delta-big" if args.big else "delta-cdc")

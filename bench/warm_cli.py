@@ -1,7 +1,7 @@
 """The command line against a warm `spark-merge server`, end to end: the wall time of a `spark-merge run`
 process merging 20 rows into a 1M-row table, through the server's merge service (what `run` does when a
 server is up) and over Spark Connect (`run --remote`, what every command did before), side by side on
-the same server; with the cost of starting the command line at all (`spark-merge options`, no Spark).
+the same server; with the cost of starting the command line at all (`spark-merge server status`).
 
     make bench-cli                      # --write-docs puts the table into docs/performance.md
     .venv/bin/python bench/warm_cli.py --rows 200000 --repeat 1

@@ -263,7 +263,7 @@ def serve_driver(
         },
     )
     try:
-        _serve(driver_sessions(spark), host, port, f"Spark Connect on sc://127.0.0.1:{connect_port}")
+        _serve(driver_sessions(spark), host, port, f"Spark Connect on {server.connect_url(connect_port)}")
     finally:
         spark.stop()
 

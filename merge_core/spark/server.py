@@ -7,7 +7,7 @@ owns a Spark driver over the same warehouse and metastore as the embedded sessio
 that warehouse use it instead of starting their own Spark (Derby admits one process, so they must):
 `run` and `upsert` submit their merge to the service, which runs the lifecycle's statements inside
 the driver's own process; the other commands connect over Spark Connect. Deferrable Airflow tasks
-submit to the same service. Its state (URLs, ports, the process) is `<warehouse>/connect-server.json`.
+submit to the same service. Its state (its ports and process) is `<warehouse>/connect-server.json`.
 """
 
 from __future__ import annotations
@@ -49,10 +49,15 @@ def _state(warehouse: str | None) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def connect_url(port: int) -> str:
+    """The Spark Connect URL of a server on this machine's ``port`` (it listens on loopback only)."""
+    return f"sc://127.0.0.1:{port}"
+
+
 def status(warehouse: str | None = None) -> str | None:
     """The Spark Connect URL of the running server for this warehouse, or None."""
     state = _state(warehouse)
-    return state["url"] if state and _listening(state["port"]) else None
+    return connect_url(state["port"]) if state and _listening(state["port"]) else None
 
 
 def merges_url(warehouse: str | None = None) -> str | None:
@@ -81,16 +86,15 @@ def start(
     logs = home / "connect-logs"
     logs.mkdir(exist_ok=True)
     command = [sys.executable, "-m", "merge_core", "merge-service", "--warehouse", str(home), "--master", master]
+    command += ["--connect-port", str(port), "--port", str(merges_port)]
     with open(logs / "server.log", "ab") as out:
         process = subprocess.Popen(
-            [*command, "--connect-port", str(port), "--port", str(merges_port)],
+            command,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # outlives this command
         )
-    url = f"sc://127.0.0.1:{port}"
-    state = {"url": url, "port": port, "merges_port": merges_port, "pid": process.pid}
-    (home / STATE).write_text(json.dumps(state))
+    (home / STATE).write_text(json.dumps({"port": port, "merges_port": merges_port, "pid": process.pid}))
     deadline = time.monotonic() + timeout
     while not (_listening(port) and _listening(merges_port)):
         if time.monotonic() > deadline or process.poll() is not None:
@@ -100,7 +104,7 @@ def start(
                 f"listen within {timeout:.0f} s; see {logs / 'server.log'}"
             )
         time.sleep(0.5)
-    return url
+    return connect_url(port)
 
 
 def stop(warehouse: str | None = None, timeout: float = 60) -> bool:
