@@ -88,3 +88,21 @@ def test_the_merge_service_answers_only_with_its_token_and_refuses_a_malformed_s
         assert service_client.status(url, "k", "s3cret")["state"] == "unknown"  # nothing was started
     finally:
         httpd.shutdown()
+
+
+def test_stop_signals_no_process_a_stale_state_file_names(tmp_path):
+    """The state file is a hint a user can copy or edit, and after a reboot its pid may belong to another
+    process: `server stop` forgets the state but signals only a merge service started for this warehouse."""
+    import json
+
+    from merge_core.spark import server
+
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / server.STATE).write_text(json.dumps({"port": 1, "merges_port": 1, "pid": bystander.pid}))
+        assert server.stop(str(tmp_path), timeout=1)
+        assert not (tmp_path / server.STATE).exists()
+        assert bystander.poll() is None  # still running: it was never signalled
+    finally:
+        bystander.kill()
+        bystander.wait()

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from merge_core.common.errors import MergeError
 from merge_core.spark.session import home_dir
@@ -34,14 +35,22 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, exited but not yet reaped by its parent, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+def _serving(pid: Any, home: Path) -> bool:
+    """Whether process ``pid`` is this warehouse's server: a merge service started for ``home``. The
+    state file is only a hint (a stale one, after a reboot, may name a pid another process has since
+    taken), so nothing is signalled on its word alone. An exited process not yet reaped is not."""
+    if not isinstance(pid, int) or pid <= 0:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z")
+    proc = Path(f"/proc/{pid}/cmdline")
+    if Path("/proc/self/cmdline").exists():
+        try:
+            args = proc.read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            return False
+    else:  # no /proc (macOS): ps tells the same
+        done = subprocess.run(["ps", "-p", str(pid), "-o", "args="], capture_output=True, text=True)
+        args = done.stdout.split()
+    return "merge-service" in args and str(home) in args
 
 
 def _state(warehouse: str | None) -> dict | None:
@@ -114,12 +123,12 @@ def stop(warehouse: str | None = None, timeout: float = 60) -> bool:
     if state is None:
         return False
     pid = state.get("pid")
-    if pid and _alive(pid):
+    if _serving(pid, home):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _alive(pid) and time.monotonic() < deadline:
+        while _serving(pid, home) and time.monotonic() < deadline:
             time.sleep(0.25)
-        if _alive(pid):
+        if _serving(pid, home):
             os.killpg(pid, signal.SIGKILL)  # its session: the service and the JVM it started
     (home / STATE).unlink()
     return True
