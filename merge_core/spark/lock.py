@@ -47,11 +47,12 @@ def exists(spark: SparkSession, table: dict) -> bool:
     return bool(spark.sql(macros.show_tables_sql(table["database"], f"__sm_lock_{table['table_name']}")).collect())
 
 
-def holder(spark: SparkSession, table: dict) -> dict | None:
+def holder(spark: SparkSession, table: dict, look: bool = True) -> dict | None:
     """{'merge_id', 'since', 'expires', 'owner'} of the lock on ``table``, or None when it is free.
-    MetadataError when its properties are not a lock spark-merge wrote for this table."""
-    # look before reading: a missing table would make Spark log an error stack for every merge
-    if not exists(spark, table):
+    MetadataError when its properties are not a lock spark-merge wrote for this table.
+    ``look``: list it first (a missing table would make Spark log an error stack for every merge);
+    False where it almost surely exists (just created, or held by the caller), one statement fewer."""
+    if look and not exists(spark, table):
         return None
     try:
         props = {r[0]: r[1] for r in spark.sql(macros.show_properties_sql(macros.lock_relation(table))).collect()}
@@ -198,7 +199,7 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
             )
         except SPARK_ERRORS as e:
             raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
-        owner = holder(spark, table)
+        owner = holder(spark, table, look=False)
         if owner is not None and owner["merge_id"] == merge_id:
             return None
         if owner is None or break_if_dead(spark, table, owner):
@@ -213,7 +214,7 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
     finally:
         renewer.stopped.set()
         renewer.join()
-        owner = holder(spark, table)
+        owner = holder(spark, table, look=False)
         if owner is not None and owner["merge_id"] == merge_id:
             spark.sql(macros.unlock_sql(table))
         files.remove(f"{table['root'].rstrip('/')}/_spark_merge/locks/{merge_id}")
