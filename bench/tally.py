@@ -5,14 +5,14 @@ Counts are deterministic (they do not depend on the machine's speed), so tests m
 - Spark jobs: every job Spark runs for the merge, found by a job group set on the calling thread
   (SQL executions carry it into their own jobs, broadcasts and adaptive query stages included);
 - SQL statements: what the lifecycle issues (merge_core.spark.host.trace); of them "data statements" are
-  the queries that run Spark work (not the EXPLAIN probes, not the DDL);
+  the queries that run Spark work (not the EXPLAIN probes, not the DDL), and the staging write (the
+  host's stage: on the Python host files written by the DataFrame writer, no catalog table);
 - metastore statements: those that read or write the catalog's persistent objects (ALTER, CREATE
   and DROP TABLE, REFRESH) plus the batched repoint (the temporary views of a merge and the commit
   lock, which is a file, are not the metastore's; nor are begin's DESCRIBE QUERY statements, which
   only analyse a query: the source's columns, the types of the request's parts);
 - file statistics: the host's file_stats answers (none of them a Spark job when the files are listed),
-  and the catalog reads that listing made (a partition's location each, and the staging table's
-  partition count).
+  and the catalog reads that listing made (a partition's location each).
 """
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ def count(spark, fn) -> dict:
     catalog = [text for text in sql if text.upper().startswith(CATALOG_WORDS)]
     session = [text for text in sql if text.upper().startswith(SESSION_WORDS)]
     data = [text for text in sql if text not in catalog and text not in session]
+    data += [text for kind, text in trace if kind == "stage"]
     repoints = [kind for kind, _ in trace if kind == "repoint"]
     return {
         "jobs": jobs,
-        "statements": len(sql),
+        "statements": len(sql) + sum(1 for kind, _ in trace if kind == "stage"),
         "data statements": len(data),
         "metastore statements": len(catalog) + len(repoints),
         "file statistics": sum(1 for kind, _ in trace if kind == "file_stats"),

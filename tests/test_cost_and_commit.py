@@ -260,11 +260,14 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     assert (m["numTargetRowsDeleted"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == (3, 17, 10)
     # bench/counts.py: the source with its statistics, the fused summary (which names the matched
     # partitions) and the staging write, several jobs each (adaptive execution runs one job per
-    # query stage). The file statistics before the write, of the staged data and under the lock
+    # query stage). The file statistics before the write and under the lock
     # are the files' listing and footers (host.file_stats): no job; as queries they were 2-3 jobs
-    # each (26 jobs). The metastore statements include the REFRESH TABLE of begin and of the commit
-    # under the lock (the files as they are, for dbt's query). Before the fusion: 32. The history
-    # record is a file the host writes itself (a Spark job when written by a query).
+    # each (26 jobs). The data statements are the source's statistics, the summary and the staging
+    # write, which the Python host writes as files (no catalog table to create and drop: the
+    # metastore statements were 11 with it). The metastore statements include the REFRESH TABLE of
+    # begin and of the commit under the lock (the files as they are, for dbt's query). Before the
+    # fusion: 32. The history record is a file the host writes itself (a Spark job when written by
+    # a query). The staged files are listed by the staging write itself.
     assert c["jobs"] <= 15, c
-    assert c["data statements"] <= 2 and c["metastore statements"] <= 11, c
-    assert c["file statistics"] == 3, c
+    assert c["data statements"] <= 3 and c["metastore statements"] <= 7 and c["statements"] <= 22, c
+    assert c["file statistics"] == 2, c

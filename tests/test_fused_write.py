@@ -34,7 +34,7 @@ def traced():
 
 
 def stage_statements(trace) -> list[str]:
-    return [t for k, t in trace if k == "sql" and t.startswith("CREATE TABLE") and "__sm_stage_" in t]
+    return [t for k, t in trace if k == "stage"]
 
 
 def wrote_fused(trace) -> bool:
@@ -186,3 +186,29 @@ def test_a_duplicate_still_fails_before_the_write(spark, parts, traced):
             f"ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v",
         )
     assert stage_statements(traced) == []
+
+
+def test_staged_partition_directories_are_read_back_as_spark_names_them(spark, db, traced):
+    """The Python host stages a rewrite as files (no catalog table) and reads each staged
+    partition's values back from its directory name, which Spark escapes ('a/b' is `p=a%2Fb`, NULL
+    the default partition). A value read back wrongly would be a partition the plan does not list
+    (refused) or a repoint to the wrong directory (rows lost): every partition here is rewritten and
+    a new one is added, and the table must hold exactly the expected rows."""
+    t = f"{db}.named"
+    special = ["a/b", "x=y", "per%cent", "sp ace", "colon:1", "ü", "quote'", 'dq"', "hash#?*"]
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p STRING) USING parquet PARTITIONED BY (p)")
+    values = [(i, "old", p) for i, p in enumerate(special)] + [(len(special), "old", None)]
+    spark.createDataFrame(values, "id INT, v STRING, p STRING").write.insertInto(t)
+    source = [(i, "new", p) for i, _, p in values] + [(100, "ins", "new/one=1")]
+    spark.createDataFrame(source, "id INT, v STRING, p STRING").createOrReplaceTempView("named_src")
+    r = merge(
+        spark,
+        f"MERGE INTO {t} t USING named_src s ON t.id = s.id AND t.p <=> s.p "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+    )
+    assert [k for k, _ in traced if k == "stage"] == ["stage"]
+    assert r.metrics["numTargetRowsUpdated"] == len(values) and r.metrics["numTargetRowsInserted"] == 1
+    assert r.metrics["numTargetPartitionsRewritten"] == len(values) + 1
+    expected = sorted([(i, "new", p) for i, _, p in values] + [(100, "ins", "new/one=1")])
+    assert rows(spark, t) == expected
+    assert spark.sql(f"SHOW TABLES IN {db} LIKE '__sm_stage_*'").collect() == []

@@ -127,7 +127,7 @@ class CompactionRun(Lifecycle):
             kind="compact",
             paradigm="MERGE_ON_READ",
             statement=f"COMPACT {self.name}",
-            stage_statement=macros.stage_select_sql(table, ctx, macros.mor_compact_select(table, plan, cutoff)),
+            stage_select=macros.mor_compact_select(table, plan, cutoff),
         )
         return self._begun()
 
@@ -147,7 +147,7 @@ class CompactionRun(Lifecycle):
         )
         self.s["changes"] = macros.planned_changes(partitions, None, None)
         if not partitions:  # an empty log: nothing to rewrite
-            self.s.pop("stage_statement")
+            self.s.pop("stage_select")
         return self._planned_info(0)
 
 

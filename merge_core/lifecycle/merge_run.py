@@ -149,15 +149,14 @@ class MergeRun(Lifecycle):
                 "-- 1. partitions holding matched target rows (a join reading only the ON and partition "
                 "columns; the source is broadcast when small); step 2 scans only these. Skipped when step 0 "
                 "listed every partition column; no join, only the range, for a dense integer key. Skipped "
-                "too for a fused write (every assigned value deterministic, not insert-only): step 3's join "
+                "too for a fused write (every part of the statement deterministic, not insert-only): step 3's join "
                 "reads only the columns it needs and names these partitions, and step 5 reads them",
                 macros.matched_partitions_sql(spec, table, ctx),
             ]
         parts += [
-            "-- 2. changes: join, first matching WHEN clause, new values with their checks (declared as a lazy cache; "
-            "dropped again, before anything reads it, when Spark would serve it and every assigned value is "
-            "deterministic: then step 3 reads the join and step 5 joins once more; else cached, or written once "
-            f"to {ctx['changes_table']} when Spark will not serve the cache, and every later step reads it)",
+            "-- 2. changes: join, first matching WHEN clause, new values with their checks. A subquery when every "
+            "part of the statement is deterministic: step 3 reads the join and step 5 joins once more (fused). Else "
+            f"a lazy cache as below, or written once to {ctx['changes_table']} when Spark will not serve it",
             macros.cache_changes_sql(spec, table, self.resolved, ctx),
         ]
         parts += [

@@ -88,6 +88,17 @@ def exists(uri: str) -> bool | None:
         return None
 
 
+def reachable(location: str) -> bool:
+    """Whether this process reaches the file system of ``location``: its parent directory can be
+    looked up (the location itself need not exist yet)."""
+    try:
+        filesystem, path = resolve(location)
+        filesystem.get_file_info(path.rstrip("/").rsplit("/", 1)[0] or "/")
+        return True
+    except (OSError, ValueError, NotImplementedError):
+        return False
+
+
 class ForeignFormat(Exception):
     """A directory spark-merge was about to read as plain files holds another table format's metadata."""
 

@@ -197,16 +197,15 @@ EXPLAIN COST SELECT 1 FROM {{ spark_merge.spark_merge__scope_from(spec, table, p
 JOIN (SELECT 1 AS __sm_one) AS __sm_det ON {% for p in parts %}({{ p.expr }}){{ " AND " if not loop.last }}{% endfor %}
 {%- endmacro %}
 
-{#- The determinism probes of the values the clauses assign (resolved.parts of expect 'column'),
-    one statement per scope, appended to `out`: a probe's text is a plan (it starts '== ') when
-    every value is deterministic, else Spark's refusal (INVALID_NON_DETERMINISTIC_EXPRESSIONS) or
-    another analysis error, read alike as "not known to be deterministic". -#}
-{% macro spark_merge__value_determinism_probes(spec, table, resolved, out) -%}
-{%- for scope in ['both', 'source', 'target'] -%}
-  {%- set probes = [] -%}
-  {%- for p in resolved.parts if p.expect == 'column' and p.scope == scope -%}{%- do probes.append({'expr': '(' ~ p.expr ~
-      ') IS NULL OR true', 'scope': scope}) -%}{%- endfor -%}
-  {%- if probes -%}{%- do out.append(spark_merge.spark_merge__determinism_probe_sql(spec, table, probes) | trim) -%}{%- endif -%}
+{#- The parts of `scope` whose determinism validation's probe asks about besides the conditions:
+    the values the clauses assign (resolved.parts of expect 'column'), each as a condition that
+    holds whatever its value, appended to `out`. A probe's text is a plan (it starts '== ') when
+    every part is deterministic, else Spark's refusal (INVALID_NON_DETERMINISTIC_EXPRESSIONS) or
+    another analysis error, read alike as "not known to be deterministic" (resolved.deterministic
+    false: the plan does not fuse). -#}
+{% macro spark_merge__value_probe_parts(parts, scope, out) -%}
+{%- for p in parts if p.expect == 'column' and p.scope == scope -%}
+  {%- do out.append({'expr': '(' ~ p.expr ~ ') IS NULL OR true', 'scope': scope, 'label': p.label}) -%}
 {%- endfor -%}
 {%- endmacro %}
 

@@ -90,16 +90,28 @@
 {%- endif -%}
 {%- for w in warnings -%}{%- do host.warn('lossy assignment: ' ~ w) -%}{%- endfor -%}
 {%- do out.update({'warnings': warnings}) -%}
+{#- one probe per scope asks of the conditions and the assigned values at once; only when it is
+    refused are the conditions probed alone (then one each, to name the culprits). Every probe
+    planned: every part of the statement is deterministic as Spark's analyzer judges it
+    (out.deterministic), which the plan's fused write relies on -#}
+{%- set refused = [] -%}
 {%- for scope in ['both', 'source', 'target'] -%}
-  {%- set conditions = [] -%}
+  {%- set conditions, values = [], [] -%}
   {%- do spark_merge.spark_merge__conditions(out.parts, scope, conditions) -%}
-  {%- if conditions and spark_merge.spark_merge__lifecycle_probe(host, spec, table, conditions) -%}
-    {%- for part in conditions -%}{#- name the culprits, one probe each -#}
+  {%- do spark_merge.spark_merge__value_probe_parts(out.parts, scope, values) -%}
+  {%- set plan = host.rows(spark_merge.spark_merge__determinism_probe_sql(spec, table, conditions + values))[0]['plan']
+      if conditions or values else '== ' -%}
+  {%- if not plan.startswith('== ') -%}
+    {%- do refused.append(scope) -%}
+    {%- set found = (spark_merge.spark_merge__probe_error(plan, none) | trim) if not values
+        else spark_merge.spark_merge__lifecycle_probe(host, spec, table, conditions) if conditions else '' -%}
+    {%- for part in conditions if found -%}{#- name the culprits, one probe each -#}
       {%- set error = spark_merge.spark_merge__lifecycle_probe(host, spec, table, [part], part) -%}
       {%- if error -%}{%- do errors.append(error) -%}{%- endif -%}
     {%- endfor -%}
   {%- endif -%}
 {%- endfor -%}
+{%- do out.update({'deterministic': refused | length == 0}) -%}
 {%- if errors -%}
   {%- do host.fail(spark_merge.spark_merge__error_code('validation'), errors | join('; '), none, {'errors': errors}) -%}
 {%- endif -%}

@@ -23,6 +23,10 @@
     lock(table, merge_id) / unlock(table, merge_id)   the commit lock (a live holder is waited for)
     wait_free(table)            before planning: wait for a live commit to end, break a dead one's lock
     release_finished(table, merge_id)   break a lock that guards no work (finished or dead holder)
+    stage(table, ctx, sql, select, partitions)   write the staged rows (select) under ctx.stage_location
+                                and return their file_stats_sql rows: dbt runs sql (CREATE TABLE ... AS),
+                                measures the table and drops it; Python writes the rows as files and
+                                lists them where it can (no catalog table)
     exists(location)            true / false / none (cannot tell: dbt has no file system)
     repoint(table, merge_id, repoints)  point partitions at their new directories (Python may batch)
     journal(sql)                write the commit journal: the commit point (Python: not after an abort)
@@ -116,20 +120,16 @@
 {%- set narrowed = {'matched_by': 'join'} -%}
 {%- do spark_merge.spark_merge__zero_metrics(m) -%}
 {#- A rewrite whose changes Spark computes the same at every read needs no cache: the summary
-    reads only the columns it needs, and the write joins again, once (fused_rewrite_select).
-    The same at every read: no value a clause assigns is non-deterministic, as Spark's analyzer
-    judges it (value_determinism_probes: rand(7) would be served from a cache, yet draws by row
-    position, which two different joins order differently; the conditions are deterministic, see
-    validation), and Spark would serve the cache (read_once, below). An append and a database
-    target read the cached rows. -#}
-{%- set fuse = {'ok': not s.get('insert_only') and table.provider != 'jdbc'} -%}
-{%- set probes = [] -%}
-{%- if fuse.ok -%}{%- do spark_merge.spark_merge__value_determinism_probes(spec, table, resolved, probes) -%}{%- endif -%}
-{%- for probe in probes -%}
-  {%- if not host.rows(probe)[0]['plan'].startswith('== ') -%}{%- do fuse.update({'ok': false}) -%}{%- endif -%}
-{%- endfor -%}
+    reads them as a subquery (only the columns it needs), and the write joins again, once
+    (fused_rewrite_select). The same at every read: every part of the statement (ON, the WHEN
+    conditions, partition_filter, every assigned value) is deterministic as Spark's analyzer judges
+    it (validation's probes, resolved.deterministic: rand(7) would be served from a cache, yet draws
+    by row position, which two different joins order differently), and the source is read once
+    (read_once, below). An append and a database target read cached rows. -#}
+{%- set fuse = {'ok': not s.get('insert_only') and table.provider != 'jdbc' and resolved.get('deterministic', false)} -%}
 {%- if spec.source_kind != 'none' -%}
   {%- do host.step('plan: read the source once') -%}
+  {%- do ctx.update({'source_made': true}) -%}
   {%- do host.run(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
   {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
   {%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
@@ -157,12 +157,15 @@
     {%- endif -%}
   {%- endif -%}
 {%- endif -%}
-{#- the cache is lazy: the summary, the first statement reading it, would run the join and fill it -#}
-{%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
-{%- set served = {} -%}
-{%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx), served) -%}
-{%- set fusable = fuse.ok and served.served -%}
-{%- if fusable -%}{%- do host.run(spark_merge.spark_merge__uncache_sql(ctx.changes_view)) -%}{%- endif -%}
+{%- if fuse.ok -%}
+  {%- do ctx.update({'changes': '(' ~ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) | trim ~ ')'}) -%}
+{%- else -%}
+  {#- the cache is lazy: the summary, the first statement reading it, runs the join and fills it -#}
+  {%- do ctx.update({'changes_made': true}) -%}
+  {%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
+  {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx)) -%}
+{%- endif -%}
+{%- set fusable = fuse.ok -%}
 {%- do host.step('plan: join target and source; in one aggregation the duplicate check (' ~ spec.duplicate_rule ~
     ' rule), the counts and the partitions the changes touch') -%}
 {%- set summary = {} -%}

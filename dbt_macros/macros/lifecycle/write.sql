@@ -6,13 +6,13 @@
 {#- Execute: write the planned changes and commit them. The write mode is a branch here:
     an insert-only merge or a merge-on-read upsert (s.append_statements) appends under the lock;
     a rollback (s.repoints given) commits its repoints; anything else stages the touched
-    partitions (s.stage_statement: a compaction's query instead of the merge's) and commits them
+    partitions (s.stage_select: a compaction's query instead of the merge's) and commits them
     with a journal. -#}
 {% macro spark_merge__lifecycle_write(host, s) -%}
 {%- set m = s.metrics -%}
 {%- if s.get('commit_repoints') -%}
   {%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s) -%}
-{%- elif s.get('append_statements') or s.get('stage_statement') or m.numTargetRowsInserted or m.numTargetRowsUpdated or m.numTargetRowsDeleted -%}
+{%- elif s.get('append_statements') or s.get('stage_select') or m.numTargetRowsInserted or m.numTargetRowsUpdated or m.numTargetRowsDeleted -%}
   {%- if s.get('insert_only') -%}
     {%- do spark_merge.spark_merge__lifecycle_append(host, s) -%}
   {%- else -%}
@@ -35,11 +35,11 @@
 
 {#- Stage the new content of s.changes.partitions, then commit it. A merge's rewrite is checked against
     its plan: the changed rows' files are the files the commit replaces, and each partition gains
-    exactly the rows the plan says (s.changes.deltas). Another statement (s.stage_statement: a compaction)
+    exactly the rows the plan says (s.changes.deltas). Another query (s.stage_select: a compaction)
     is checked only to stay inside s.changes.partitions. -#}
 {% macro spark_merge__lifecycle_rewrite(host, s) -%}
 {%- set table, ctx, m = s.table, s.ctx, s.metrics -%}
-{%- set merging = not s.get('stage_statement') -%}
+{%- set merging = not s.get('stage_select') -%}
 {%- do host.step('execute: measure partitions to replace') -%}
 {%- set old = [] -%}
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.changes.partitions, old) -%}
@@ -51,12 +51,13 @@
 {%- do host.step('execute: write ' ~ (s.changes.files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.changes.partitions | length
     ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}
-{%- do host.run(s.stage_statement if not merging
-                else spark_merge.spark_merge__fused_stage_sql(s.spec, table, s.resolved, ctx, s.changes.partitions) if s.get('fused')
-                else spark_merge.spark_merge__stage_sql(table, ctx, s.changes.partitions)) -%}
+{%- set select = s.stage_select if not merging
+    else spark_merge.spark_merge__fused_rewrite_select(s.spec, table, s.resolved, ctx, s.changes.partitions) if s.get('fused')
+    else spark_merge.spark_merge__rewrite_select(table, ctx, s.changes.partitions) -%}
 {%- set new = [] -%}
-{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, ctx.stage_name, ctx.stage, s.changes.partitions, new) -%}
-{%- do host.run('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- do ctx.update({'stage_dropped': true}) -%}
+{%- do spark_merge.spark_merge__decode_partitions(table, host.stage(table, ctx, spark_merge.spark_merge__stage_select_sql(table, ctx, select) | trim,
+    select | trim, s.changes.partitions), new) -%}
+{%- do ctx.update({'stage_dropped': true}) -%}
 {%- do host.failpoint('after_staging') -%}
 {%- set planned = {} -%}
 {%- do spark_merge.spark_merge__repoints(table, ctx, s.changes.partitions, old, new, planned) -%}

@@ -14,7 +14,8 @@
   'describe': spark_merge.spark_merge__dbt_host_describe,
   'lock': spark_merge.spark_merge__dbt_lock, 'unlock': spark_merge.spark_merge__dbt_unlock,
   'wait_free': spark_merge.spark_merge__dbt_wait_free, 'release_finished': spark_merge.spark_merge__dbt_release_finished,
-  'exists': spark_merge.spark_merge__dbt_host_exists, 'file_stats': spark_merge.spark_merge__dbt_host_file_stats, 'repoint':
+  'exists': spark_merge.spark_merge__dbt_host_exists, 'file_stats': spark_merge.spark_merge__dbt_host_file_stats,
+  'stage': spark_merge.spark_merge__dbt_host_stage, 'repoint':
       spark_merge.spark_merge__dbt_host_repoint,
   'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
   'history_write': spark_merge.spark_merge__dbt_host_history_write,
@@ -98,6 +99,16 @@
 {% macro spark_merge__dbt_host_file_stats(table, name, sql, partitions) -%}
 {%- do spark_merge.spark_merge__dbt_trace('file_stats', sql) -%}
 {{ return(spark_merge.spark_merge__dbt_rows(sql)) }}
+{%- endmacro %}
+
+{#- dbt has no file system: the staged rows are a staging table (sql, its CREATE TABLE ... AS),
+    measured by a query and dropped again (its files stay: they are the new version). -#}
+{% macro spark_merge__dbt_host_stage(table, ctx, sql, select, partitions) -%}
+{%- do spark_merge.spark_merge__dbt_trace('stage', sql) -%}
+{%- do run_query(sql) -%}
+{%- set rows = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__file_stats_sql(table, ctx.stage)) -%}
+{%- do run_query('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}
+{{ return(rows) }}
 {%- endmacro %}
 
 {#- dbt has no file system: files appended past the lock after the check are left to vacuum, which

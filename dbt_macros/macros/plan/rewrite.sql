@@ -109,11 +109,17 @@ INSERT OVERWRITE DIRECTORY {{ spark_merge.spark_merge__literal(location) }} USIN
 SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }} WHERE false
 {%- endmacro %}
 
+{#- Drop what this merge made (ctx.<kind>_made is set before the statement that makes it runs): a
+    cached view, or the table a read-once fallback wrote instead (materialize_statements dropped the
+    view then). -#}
 {% macro spark_merge__cleanup_statements(ctx, out) -%}
-{%- for kind in ['changes', 'source'] if ctx.get(kind ~ '_view') -%}
+{%- for kind in ['changes', 'source'] if ctx.get(kind ~ '_made') -%}
+{%- if ctx[kind] == ctx.get(kind ~ '_table') -%}
+{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx[kind ~ '_table']) -%}
+{%- else -%}
 {%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
 {%- do out.append('DROP VIEW IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
-{%- if ctx.get(kind ~ '_table') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx[kind ~ '_table']) -%}{%- endif -%}
+{%- endif -%}
 {%- endfor -%}
 {%- if ctx.get('stage') and not ctx.get('stage_dropped') -%}{%- do out.append('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}{%- endif -%}
 {%- endmacro %}
