@@ -19,6 +19,9 @@ default for a new table). The same MERGE statement runs on both. Jobs: the Spark
 partitions and the source read, their union written, no join) is measured in the same session, so
 both engines' distance from it is side by side too.
 
+Then the small merge of merge_cost.py (1,000 updates into 1M rows, warm) beside Delta's MERGE of the
+same statement and Spark's INSERT INTO of the same rows (`--no-small` skips it).
+
 `--big` shows that cost follows the change, not the table: the same CDC merge at N=5M and N=100M
 (the same M-row source; the 5 days it touches hold N/20 rows), spark-merge and Delta only, the
 naive full rewrite estimated from the data floor (the data floor reads and writes the touched
@@ -38,7 +41,7 @@ import time
 from pathlib import Path
 
 from fused_prototype import fused_cdc
-from merge_cost import checksum, data_floor, fresh_target, generate, scenarios, timed
+from merge_cost import checksum, data_floor, fresh_target, generate, scenarios, small_workload, timed
 from report import Report
 
 from merge_core import merge
@@ -148,6 +151,36 @@ def big(spark, where: Path, n: int, repeat: int, kinds: list[str], out=print) ->
         )
 
 
+def small(spark, home: Path, repeat: int, out=print) -> None:
+    """merge_cost.py's small merge (1,000 updates into 1M rows, warm) beside Delta copy-on-write's
+    MERGE of the same statement (its table restored to its first version before each run) and Spark's
+    INSERT INTO of the same rows; five untimed rounds first (JIT compilation)."""
+    data, statement, insert = small_workload(spark, home)
+    delta_target(spark, data)
+    r, inserted = rounds(), []
+    for n in range(repeat + 5):
+        table = fresh_target(spark, data)
+        seconds = timed(lambda: merge(spark, statement))
+        r["sums"].add(checksum(spark, table))
+        restored_delta(spark)
+        delta_s = timed(lambda: spark.sql(statement.replace("bench.t t", "bench.d t")).collect())
+        r["sums"].add(checksum(spark, "bench.d"))
+        fresh_target(spark, data)
+        appended = timed(lambda: spark.sql(insert))
+        if n >= 5:
+            r["sm"].append(seconds)
+            r["delta"].append(delta_s)
+            inserted.append(appended)
+    a, b, i = statistics.median(r["sm"]), statistics.median(r["delta"]), statistics.median(inserted)
+    out(
+        f"\nSmall merge: 1,000 source rows (updates, one partition) into 1,000,000 rows, warm session, medians of "
+        f"{repeat} (seconds)\n"
+    )
+    out("| spark-merge | Delta copy-on-write | Delta / spark-merge | Spark INSERT INTO (same rows) | same rows |")
+    out("|---|---|---|---|---|")
+    out(f"| {a:.2f} | {b:.2f} | **{b / a:.2f}x** | {i:.2f} | {'yes' if len(r['sums']) == 1 else 'NO'} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", help="N values, target rows (default 5M and 20M; with --big, 5M and 100M)")
@@ -155,6 +188,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scenarios", default="cdc, ON id;cdc, ON id AND dt", help="';'-separated, of merge_cost.py's")
     ap.add_argument("--big", action="store_true", help="N=5M and 100M, spark-merge and Delta only (20 minutes here)")
+    ap.add_argument("--no-small", action="store_true", help="skip the small merge beside Delta's")
     ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
     args = ap.parse_args()
     out = Report("delta-big" if args.big else "delta-cdc")
@@ -209,6 +243,8 @@ def main() -> None:
             )
             out("|---|---|---|---|---|---|---|---|---|---|")
             compare(spark, data, args.repeat, args.scenarios.split(";"), out)
+        if not args.big and not args.no_small:
+            small(spark, home, args.repeat, out)
     finally:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
