@@ -41,7 +41,17 @@ import time
 from pathlib import Path
 
 from fused_prototype import fused_cdc
-from merge_cost import checksum, data_floor, fresh_target, generate, scenarios, small_workload, timed
+from merge_cost import (
+    SMALL_INSERT,
+    SMALL_MERGE,
+    checksum,
+    data_floor,
+    fresh_target,
+    generate,
+    scenarios,
+    small_workload,
+    timed,
+)
 from report import Report
 
 from merge_core import merge
@@ -155,18 +165,18 @@ def small(spark, home: Path, repeat: int, out=print) -> None:
     """merge_cost.py's small merge (1,000 updates into 1M rows, warm) beside Delta copy-on-write's
     MERGE of the same statement (its table restored to its first version before each run) and Spark's
     INSERT INTO of the same rows; five untimed rounds first (JIT compilation)."""
-    data, statement, insert = small_workload(spark, home)
+    data = small_workload(spark, home)
     delta_target(spark, data)
     r, inserted = rounds(), []
     for n in range(repeat + 5):
         table = fresh_target(spark, data)
-        seconds = timed(lambda: merge(spark, statement))
+        seconds = timed(lambda: merge(spark, SMALL_MERGE.format(t=table)))
         r["sums"].add(checksum(spark, table))
         restored_delta(spark)
-        delta_s = timed(lambda: spark.sql(statement.replace("bench.t t", "bench.d t")).collect())
+        delta_s = timed(lambda: spark.sql(SMALL_MERGE.format(t="bench.d")).collect())
         r["sums"].add(checksum(spark, "bench.d"))
-        fresh_target(spark, data)
-        appended = timed(lambda: spark.sql(insert))
+        table = fresh_target(spark, data)
+        appended = timed(lambda: spark.sql(SMALL_INSERT.format(t=table)))
         if n >= 5:
             r["sm"].append(seconds)
             r["delta"].append(delta_s)

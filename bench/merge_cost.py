@@ -382,10 +382,14 @@ def main() -> None:
         out.write()
 
 
-def small_workload(spark, home: Path, target: str = "bench.t") -> tuple[Path, str, str]:
-    """The small merge's data (a 1M-row target, its pristine files), its source bench.small_src
-    (1,000 updates of existing ids in the newest day), the MERGE into ``target`` and the INSERT INTO
-    ``target`` of the same rows."""
+SMALL_MERGE = "MERGE INTO {t} t USING bench.small_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET " + UPDATE_SET
+SMALL_INSERT = f"INSERT INTO {{t}} SELECT {', '.join(c for c in COLUMNS if c != 'dt')}, dt FROM bench.small_src"
+
+
+def small_workload(spark, home: Path) -> Path:
+    """The small merge's data (a 1M-row target: its pristine files, returned) and its source
+    bench.small_src (1,000 updates of existing ids in the newest day); SMALL_MERGE and SMALL_INSERT
+    (formatted with the target as ``t``) merge and insert those rows."""
     data = home / "n1000000"
     if not data.exists():
         generate(spark, 1_000_000, 500_000, data)
@@ -395,17 +399,14 @@ def small_workload(spark, home: Path, target: str = "bench.t") -> tuple[Path, st
         "CREATE TABLE bench.small_src USING parquet AS SELECT id, dt, customer, amount + 1 AS amount, qty, status, "
         f"updated_at FROM bench.t WHERE dt = date_add({BASE_DAY}, 99) ORDER BY id LIMIT 1000"
     )
-    statement = (
-        f"MERGE INTO {target} t USING bench.small_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET {UPDATE_SET}"
-    )
-    insert = f"INSERT INTO {target} SELECT {', '.join(c for c in COLUMNS if c != 'dt')}, dt FROM bench.small_src"
-    return data, statement, insert
+    return data
 
 
 def small(spark, home: Path, repeat: int, out=print) -> None:
     """A small merge in a warm session: 1,000 source rows (updates of existing ids in the newest
     day) into a 1M-row table, beside Spark's INSERT INTO of the same rows (into a copy of it)."""
-    data, statement, insert = small_workload(spark, home)
+    data = small_workload(spark, home)
+    statement, insert = SMALL_MERGE.format(t="bench.t"), SMALL_INSERT.format(t="bench.t")
     merged, inserted = [], []
     for n in range(repeat + 2):  # two warm-up rounds
         fresh_target(spark, data)

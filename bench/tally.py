@@ -43,11 +43,12 @@ def count(spark, fn) -> dict:
     catalog = [text for text in sql if text.upper().startswith(CATALOG_WORDS)]
     session = [text for text in sql if text.upper().startswith(SESSION_WORDS)]
     data = [text for text in sql if text not in catalog and text not in session]
-    data += [text for kind, text in trace if kind == "stage"]
+    stages = [text for kind, text in trace if kind == "stage"]
+    data += stages
     repoints = [kind for kind, _ in trace if kind == "repoint"]
     return {
         "jobs": jobs,
-        "statements": len(sql) + sum(1 for kind, _ in trace if kind == "stage"),
+        "statements": len(sql) + len(stages),
         "data statements": len(data),
         "metastore statements": len(catalog) + len(repoints),
         "file statistics": sum(1 for kind, _ in trace if kind == "file_stats"),

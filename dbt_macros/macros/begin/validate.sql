@@ -205,7 +205,7 @@ JOIN (SELECT 1 AS __sm_one) AS __sm_det ON {% for p in parts %}({{ p.expr }}){{ 
     false: the plan does not fuse). -#}
 {% macro spark_merge__value_probe_parts(parts, scope, out) -%}
 {%- for p in parts if p.expect == 'column' and p.scope == scope -%}
-  {%- do out.append({'expr': '(' ~ p.expr ~ ') IS NULL OR true', 'scope': scope, 'label': p.label}) -%}
+  {%- do out.append({'expr': '(' ~ p.expr ~ ') IS NULL OR true', 'scope': scope}) -%}
 {%- endfor -%}
 {%- endmacro %}
 

@@ -43,10 +43,9 @@
 {#- Every later step reads the same rows of the `kind` ('source' or 'changes'): Spark serves a
     cache only to a plan equal to the cached one, and a seedless rand() is seeded anew at each
     read, so then the rows are written once to a managed table of this merge. -#}
-{% macro spark_merge__lifecycle_read_once(host, ctx, kind, select, out=none) -%}
+{% macro spark_merge__lifecycle_read_once(host, ctx, kind, select) -%}
 {%- set served = {} -%}
 {%- do spark_merge.spark_merge__read_once_served(host.rows(spark_merge.spark_merge__read_once_probe_sql(ctx, kind))[0]['plan'], served) -%}
-{%- if out is not none -%}{%- do out.update(served) -%}{%- endif -%}
 {%- if not served.served -%}
   {%- do host.step('plan: the ' ~ kind ~ ' is non-deterministic; writing it once to ' ~ ctx[kind ~ '_table']) -%}
   {%- set statements = [] -%}
@@ -165,17 +164,16 @@
   {%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
   {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx)) -%}
 {%- endif -%}
-{%- set fusable = fuse.ok -%}
 {%- do host.step('plan: join target and source; in one aggregation the duplicate check (' ~ spec.duplicate_rule ~
     ' rule), the counts and the partitions the changes touch') -%}
 {%- set summary = {} -%}
 {%- do spark_merge.spark_merge__summarize_changes(table, host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx)), summary) -%}
-{%- do s.update({'fused': fusable and summary.multi == 0}) -%}
+{%- do s.update({'fused': fuse.ok and summary.multi == 0}) -%}
 {%- if s.get('matched_from_summary') -%}
   {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, summary.matched) | trim}) -%}
   {%- do host.step('plan: ' ~ summary.matched | length ~ ' partition(s) hold matched rows') -%}
 {%- endif -%}
-{%- if fusable and summary.multi -%}{%- do host.step('plan: ' ~ summary.multi ~
+{%- if fuse.ok and summary.multi -%}{%- do host.step('plan: ' ~ summary.multi ~
     ' target row(s) joined with several source rows: the write anti-joins the changed rows instead of one fused join') -%}{%- endif -%}
 {%- if summary.dups -%}
   {#- the failure path only: which target rows, for the message -#}
