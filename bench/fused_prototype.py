@@ -26,8 +26,7 @@ import time
 from pathlib import Path
 
 from merge_cost import COLUMNS
-from pyspark.sql import Observation
-from pyspark.sql import functions as F
+from pyspark.sql import Observation, functions as F
 
 UPDATED = ["customer", "amount", "qty", "status", "updated_at"]
 

@@ -10,90 +10,18 @@ user asked: the spec, its parser, the options), ``lifecycle`` (one run of a comm
 modes), ``spark`` (the Spark host: the lifecycle's primitives, the lock, the metastore, the files),
 ``targets`` (row-change paradigms, PostgreSQL), ``maintenance`` (history, vacuum, rollback, the
 canonical layout, adopt), ``common`` (errors, results, the macros' renderer).
+
+The names below (listed in ``__init__.pyi``) load on first use: ``import merge_core`` costs no
+PySpark, pyarrow or sqlglot import, so a command line that only talks to a warm server, or an
+Airflow DAG file that is parsed and not run, starts in a fraction of a second.
 """
 
 from __future__ import annotations
 
 import logging
 
-from merge_core.api.functions import (
-    adopt,
-    compact,
-    explain,
-    history,
-    jdbc_target,
-    merge,
-    recover,
-    repair_history,
-    repair_journal,
-    rollback,
-    to_spec,
-    vacuum,
-)
-from merge_core.api.writer import MergeIntoWriter, merge_into
-from merge_core.common.errors import (
-    ConflictError,
-    CorruptJournal,
-    DuplicateMatchError,
-    EngineRejected,
-    LengthViolation,
-    MergeError,
-    MetadataError,
-    NotNullViolation,
-    ParseError,
-    PlanViolation,
-    SpecError,
-    TargetError,
-    TargetRefused,
-    UnsupportedError,
-    ValidationError,
-)
-from merge_core.common.result import MergeResult, parse_message
-from merge_core.lifecycle.merge_run import MergeRun
-from merge_core.request.parse import parse
-from merge_core.request.quoting import sql_literal, sql_name
-from merge_core.request.spec import MergeSpec, WhenClause
-from merge_core.spark.session import get_session
+import lazy_loader
 
-__all__ = [
-    "ConflictError",
-    "CorruptJournal",
-    "DuplicateMatchError",
-    "EngineRejected",
-    "LengthViolation",
-    "MergeError",
-    "MergeIntoWriter",
-    "MergeResult",
-    "MergeRun",
-    "MergeSpec",
-    "MetadataError",
-    "NotNullViolation",
-    "ParseError",
-    "PlanViolation",
-    "SpecError",
-    "TargetError",
-    "TargetRefused",
-    "UnsupportedError",
-    "ValidationError",
-    "WhenClause",
-    "adopt",
-    "compact",
-    "explain",
-    "get_session",
-    "history",
-    "jdbc_target",
-    "merge",
-    "merge_into",
-    "parse",
-    "parse_message",
-    "recover",
-    "repair_history",
-    "repair_journal",
-    "rollback",
-    "sql_literal",
-    "sql_name",
-    "to_spec",
-    "vacuum",
-]
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
 
 logging.getLogger("spark_merge").addHandler(logging.NullHandler())

@@ -16,6 +16,13 @@ def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
     return done
 
 
+# a command line run in this process, then the heavy modules it imported
+LEAN = (
+    "import sys; from merge_core.api.cli import main; rc = main({args!r}); "
+    "print('heavy modules:', [m for m in ('pyspark', 'pyarrow', 'sqlglot') if m in sys.modules]); sys.exit(rc)"
+)
+
+
 def test_server_start_run_history_stop(tmp_path):
     from merge_core.api import service_client
 
@@ -42,6 +49,14 @@ def test_server_start_run_history_stop(tmp_path):
         merge_id = run.stdout.split("merge ", 1)[1].split()[0]
         assert merge_id in (tmp_path / "w" / "connect-logs" / "server.log").read_text()
         assert "plan: join target and source" in run.stderr, run.stderr
+        # and the command itself starts no Spark: it imports neither PySpark nor pyarrow nor sqlglot
+        # (what the warm server's half second per command would otherwise go to)
+        for args in (["run", "--warehouse", w, "--sql", "UPDATE d.t SET v = 'x' WHERE id = 2", "-q"],
+                     ["server", "status", "--warehouse", w]):  # fmt: skip
+            lean = subprocess.run(
+                [sys.executable, "-c", LEAN.format(args=args)], capture_output=True, text=True, check=True
+            )
+            assert lean.stdout.splitlines()[-1] == "heavy modules: []", lean.stdout + lean.stderr
         refused = cli("run", "--warehouse", w, "--sql", "UPDATE d.t SET nope = 1", "-q", ok=False)
         assert refused.stderr.startswith("error: MERGE_VALIDATION_ERROR") and "nope" in refused.stderr
         assert refused.stderr.count("\n") == 1, refused.stderr

@@ -13,7 +13,9 @@ Also usable as a cluster job: spark-submit --master yarn merge_core/__main__.py 
 (inside spark-submit the job's own SparkSession is used).
 
 Each command is a parser builder (``_command_parsers``) and a handler (``HANDLERS``); every error is
-one line, ``error: MERGE_...``, and exit status 2.
+one line, ``error: MERGE_...``, and exit status 2. A handler imports the API function it calls, so
+``server``, ``options`` and a ``run`` or ``upsert`` that a warm server carries out start without
+importing PySpark, pyarrow or sqlglot.
 """
 
 from __future__ import annotations
@@ -29,18 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from merge_core.api import merge_service, service_client
-from merge_core.api.functions import (
-    adopt,
-    compact,
-    explain,
-    history,
-    merge,
-    recover,
-    repair_history,
-    repair_journal,
-    rollback,
-    vacuum,
-)
 from merge_core.common.errors import MergeError, SpecError
 from merge_core.common.result import MergeResult
 from merge_core.request import options
@@ -298,6 +288,8 @@ def _warm_merges(args: argparse.Namespace) -> WarmMerges | None:
 def _merge(spark: Any, request: Any, **kwargs: Any) -> MergeResult:
     """merge(), or the same merge submitted to the warm server's merge service."""
     if not isinstance(spark, WarmMerges):
+        from merge_core.api.functions import merge
+
         return merge(spark, request, **kwargs)
     max_retries = kwargs.pop("max_retries", 3)
     return service_client.run_merge(spark.url, request, kwargs, max_retries)
@@ -318,12 +310,16 @@ def _server(args: argparse.Namespace) -> int:
 
 
 def _recover(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import recover
+
     done = recover(spark, args.table, break_lock=args.break_lock)
     print(f"{args.table}: {'interrupted commit finished' if done else 'nothing to recover'}")
     return 0
 
 
 def _repair_journal(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import repair_journal
+
     found = repair_journal(spark, args.table, dry_run=True)
     if found is None:
         print(f"{args.table}: no journal to repair")
@@ -339,6 +335,8 @@ def _repair_journal(spark: Any, args: argparse.Namespace) -> int:
 
 
 def _adopt(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import adopt
+
     done = adopt(spark, args.table, dry_run=args.dry_run)
     if not done["reasons"]:
         print(f"{done['table']}: its spark-merge properties are its own; nothing to change")
@@ -352,6 +350,8 @@ def _adopt(spark: Any, args: argparse.Namespace) -> int:
 
 
 def _repair_history(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import repair_history
+
     moved = repair_history(spark, args.table, dry_run=args.dry_run)
     for path, why in moved:
         print(f"{'would move' if args.dry_run else 'moved'} {path} aside: {why}")
@@ -361,6 +361,8 @@ def _repair_history(spark: Any, args: argparse.Namespace) -> int:
 
 
 def _vacuum(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import vacuum
+
     result = vacuum(
         spark, args.table, retain_hours=args.retain, dry_run=args.dry_run, canonicalize=not args.keep_layout
     )
@@ -373,6 +375,8 @@ def _vacuum(spark: Any, args: argparse.Namespace) -> int:
 
 
 def _rollback(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import rollback
+
     entry = rollback(spark, args.table, args.to)
     print(
         f"{args.table}: rolled back to before {args.to} ({len(entry['repoints'])} partition(s) repointed; "
@@ -382,6 +386,8 @@ def _rollback(spark: Any, args: argparse.Namespace) -> int:
 
 
 def _history(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import history
+
     entries = history(spark, args.table, args.limit)
     if args.json:
         print(json.dumps(entries, indent=2, default=str))
@@ -398,6 +404,8 @@ def _history(spark: Any, args: argparse.Namespace) -> int:
 
 
 def _compact(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import compact
+
     done = compact(spark, args.table, args.tombstone_retention_hours)
     print(f"{args.table}: {done['rows_before']} log rows -> {done['rows_after']}")
     return 0
@@ -420,11 +428,13 @@ def _statement(spark: Any, args: argparse.Namespace) -> int:
     sql = args.sql if args.sql is not None else args.file.read_text()
     chosen = {k: getattr(args, k) for k in STATEMENT_OPTIONS + JDBC_OPTIONS if getattr(args, k)}
     if args.command == "explain":
+        from merge_core.api.functions import explain
+
         print(explain(spark, sql, **chosen))
         if not args.counts:
             return 0
         # --counts: the dry run, and the planning statements it ran
-        result, ran = _recorded(lambda: merge(spark, sql, dry_run=True, **chosen))
+        result, ran = _recorded(lambda: _merge(spark, sql, dry_run=True, **chosen))
         print("-- the statements the dry run ran: the plan as the run will issue them, with this source's "
               "key ranges and partitions")  # fmt: skip
         print("".join(f"{text};\n\n" for text in ran), end="")

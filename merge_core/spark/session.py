@@ -6,8 +6,10 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_HOME = "var"
 QUIET_LOG4J = Path(__file__).resolve().with_name("log4j2-quiet.properties")
@@ -118,6 +120,8 @@ def get_session(
     ``remote='sc://host:port'`` uses Spark Connect; the server owns the catalog.
     The PostgreSQL JDBC driver is put on the class path when found (``jdbc_driver_jars``).
     """
+    from pyspark.sql import SparkSession  # here, not above: the command line imports this module without Spark
+
     if remote:
         builder = SparkSession.builder.remote(remote)
         for k, v in (conf or {}).items():

@@ -1,0 +1,59 @@
+"""The public names of merge_core: what type checkers read, and what merge_core/__init__.py loads
+on first use (lazy_loader.attach_stub reads this file)."""
+
+from .api.functions import (
+    adopt as adopt,
+    compact as compact,
+    explain as explain,
+    history as history,
+    jdbc_target as jdbc_target,
+    merge as merge,
+    recover as recover,
+    repair_history as repair_history,
+    repair_journal as repair_journal,
+    rollback as rollback,
+    to_spec as to_spec,
+    vacuum as vacuum,
+)
+from .api.writer import (
+    MergeIntoWriter as MergeIntoWriter,
+    merge_into as merge_into,
+)
+from .common.errors import (
+    ConflictError as ConflictError,
+    CorruptJournal as CorruptJournal,
+    DuplicateMatchError as DuplicateMatchError,
+    EngineRejected as EngineRejected,
+    LengthViolation as LengthViolation,
+    MergeError as MergeError,
+    MetadataError as MetadataError,
+    NotNullViolation as NotNullViolation,
+    ParseError as ParseError,
+    PlanViolation as PlanViolation,
+    SpecError as SpecError,
+    TargetError as TargetError,
+    TargetRefused as TargetRefused,
+    UnsupportedError as UnsupportedError,
+    ValidationError as ValidationError,
+)
+from .common.result import (
+    MergeResult as MergeResult,
+    parse_message as parse_message,
+)
+from .lifecycle.merge_run import (
+    MergeRun as MergeRun,
+)
+from .request.parse import (
+    parse as parse,
+)
+from .request.quoting import (
+    sql_literal as sql_literal,
+    sql_name as sql_name,
+)
+from .request.spec import (
+    MergeSpec as MergeSpec,
+    WhenClause as WhenClause,
+)
+from .spark.session import (
+    get_session as get_session,
+)
