@@ -93,6 +93,32 @@ def test_interrupted_commit_rolls_forward_at_next_begin(spark, fifty, monkeypatc
     assert not any(k.startswith("spark_merge.journal.") and k[-1].isdigit() for k in props)
 
 
+def test_the_commit_clears_every_part_of_its_journal_and_the_parts_a_cut_short_clean_up_left(spark, fifty, monkeypatch):
+    """The clean-up after the commit point names the keys to drop without describing the table again:
+    those the table held when the commit described it (here a part left by a clean-up that never ran)
+    and every part of the journal this commit wrote (a merge of 50 partitions: several parts)."""
+
+    def journal_keys() -> list[str]:
+        props = [r[0] for r in spark.sql(f"SHOW TBLPROPERTIES {fifty}").collect()]
+        return sorted(k for k in props if k.startswith("spark_merge.journal.") and k[-1].isdigit())
+
+    spark.sql(f"ALTER TABLE {fifty} SET TBLPROPERTIES ('spark_merge.journal.7' = 'left over')")
+    journaled = []
+    original = SparkHost.journal
+
+    def journal(self, sql):
+        journaled.append(sql)
+        return original(self, sql)
+
+    monkeypatch.setattr(SparkHost, "journal", journal)
+    r = merge(spark, f"UPDATE {fifty} SET name = 'x'")
+    assert r.metrics["numTargetPartitionsRewritten"] == 50
+    parts = int(journaled[0].split("'spark_merge.journal.parts' = '")[1].split("'")[0])
+    assert parts >= 3, journaled[0][:300]  # the journal took several parts
+    assert journal_keys() == []
+    assert rows(spark, f"(SELECT count_if(name = 'x') FROM {fifty})") == [(2000,)]
+
+
 def test_journal_whose_staged_data_is_gone_is_discarded(spark, fifty):
     """Never repoint a partition to a directory that does not exist."""
     before = files_by_partition(spark, fifty)
@@ -267,7 +293,9 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     # metastore statements were 11 with it). The metastore statements include the REFRESH TABLE of
     # begin and of the commit under the lock (the files as they are, for dbt's query). Before the
     # fusion: 32. The history record is a file the host writes itself (a Spark job when written by
-    # a query). The staged files are listed by the staging write itself.
+    # a query). The staged files are listed by the staging write itself. The statements were 22 before
+    # the clean-up stopped describing the table again (the journal keys are known) and stopped
+    # uncaching the source view it drops (dropping a temporary view uncaches it).
     assert c["jobs"] <= 15, c
-    assert c["data statements"] <= 3 and c["metastore statements"] <= 7 and c["statements"] <= 22, c
+    assert c["data statements"] <= 3 and c["metastore statements"] <= 7 and c["statements"] <= 20, c
     assert c["file statistics"] == 2, c

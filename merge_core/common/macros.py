@@ -353,12 +353,6 @@ def zero_metrics() -> Record:
 
 
 # lifecycle/write.sql
-def lifecycle_apply_journal(
-    host: Any, table: Record, merge_id: str, repoints: list[Record], entry: Record | None, recovered: bool
-) -> None:
-    _render("lifecycle_apply_journal", host, table, merge_id, repoints, entry, recovered)
-
-
 def lifecycle_recover(host: Any, table: Record) -> Record:
     return _fill("lifecycle_recover", host, table)
 

@@ -388,15 +388,3 @@ class SparkHost:
 def recover(spark: SparkSession, table: dict) -> bool:
     """Finish an interrupted commit from its journal (spark__lifecycle_recover). True if there was one."""
     return bool(macros.lifecycle_recover(SparkHost(spark), table)["recovered"])
-
-
-def apply_journal(
-    spark: SparkSession,
-    table: dict,
-    merge_id: str,
-    repoints: list[dict],
-    entry: dict | None = None,
-    recovered: bool = False,
-) -> None:
-    """Complete a journaled commit (repoint, history, done, refresh): spark__lifecycle_apply_journal."""
-    macros.lifecycle_apply_journal(SparkHost(spark, merge_id), table, merge_id, repoints, entry, recovered)

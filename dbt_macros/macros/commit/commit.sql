@@ -13,16 +13,25 @@
   flight and rollback until vacuum removes them.
 -#}
 
-{% macro spark_merge__journal_properties(table, merge_id, repoints, entry=none, chunk=3000) -%}
+{#- The journal's JSON text in parts of at most `chunk` characters (a metastore keeps a property
+    value of limited length): out.parts, stored as spark_merge.journal.0, .1, ... -#}
+{% macro spark_merge__journal_parts(table, merge_id, repoints, entry, out, chunk=3000) -%}
 {%- set journal = {'merge_id': merge_id, 'table_id': table.table_id or merge_id, 'repoints': repoints} -%}
 {%- if entry -%}{%- do journal.update({'entry': entry}) -%}{%- endif -%}
 {%- set text = journal | tojson -%}
-{%- set n = ((text | length) / chunk) | round(0, 'ceil') | int -%}
+{%- set parts = [] -%}
+{%- for i in range(((text | length) / chunk) | round(0, 'ceil') | int) -%}{%- do parts.append(text[i * chunk:(i + 1) * chunk]) -%}{%- endfor -%}
+{%- do out.update({'parts': parts}) -%}
+{%- endmacro %}
+
+{% macro spark_merge__journal_properties(table, merge_id, repoints, entry=none) -%}
+{%- set journal = {} -%}
+{%- do spark_merge.spark_merge__journal_parts(table, merge_id, repoints, entry, journal) -%}
 ({{ spark_merge.spark_merge__identity_properties(table, merge_id) }},
  'spark_merge.journal.merge_id' = {{ spark_merge.spark_merge__literal(merge_id) }},
- 'spark_merge.journal.parts' = '{{ n }}'
-{%- for i in range(n) %},
- 'spark_merge.journal.{{ i }}' = {{ spark_merge.spark_merge__literal(text[i * chunk:(i + 1) * chunk]) }}
+ 'spark_merge.journal.parts' = '{{ journal.parts | length }}'
+{%- for part in journal.parts %},
+ 'spark_merge.journal.{{ loop.index0 }}' = {{ spark_merge.spark_merge__literal(part) }}
 {%- endfor %})
 {%- endmacro %}
 
@@ -75,12 +84,14 @@ ALTER TABLE {{ table.relation }} UNSET TBLPROPERTIES IF EXISTS ({% for k in keys
     loop.last }}{% endfor %})
 {%- endmacro %}
 
-{#- Drop the journal text once done (kept separate: `parts = 0` already means done). -#}
-{% macro spark_merge__journal_clear_sql(table) -%}
+{#- Drop the journal text once done (kept separate: `parts = 0` already means done): the parts `table`
+    (as described) holds, and the first `written` parts, those a journal written since holds. -#}
+{% macro spark_merge__journal_clear_sql(table, written=0) -%}
 {%- set keys = [] -%}
 {%- for k in table.properties if k.startswith('spark_merge.journal.') and k not in ['spark_merge.journal.parts', 'spark_merge.journal.merge_id'] -%}
   {%- do keys.append(k) -%}
 {%- endfor -%}
+{%- for i in range(written) if ('spark_merge.journal.' ~ i) not in keys -%}{%- do keys.append('spark_merge.journal.' ~ i) -%}{%- endfor -%}
 {%- if keys -%}
 {{ spark_merge.spark_merge__unset_properties_sql(table, keys) }}
 {%- endif -%}

@@ -110,14 +110,13 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
 {%- endmacro %}
 
 {#- Drop what this merge made (ctx.<kind>_made is set before the statement that makes it runs): a
-    cached view, or the table a read-once fallback wrote instead (materialize_statements dropped the
-    view then). -#}
+    cached view (dropping a temporary view uncaches it too), or the table a read-once fallback wrote
+    instead (materialize_statements dropped the view then). -#}
 {% macro spark_merge__cleanup_statements(ctx, out) -%}
 {%- for kind in ['changes', 'source'] if ctx.get(kind ~ '_made') -%}
 {%- if ctx[kind] == ctx.get(kind ~ '_table') -%}
 {%- do out.append('DROP TABLE IF EXISTS ' ~ ctx[kind ~ '_table']) -%}
 {%- else -%}
-{%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
 {%- do out.append('DROP VIEW IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
 {%- endif -%}
 {%- endfor -%}

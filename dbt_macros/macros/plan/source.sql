@@ -35,9 +35,9 @@ EXPLAIN SELECT * FROM {{ ctx[kind ~ '_view'] }}
 {%- do out.update({'served': 'InMemoryRelation' in plan_text or 'InMemoryTableScan' in plan_text}) -%}
 {%- endmacro %}
 
-{#- The fallback: drop the unusable cache, write the query once, read the table from now on. -#}
+{#- The fallback: drop the unusable cache (dropping its view uncaches it), write the query once, read
+    the table from now on. -#}
 {% macro spark_merge__materialize_statements(ctx, kind, select, out) -%}
-{%- do out.append('UNCACHE TABLE IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
 {%- do out.append('DROP VIEW IF EXISTS ' ~ ctx[kind ~ '_view']) -%}
 {%- do out.append('CREATE TABLE ' ~ ctx[kind ~ '_table'] ~ ' USING parquet AS ' ~ select) -%}
 {%- do ctx.update({kind: ctx[kind ~ '_table']}) -%}
