@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -67,6 +68,21 @@ def test_server_start_run_history_stop(tmp_path):
         assert (tmp_path / "w" / "warehouse" / "d.db" / "t").is_dir()  # the server's warehouse is this one
         # the merge service beside it answers (tests/test_airflow.py runs deferrable merges through one)
         assert service_client.status(service, "k") == {"run_key": "k", "state": "unknown"}
+        # the warm-up the service ran as it started (beside the merges above) merged, then dropped its
+        # database: nothing of it is left in the catalog
+        log = tmp_path / "w" / "connect-logs" / "server.log"
+        deadline = time.monotonic() + 180
+        while "warm-up: 2 merges in" not in log.read_text():
+            assert time.monotonic() < deadline and "warm-up did not finish" not in log.read_text(), log.read_text()[
+                -3000:
+            ]
+            time.sleep(0.5)
+        listed = subprocess.run(
+            [sys.executable, "-c", f"from merge_core.session import get_session; s = get_session(remote='{url}'); "
+             "print([r[0] for r in s.sql('SHOW DATABASES').collect()])"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        assert "'d'" in listed and "__sm_warmup" not in listed, listed
     finally:
         assert cli("server", "stop", "--warehouse", w).stdout.strip() == "stopped"
     assert cli("server", "status", "--warehouse", w, ok=False).stdout.strip() == "not running"

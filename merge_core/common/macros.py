@@ -228,8 +228,8 @@ def describe_relation_sql(relation: str) -> str:
     return _render("describe_relation_sql", relation)
 
 
-def show_databases_sql() -> str:
-    return _render("show_databases_sql")
+def show_databases_sql(like: str | None = None) -> str:
+    return _render("show_databases_sql", like=like)
 
 
 def show_partitions_sql(relation: str, partition_spec: str = "") -> str:
@@ -246,6 +246,14 @@ def show_tables_sql(database: str, like: str | None = None) -> str:
 
 def show_views_sql(like: str) -> str:
     return _render("show_views_sql", like)
+
+
+def drop_database_sql(database: str) -> str:
+    return _render("drop_database_sql", database)
+
+
+def warm_up_statements(database: str, location: str) -> Record:
+    return _fill("warm_up_statements", database, location)
 
 
 # core/codes.sql

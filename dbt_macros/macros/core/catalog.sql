@@ -25,8 +25,10 @@ DESCRIBE QUERY {{ select }}
 DESCRIBE QUERY SELECT * FROM {{ relation }}
 {%- endmacro %}
 
-{% macro spark_merge__show_databases_sql() -%}
+{#- The databases, optionally those whose names match a LIKE pattern ('*' any). -#}
+{% macro spark_merge__show_databases_sql(like=none) -%}
 SHOW DATABASES
+{%- if like is not none %} LIKE {{ spark_merge.spark_merge__literal(like) }}{% endif -%}
 {%- endmacro %}
 
 {#- The tables of a database, optionally those whose names match a LIKE pattern ('*' any). -#}
@@ -60,6 +62,21 @@ ALTER TABLE {{ relation }} RENAME TO {{ new_relation }}
 
 {% macro spark_merge__drop_view_sql(relation) -%}
 DROP VIEW IF EXISTS {{ relation }}
+{%- endmacro %}
+
+{% macro spark_merge__drop_database_sql(database) -%}
+DROP DATABASE IF EXISTS {{ spark_merge.spark_merge__quote(database) }} CASCADE
+{%- endmacro %}
+
+{#- The warm server's warm-up (merge_core/api/merge_service.py): out.create, a database at `location`
+    and a ten-row table in it; out.merge, a small merge into that table. -#}
+{% macro spark_merge__warm_up_statements(database, location, out) -%}
+{%- set db = spark_merge.spark_merge__quote(database) -%}
+{%- do out.update({
+  'create': ['CREATE DATABASE ' ~ db ~ ' LOCATION ' ~ spark_merge.spark_merge__literal(location),
+             'CREATE TABLE ' ~ db ~ '.t USING parquet PARTITIONED BY (p) AS SELECT id, \'a\' AS v, CAST(id % 2 AS INT) AS p FROM range(10)'],
+  'merge': 'MERGE INTO ' ~ db ~ ".t t USING (SELECT id, 'b' AS v FROM range(3)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v",
+}) -%}
 {%- endmacro %}
 
 {% macro spark_merge__drop_table_sql(relation) -%}
