@@ -119,6 +119,23 @@ def test_the_commit_clears_every_part_of_its_journal_and_the_parts_a_cut_short_c
     assert rows(spark, f"(SELECT count_if(name = 'x') FROM {fifty})") == [(2000,)]
 
 
+@pytest.mark.parametrize(
+    "source",
+    ["SELECT id, 'y' AS name FROM range(5)", "SELECT id, concat('y', CAST(rand() * 0 AS INT)) AS name FROM range(5)"],
+    ids=["cached", "written_once"],
+)
+def test_a_merge_leaves_no_cached_data_and_no_view_behind(spark, fifty, source):
+    """The clean-up drops the source's view (its cache goes with it: no UNCACHE is issued); a
+    non-deterministic source, whose cache Spark would not serve, is dropped as a view before it is
+    written once to a table, and that table is dropped too."""
+    spark.catalog.clearCache()
+    merge(spark, f"MERGE INTO {fifty} t USING ({source}) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name")
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
+    assert not [v for v in spark.sql("SHOW VIEWS LIKE '__sm_*'").collect() if v.isTemporary]
+    assert not spark.sql(f"SHOW TABLES IN {fifty.split('.')[0]} LIKE '__sm_*'").collect()
+    assert rows(spark, f"(SELECT count_if(name LIKE 'y%') FROM {fifty})") == [(5,)]
+
+
 def test_journal_whose_staged_data_is_gone_is_discarded(spark, fifty):
     """Never repoint a partition to a directory that does not exist."""
     before = files_by_partition(spark, fifty)
