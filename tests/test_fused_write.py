@@ -212,3 +212,51 @@ def test_staged_partition_directories_are_read_back_as_spark_names_them(spark, d
     expected = sorted([(i, "new", p) for i, _, p in values] + [(100, "ins", "new/one=1")])
     assert rows(spark, t) == expected
     assert spark.sql(f"SHOW TABLES IN {db} LIKE '__sm_stage_*'").collect() == []
+
+
+@pytest.mark.parametrize(
+    "statement,shuffled,added",
+    [
+        # one file read, nothing inserted: the write is that file's task, no REBALANCE
+        ("UPDATE {t} SET v = 'u' WHERE id = 1", False, 1),
+        # the same, moving the row to another partition: one task writes both partitions
+        ("UPDATE {t} SET v = 'u', p = 9 WHERE id = 1", False, 2),
+        # a deleted row: the rest of its file is written back
+        ("DELETE FROM {t} WHERE id = 1", False, 1),
+        # a row inserted too: the source's rows come from other tasks
+        (
+            "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 'u', 0), (99, 'n', 0) AS s(id, v, p)) s "
+            "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+            True,
+            1,
+        ),
+        # two files read
+        ("UPDATE {t} SET v = 'u' WHERE id IN (1, 21)", True, 1),
+    ],
+)
+def test_a_write_of_one_file_that_inserts_nothing_is_not_shuffled(spark, db, traced, statement, shuffled, added):
+    """Partition 0 holds two files (ids 0-9 and 20-29), partition 1 one file. A fused write reading
+    one file and adding no row runs as that file's scan task, which writes one file per partition
+    it reaches: asking Spark to REBALANCE it would only move its rows through a shuffle. Any
+    other write keeps REBALANCE (one file per partition, however many tasks read)."""
+    t = f"{db}.one_file"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+    for lo, p in ((0, 0), (20, 0), (10, 1)):
+        spark.sql(f"INSERT INTO {t} SELECT /*+ COALESCE(1) */ CAST(id AS INT), 'a', {p} FROM range({lo}, {lo + 10})")
+    before = {r[0]: r for r in rows(spark, t)}
+    r = merge(spark, statement.format(t=t))
+    [stage] = stage_statements(traced)
+    assert wrote_fused(traced)
+    assert ("REBALANCE" in stage) == shuffled, stage
+    if not shuffled:
+        assert r.metrics["numTargetFilesAdded"] == added and r.metrics["numTargetFilesRemoved"] == 1
+    expected = dict(before)
+    if statement.startswith("DELETE"):
+        del expected[1]
+    else:
+        expected[1] = (1, "u", 9 if "p = 9" in statement else 0)
+    if "21)" in statement:
+        expected[21] = (21, "u", 0)
+    if "99" in statement:
+        expected[99] = (99, "n", 0)
+    assert rows(spark, t) == sorted(expected.values())

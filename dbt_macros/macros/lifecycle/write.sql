@@ -48,6 +48,10 @@
     same file); a host without a file system (dbt) rewrites the touched partitions whole -#}
 {%- set granular = merging and s.changes.files is not none and host.can_carry(table, old) -%}
 {%- if granular -%}{%- do ctx.update({'rewrite_files': s.changes.files}) -%}{%- endif -%}
+{#- a fused write that reads one file and inserts nothing is one scan task (per split of a large
+    file) writing where its rows belong: no shuffle to spread them (rebalance_hint) -#}
+{%- set read = s.changes.files | length if granular else old | map(attribute='files') | map('int') | sum -%}
+{%- do ctx.update({'rebalance': not (merging and s.get('fused') and read == 1 and m.numTargetRowsInserted == 0)}) -%}
 {%- do host.step('execute: write ' ~ (s.changes.files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.changes.partitions | length
     ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}

@@ -13,6 +13,16 @@
 {%- endif -%}
 {%- endmacro %}
 
+{#- The staged rows spread over tasks by partition (Spark's REBALANCE: about one file per partition,
+    of its advisory size), unless the plan found that the write reads a single file and adds no row
+    (ctx.rebalance false, lifecycle_rewrite): that write is already one task, and the shuffle would
+    only move its rows. -#}
+{% macro spark_merge__rebalance_hint(table, ctx) -%}
+{%- if ctx.get('rebalance', true) -%}
+/*+ REBALANCE{% if table.partition_columns %}({{ spark_merge.spark_merge__column_list(table.partition_columns) }}){% endif %} */
+{%- endif -%}
+{%- endmacro %}
+
 {#- New content of the touched partitions (or of the whole unpartitioned table); with
     ctx.rewrite_files, only of those files (the others are carried over). -#}
 {% macro spark_merge__rewrite_select(table, ctx, partitions) -%}
@@ -21,8 +31,7 @@
 {%- set where = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '(' ~ spark_merge.spark_merge__file_filter(ctx.rewrite_files) |
     trim ~ ')' if ctx.get('rewrite_files') is not none
     else in_partitions or none -%}
-SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns) }}) */{% else
-    %}/*+ REBALANCE */{% endif %} * FROM (
+SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
   SELECT {{ spark_merge.spark_merge__column_list(names, '__sm_t.') }}
   FROM {{ spark_merge.spark_merge__target_scan(table, where) }} AS __sm_t
   LEFT ANTI JOIN (SELECT {% if ctx.get('broadcast_changed') %}/*+ BROADCAST */ {% endif %}__sm_file, __sm_row FROM {{ ctx.changes
@@ -41,8 +50,7 @@ SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge_
     are plain strings). Only for a plan whose summary found no target row joined with several source
     rows that not all delete it (multi = 0): such a row would be copied once per source row. -#}
 {% macro spark_merge__fused_rewrite_select(spec, table, resolved, ctx, partitions) -%}
-SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns) }}) */{% else
-    %}/*+ REBALANCE */{% endif %} * FROM (
+SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
   SELECT {% for c in table.columns %}{{ 'rpad(' if c.get('char_pad') }}CASE WHEN __sm_op IN ({{ spark_merge.spark_merge__op('insert',
       'update') }}) THEN __sm_c{{ loop.index0 }} ELSE __sm_t{{ loop.index0 }} END{{ ', ' ~ c.char_pad ~ ')' if c.get('char_pad') }} AS {{
           spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
