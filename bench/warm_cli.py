@@ -8,13 +8,14 @@ the same server; with the cost of starting the command line at all (`spark-merge
 
 Two targets: partitioned by day (100 days; the 20 rows are in the newest) and unpartitioned (written by
 two tasks: two files of half the rows each, one of which the merge rewrites). Each timing is the median
-of --repeat runs after --warm untimed runs of each kind (a new server's JVM compiles the merge's code
-over its first merges).
+of --repeat runs after the server's own warm-up has ended and --warm untimed runs of each kind (a new
+server's JVM compiles the merge's code over its first merges).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import socket
 import statistics
@@ -57,23 +58,38 @@ def make_tables(url: str, rows: int) -> None:
     spark.stop()
 
 
+def wait_for_warm_up(home: Path, timeout: float = 300) -> None:
+    """Until the server's own warm-up (merge_service.warm_up) has logged its end: its merges would
+    otherwise run beside the timed ones."""
+    log, deadline = home / "connect-logs" / "server.log", time.monotonic() + timeout
+    while not re.search(r"warm-up: \d+ merges in", text := log.read_text()):
+        if time.monotonic() > deadline or "warm-up did not finish" in text:
+            raise SystemExit(f"the server's warm-up did not end within {timeout:.0f} s; see {log}")
+        time.sleep(1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--warm", type=int, default=5, help="untimed rounds first")
+    ap.add_argument(
+        "--server-warm-up", type=int, default=server.WARM_UP_MERGES, help="the server's own warm-up merges (0: none)"
+    )
     ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
     args = ap.parse_args()
     out = Report("warm-cli")
     home = Path(tempfile.mkdtemp(prefix="sm_bench_cli_"))
     w, port = str(home), free_port()
-    url = server.start(w, port, merges_port=free_port())
+    url = server.start(w, port, merges_port=free_port(), warm_up=args.server_warm_up)
     try:
         make_tables(url, args.rows)
+        if args.server_warm_up:
+            wait_for_warm_up(home)
         out(
             f"\n`spark-merge run` of a 20-row MERGE into {args.rows:,} rows against a warm `spark-merge server`, "
-            f"end to end (the command's wall time), medians of {args.repeat} after {args.warm} untimed rounds, seconds, "
-            "side by side in one run\n"
+            f"end to end (the command's wall time), medians of {args.repeat} after the server's warm-up and "
+            f"{args.warm} untimed rounds, seconds, side by side in one run\n"
         )
         out(
             "| target | through the merge service (`run`) | over Spark Connect (`run --remote`) | "

@@ -31,7 +31,9 @@ def test_server_start_run_history_stop(tmp_path):
     assert cli("server", "status", "--warehouse", w, ok=False).stdout.strip() == "not running"
     url = f"sc://127.0.0.1:{port}"
     try:
-        started = cli("server", "start", "--warehouse", w, "--port", port, "--merges-port", merges_port).stdout
+        started = cli(
+            "server", "start", "--warehouse", w, "--port", port, "--merges-port", merges_port, "--warm-up", "3"
+        ).stdout
         service = f"http://127.0.0.1:{merges_port}"
         assert url in started and f"merge service (run, upsert, deferrable Airflow tasks): {service}" in started
         assert cli("server", "status", "--warehouse", w).stdout.strip() == url
@@ -72,7 +74,7 @@ def test_server_start_run_history_stop(tmp_path):
         # database: nothing of it is left in the catalog
         log = tmp_path / "w" / "connect-logs" / "server.log"
         deadline = time.monotonic() + 180
-        while "warm-up: 2 merges in" not in log.read_text():
+        while "warm-up: 3 merges in" not in log.read_text():
             assert time.monotonic() < deadline and "warm-up did not finish" not in log.read_text(), log.read_text()[
                 -3000:
             ]
@@ -88,6 +90,41 @@ def test_server_start_run_history_stop(tmp_path):
     assert cli("server", "status", "--warehouse", w, ok=False).stdout.strip() == "not running"
     with pytest.raises(service_client.ServiceUnreachable):  # stopped with its server
         service_client.status(service, "k")
+
+
+def test_the_warm_up_waits_while_a_submitted_merge_runs_and_drops_what_a_stopped_one_left(spark, caplog):
+    """The warm-up (merge_service.warm_up) over this test's Spark: first it drops a database a stopped
+    warm-up left; then, while the service has a merge running, it creates its table and merges nothing
+    into it; once that merge has ended, it runs its merges, drops its database and logs."""
+    import threading
+
+    from merge_core.api import merge_service
+
+    spark.sql(f"CREATE DATABASE {merge_service.WARM_UP_PREFIX}left_behind")
+    service = merge_service.MergeService(merge_service.driver_sessions(spark))
+    service.runs["k"] = merge_service.Run("k")  # a submitted merge, running
+    warming = threading.Thread(target=merge_service.warm_up, args=(service, 2))
+    with caplog.at_level("INFO", logger="spark_merge"):
+        warming.start()
+        deadline = time.monotonic() + 120
+        while "warm-up: waiting while a submitted merge runs" not in caplog.text:
+            assert time.monotonic() < deadline and warming.is_alive(), caplog.text
+            time.sleep(0.2)
+        [db] = warm_up_databases(spark)  # the one left behind is gone
+        assert db != "__sm_warmup_left_behind"
+        time.sleep(2)  # still waiting: nothing merged
+        assert [r[0] for r in spark.sql(f"SELECT DISTINCT v FROM {db}.t").collect()] == ["a"]
+        assert "warm-up: 2 merges" not in caplog.text
+        assert [r[0] for r in spark.sql(f"SELECT DISTINCT v FROM {db}.t").collect()] == ["a"]  # nothing merged
+        service.runs["k"].state = "finished"
+        warming.join(120)
+    assert not warming.is_alive()
+    assert "warm-up: 2 merges in" in caplog.text, caplog.text
+    assert warm_up_databases(spark) == []
+
+
+def warm_up_databases(spark) -> list[str]:
+    return sorted(r[0] for r in spark.sql("SHOW DATABASES LIKE '__sm_warmup_*'").collect())
 
 
 def test_the_merge_service_answers_only_with_its_token_and_refuses_a_malformed_submission():

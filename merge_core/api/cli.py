@@ -224,6 +224,13 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--warehouse", help="folder of the embedded warehouse and metastore (default ./var)")
     sp.add_argument("--port", type=int, default=15002)
     sp.add_argument("--merges-port", type=int, default=server.DEFAULT_MERGES_PORT, help="the merge service's port")
+    sp.add_argument(
+        "--warm-up",
+        type=int,
+        default=server.WARM_UP_MERGES,
+        metavar="N",
+        help="start: warm the new server up with up to N small merges of its own while it is idle (0: none)",
+    )
     sp.add_argument("-q", "--quiet", action="store_true")
     sp.add_argument("-v", "--verbose", action="store_true")
     sp = sub.add_parser(
@@ -238,6 +245,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--master", default="local[*]", help="with --warehouse: the Spark master")
     sp.add_argument(
         "--connect-port", type=int, default=server.DEFAULT_PORT, help="with --warehouse: serve Spark Connect here"
+    )
+    sp.add_argument(
+        "--warm-up", type=int, default=server.WARM_UP_MERGES, metavar="N", help="with --warehouse: as `server start`'s"
     )
     sp.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only)")
     sp.add_argument("--port", type=int, default=server.DEFAULT_MERGES_PORT)
@@ -297,7 +307,7 @@ def _merge(spark: Any, request: Any, **kwargs: Any) -> MergeResult:
 
 def _server(args: argparse.Namespace) -> int:
     if args.action == "start":
-        url = server.start(args.warehouse, args.port, merges_port=args.merges_port)
+        url = server.start(args.warehouse, args.port, merges_port=args.merges_port, warm_up=args.warm_up)
         print(f"Spark Connect server for {home_dir(args.warehouse)}: {url}")
         print(f"merge service (run, upsert, deferrable Airflow tasks): {server.merges_url(args.warehouse)}")
     elif args.action == "stop":
@@ -482,7 +492,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.remote:
                 merge_service.serve(args.remote, args.host, args.port)
             else:
-                merge_service.serve_driver(args.warehouse, args.master, args.connect_port, args.host, args.port)
+                merge_service.serve_driver(
+                    args.warehouse, args.master, args.connect_port, args.host, args.port, args.warm_up
+                )
             return 0
         if args.command == "options":  # no Spark needed
             print(options.markdown())

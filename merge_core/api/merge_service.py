@@ -58,8 +58,9 @@ from merge_core.spark import server
 log = logging.getLogger("spark_merge")
 
 TOKEN_ENV = "SPARK_MERGE_SERVICE_TOKEN"
-# the merges warm_up runs as a fresh driver starts (docs/python-and-cli.md: "A warm Spark for the command line")
-WARM_UP_MERGES = 2
+# the longest a warm-up runs (server.WARM_UP_MERGES merges at most; docs/python-and-cli.md: "A warm Spark
+# for the command line")
+WARM_UP_SECONDS = 90
 WARM_UP_PREFIX = "__sm_warmup_"
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 PROGRESS_LINES = 500  # a merge's log lines kept for whoever polls it
@@ -151,6 +152,10 @@ class MergeService:
             run = self.runs[key] = Run(key)
         threading.Thread(target=self._work, args=(run, body), daemon=True, name=f"merge {key}").start()
         return run.view()
+
+    def busy(self) -> bool:
+        """Whether a submitted merge is running (the warm-up waits for it)."""
+        return any(run.state == "running" for run in list(self.runs.values()))
 
     def status(self, key: str) -> dict:
         run = self.runs.get(key)
@@ -245,7 +250,7 @@ def handler(service: MergeService, token: str | None) -> type[BaseHTTPRequestHan
 
 def serve(remote: str, host: str = "127.0.0.1", port: int = server.DEFAULT_MERGES_PORT) -> None:
     """Serve merges, each in a Spark Connect session on ``remote``, until the process is stopped."""
-    _serve(connect_sessions(remote), host, port, f"running merges on {remote}")
+    _serve(MergeService(connect_sessions(remote)), host, port, f"running merges on {remote}")
 
 
 def serve_driver(
@@ -254,9 +259,11 @@ def serve_driver(
     connect_port: int = server.DEFAULT_PORT,
     host: str = "127.0.0.1",
     port: int = server.DEFAULT_MERGES_PORT,
+    warm_up_merges: int = server.WARM_UP_MERGES,
 ) -> None:
     """Own the Spark driver of the embedded ``warehouse`` (``spark-merge server start``): merges run in
-    its sessions, and Spark Connect clients reach it on ``connect_port``. SIGTERM stops both."""
+    its sessions, and Spark Connect clients reach it on ``connect_port``; ``warm_up_merges`` (0: none)
+    warm it up meanwhile. SIGTERM stops both."""
     from merge_core.spark.session import get_session
 
     spark = get_session(
@@ -269,36 +276,50 @@ def serve_driver(
             "spark.connect.grpc.binding.port": str(connect_port),
         },
     )
-    sessions = driver_sessions(spark)
-    threading.Thread(target=warm_up, args=(sessions,), name="warm-up", daemon=True).start()
+    service = MergeService(driver_sessions(spark))
+    if warm_up_merges > 0:
+        threading.Thread(target=warm_up, args=(service, warm_up_merges), name="warm-up", daemon=True).start()
     try:
-        _serve(sessions, host, port, f"Spark Connect on {server.connect_url(connect_port)}")
+        _serve(service, host, port, f"Spark Connect on {server.connect_url(connect_port)}")
     finally:
         spark.stop()
 
 
-def warm_up(sessions: Sessions, merges: int = WARM_UP_MERGES) -> None:
-    """A few merges into a ten-row table of a database of its own, dropped after, while the service
-    already serves. A fresh driver's first merges are slow for reasons a small merge pays as well as a
-    large one: classes loaded, the JVM compiling Spark's planner, the macros compiled (a 20-row merge
-    into 1M rows took 8.1 s as a fresh server's first, 3.8 s after this). The session it used serves
-    the next merge. Databases a stopped warm-up left are dropped first; a failure only logs."""
+def warm_up(service: MergeService, merges: int = server.WARM_UP_MERGES, seconds: float = WARM_UP_SECONDS) -> None:
+    """Merges into a ten-row table of a database of its own, dropped after, while the service already
+    serves. A fresh driver's first merges are slow for reasons a small merge pays as well as a large
+    one: classes loaded, the JVM compiling Spark's planner, the macros compiled (a 20-row merge into
+    1M rows took 8.1 s as a fresh server's first, 2.2 s after 30 of these). Only while no submitted
+    merge runs: one waits for the other's end, so a warm-up never shares the cores with a merge
+    for longer than one of its own merges. It stops after ``merges`` merges or ``seconds``. The
+    session it used serves the next merge. Databases a stopped warm-up left are dropped first; a
+    failure only logs."""
     from merge_core.api.functions import merge
     from merge_core.common import macros
 
     started, where = time.monotonic(), tempfile.mkdtemp(prefix="spark-merge-warm-up-")
     db = WARM_UP_PREFIX + uuid.uuid4().hex[:8]
     statements = macros.warm_up_statements(db, where)
-    spark, close = sessions()
+    spark, close = service.sessions()
+    done = 0
     try:
         for left in spark.sql(macros.show_databases_sql(WARM_UP_PREFIX + "*")).collect():
             spark.sql(macros.drop_database_sql(left[0]))
         for sql in statements["create"]:
             spark.sql(sql)
-        for _ in range(merges):
+        waiting = False
+        while done < merges and time.monotonic() - started < seconds:
+            if service.busy():
+                if not waiting:
+                    log.info("warm-up: waiting while a submitted merge runs")
+                waiting = True
+                time.sleep(0.2)
+                continue
+            waiting = False
             merge(spark, statements["merge"])
+            done += 1
         spark.sql(macros.drop_database_sql(db))
-        log.warning("warm-up: %d merges in %.1f s", merges, time.monotonic() - started)
+        log.warning("warm-up: %d merges in %.1f s", done, time.monotonic() - started)
     except Exception as e:  # the service serves without it; a stop during it ends here too
         log.warning("warm-up did not finish (merges run all the same): %s", str(e).splitlines()[0][:300])
     finally:
@@ -306,8 +327,8 @@ def warm_up(sessions: Sessions, merges: int = WARM_UP_MERGES) -> None:
         close()
 
 
-def _serve(sessions: Sessions, host: str, port: int, where: str) -> None:
-    httpd = ThreadingHTTPServer((host, port), handler(MergeService(sessions), os.environ.get(TOKEN_ENV)))
+def _serve(service: MergeService, host: str, port: int, where: str) -> None:
+    httpd = ThreadingHTTPServer((host, port), handler(service, os.environ.get(TOKEN_ENV)))
     # SIGTERM (server stop) ends serve_forever from another thread; the caller then stops its Spark
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=httpd.shutdown, daemon=True).start())
     log.warning("merge service on http://%s:%d, %s", host, port, where)
