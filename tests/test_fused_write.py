@@ -38,9 +38,16 @@ def stage_statements(trace) -> list[str]:
 
 
 def wrote_fused(trace) -> bool:
+    """Whether the write was the fused one, not the anti-join of the changed row ids (rewrite_select)."""
     [stage] = stage_statements(trace)
-    assert ("__sm_touched" in stage) != ("LEFT ANTI JOIN" in stage), stage
+    assert ("__sm_touched" in stage) != ("__sm_d.__sm_row" in stage), stage
     return "__sm_touched" in stage
+
+
+def split(stage: str) -> bool:
+    """Whether the fused write broadcast the source to the touched files' rows (a LEFT JOIN, the
+    inserted rows apart) rather than joining both in one FULL join."""
+    return "BROADCAST(" in stage and "FULL JOIN" not in stage
 
 
 @pytest.fixture
@@ -69,10 +76,12 @@ def test_a_source_row_matched_outside_the_touched_partitions_is_not_inserted(spa
     assert [p["p"] for p in r.partitions] == ["1"]
 
 
-def test_a_target_row_outside_partition_filter_is_absent_yet_copied(spark, parts, traced):
+@pytest.mark.parametrize("by_source", [True, False])
+def test_a_target_row_outside_partition_filter_is_absent_yet_copied(spark, parts, traced, by_source):
     """partition_filter p = 1: id 1 (partition 0) is not a target row for this merge, so source id 1
     is inserted into partition 0, whose old row is copied beside it; WHEN NOT MATCHED BY SOURCE
-    deletes id 3 (inside the filter) but never id 1 or id 5 (outside it)."""
+    deletes id 3 (inside the filter) but never id 1 or id 5 (outside it). Without that clause the
+    write is split, and its search for unmatched source rows must skip id 1 too."""
     r = merge(
         spark,
         f"""MERGE INTO {parts} t
@@ -80,17 +89,21 @@ def test_a_target_row_outside_partition_filter_is_absent_yet_copied(spark, parts
         ON t.id = s.id
         WHEN MATCHED THEN UPDATE SET v = s.v
         WHEN NOT MATCHED THEN INSERT *
-        WHEN NOT MATCHED BY SOURCE THEN DELETE""",
+        {"WHEN NOT MATCHED BY SOURCE THEN DELETE" if by_source else ""}""",
         partition_filter="p = 1",
     )
     assert wrote_fused(traced)
+    assert split(stage_statements(traced)[0]) != by_source
     m = r.metrics
     assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetRowsNotMatchedBySourceDeleted"]) == (
         1,
         1,
-        1,
+        1 if by_source else 0,
     )
-    assert rows(spark, parts, "1, 2") == [(1, "a", 0), (1, "x", 0), (2, "y", 1), (4, "d", None), (5, "e", 2)]
+    kept = [] if by_source else [(3, "c", 1)]
+    assert rows(spark, parts, "1, 2") == sorted(
+        [(1, "a", 0), (1, "x", 0), (2, "y", 1), (4, "d", None), (5, "e", 2)] + kept
+    )
 
 
 @pytest.mark.parametrize(
@@ -215,30 +228,28 @@ def test_staged_partition_directories_are_read_back_as_spark_names_them(spark, d
 
 
 @pytest.mark.parametrize(
-    "statement,shuffled,added",
+    "statement,added",
     [
-        # one file read, nothing inserted: the write is that file's task, no REBALANCE
-        ("UPDATE {t} SET v = 'u' WHERE id = 1", False, 1),
-        # the same, moving the row to another partition: one task writes both partitions
-        ("UPDATE {t} SET v = 'u', p = 9 WHERE id = 1", False, 2),
-        # a deleted row: the rest of its file is written back
-        ("DELETE FROM {t} WHERE id = 1", False, 1),
-        # a row inserted too: the source's rows come from other tasks
+        # no source: each scan task writes the rows it read, one file per partition it reaches
+        ("UPDATE {t} SET v = 'u' WHERE id = 1", 1),
+        ("UPDATE {t} SET v = 'u', p = 9 WHERE id = 1", 2),
+        ("DELETE FROM {t} WHERE id = 1", 1),
+        # two files of one partition read
+        ("UPDATE {t} SET v = 'u' WHERE id IN (1, 21)", None),
+        # a small source, broadcast: the rewritten file unshuffled, the inserted row spread apart
         (
             "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 'u', 0), (99, 'n', 0) AS s(id, v, p)) s "
             "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
-            True,
-            1,
+            2,
         ),
-        # two files read
-        ("UPDATE {t} SET v = 'u' WHERE id IN (1, 21)", True, 1),
     ],
 )
-def test_a_write_of_one_file_that_inserts_nothing_is_not_shuffled(spark, db, traced, statement, shuffled, added):
-    """Partition 0 holds two files (ids 0-9 and 20-29), partition 1 one file. A fused write reading
-    one file and adding no row runs as that file's scan task, which writes one file per partition
-    it reaches: asking Spark to REBALANCE it would only move its rows through a shuffle. Any
-    other write keeps REBALANCE (one file per partition, however many tasks read)."""
+def test_a_write_without_a_shuffled_join_keeps_rows_in_their_scan_tasks(spark, db, traced, statement, added):
+    """Partition 0 holds two files (ids 0-9 and 20-29), partition 1 one file. A fused write whose
+    join broadcasts the source (or that has none) leaves each target row in the scan task that read
+    it, which writes it to its partition: a REBALANCE would only move the rows through a shuffle.
+    Only the inserted rows, which come from the source's tasks, are spread by partition. No write
+    makes more files than it read, besides the partitions rows move or are inserted into."""
     t = f"{db}.one_file"
     spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
     for lo, p in ((0, 0), (20, 0), (10, 1)):
@@ -247,9 +258,14 @@ def test_a_write_of_one_file_that_inserts_nothing_is_not_shuffled(spark, db, tra
     r = merge(spark, statement.format(t=t))
     [stage] = stage_statements(traced)
     assert wrote_fused(traced)
-    assert ("REBALANCE" in stage) == shuffled, stage
-    if not shuffled:
-        assert r.metrics["numTargetFilesAdded"] == added and r.metrics["numTargetFilesRemoved"] == 1
+    inserts = "99" in statement
+    assert stage.count("REBALANCE") == (1 if inserts else 0), stage
+    assert ("FULL JOIN" in stage, split(stage)) == (False, inserts)
+    m = r.metrics
+    if added is not None:
+        assert (m["numTargetFilesAdded"], m["numTargetFilesRemoved"]) == (added, 1)
+    else:
+        assert m["numTargetFilesRemoved"] == 2 and 1 <= m["numTargetFilesAdded"] <= 2
     expected = dict(before)
     if statement.startswith("DELETE"):
         del expected[1]
@@ -257,6 +273,32 @@ def test_a_write_of_one_file_that_inserts_nothing_is_not_shuffled(spark, db, tra
         expected[1] = (1, "u", 9 if "p = 9" in statement else 0)
     if "21)" in statement:
         expected[21] = (21, "u", 0)
-    if "99" in statement:
+    if inserts:
         expected[99] = (99, "n", 0)
     assert rows(spark, t) == sorted(expected.values())
+
+
+def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, traced):
+    """Past write_broadcast_rows source rows, the write is one FULL join of the touched rows and the
+    source, spread by partition: the join shuffles the rows anyway. 100,001 source rows: 29 update
+    target rows, the rest are inserted, and source id 0 (outside the source) keeps its row."""
+    t = f"{db}.large_source"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'a', CAST(id % 2 AS INT) FROM range(0, 30)")
+    r = merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT CAST(id AS INT) AS id, 'n' AS v, CAST(id % 2 AS INT) AS p FROM range(1, 100002)) s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'u' WHEN NOT MATCHED THEN INSERT *",
+    )
+    [stage] = stage_statements(traced)
+    assert wrote_fused(traced) and not split(stage)
+    assert "FULL JOIN" in stage and stage.count("REBALANCE") == 1, stage
+    assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (29, 100001 - 29)
+    got = spark.sql(
+        f"SELECT v, count(*), min(id), max(id), count(DISTINCT id) FROM {t} GROUP BY v ORDER BY v"
+    ).collect()
+    assert [tuple(x) for x in got] == [
+        ("a", 1, 0, 0, 1),
+        ("n", 100001 - 29, 30, 100001, 100001 - 29),
+        ("u", 29, 1, 29, 29),
+    ]

@@ -398,6 +398,10 @@ def context(spec: Record, table: Record, merge_id: str) -> Record:
     return _fill("context", spec, table, merge_id)
 
 
+def write_broadcast_rows() -> int:
+    return int(_render("write_broadcast_rows"))
+
+
 # plan/rewrite.sql
 def append_sql(table: Record, ctx: Record) -> str:
     return _render("append_sql", table, ctx)

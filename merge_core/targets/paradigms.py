@@ -71,8 +71,11 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             "plus the inserted rows (the changes' cache is dropped once the probe shows Spark computes them the same "
             "at every read; when it does not, as for rand(), or when step 3 finds a target row joined with several "
             "source rows that do not all delete it, the stored changes are written instead: the partitions' rows "
-            "whose ids they do not name, plus their new rows); the staged rows are spread over tasks by partition "
-            "(REBALANCE), except when the write reads one file and inserts nothing",
+            "whose ids they do not name, plus their new rows). A source of at most "
+            f"{macros.write_broadcast_rows():,} rows is broadcast: the "
+            "rows of the files to rewrite are written by the scan tasks that read them (no shuffle), and the rows to "
+            "insert, the source rows a join with the target's ON columns leaves unmatched, are spread by partition "
+            "(REBALANCE); a larger source is joined once, as below, and the staged rows spread by partition",
             macros.fused_stage_sql(s["spec"], table, s["resolved"], ctx, [sample] if sample else []),
             "-- 6. commit, under the lock: the partitions unchanged since read, the staged rows exactly the plan's "
             "(only planned partitions, each with its rows before plus the plan's change; more rows than planned means "

@@ -48,10 +48,10 @@
     same file); a host without a file system (dbt) rewrites the touched partitions whole -#}
 {%- set granular = merging and s.changes.files is not none and host.can_carry(table, old) -%}
 {%- if granular -%}{%- do ctx.update({'rewrite_files': s.changes.files}) -%}{%- endif -%}
-{#- a fused write that reads one file and inserts nothing is one scan task (per split of a large
-    file) writing where its rows belong: no shuffle to spread them (rebalance_hint) -#}
-{%- set read = s.changes.files | length if granular else old | map(attribute='files') | map('int') | sum -%}
-{%- do ctx.update({'rebalance': not (merging and s.get('fused') and read == 1 and m.numTargetRowsInserted == 0)}) -%}
+{#- a fused write broadcasts a small source (or has none): each target row stays in the scan task
+    that read it, which writes it where it belongs; no shuffle to spread the rows (rebalance_hint) -#}
+{%- set broadcast = merging and s.get('fused') and m.numSourceRows <= spark_merge.spark_merge__write_broadcast_rows() | int -%}
+{%- do ctx.update({'broadcast_source': broadcast, 'rebalance': not broadcast, 'inserts': m.numTargetRowsInserted > 0, 'source_rows': m.numSourceRows}) -%}
 {%- do host.step('execute: write ' ~ (s.changes.files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.changes.partitions | length
     ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}

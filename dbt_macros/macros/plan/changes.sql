@@ -225,7 +225,7 @@ SELECT {{ plain | join(', ') }}
   {% if checks %}CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE {{ value }} END{% else %}{{ value }}{% endif %} AS __sm_c{{ i }}
 {%- endfor %}
 FROM (
-SELECT
+SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAST({{ s }}) */{% endif %}
   {{ spark_merge.spark_merge__literal(ctx.merge_id) }} AS __sm_merge,
   {{ t }}.__sm_file AS __sm_file,
   {{ t }}.__sm_row AS __sm_row,

@@ -14,9 +14,9 @@
 {%- endmacro %}
 
 {#- The staged rows spread over tasks by partition (Spark's REBALANCE: about one file per partition,
-    of its advisory size), unless the plan found that the write reads a single file and adds no row
-    (ctx.rebalance false, lifecycle_rewrite): that write is already one task, and the shuffle would
-    only move its rows. -#}
+    of its advisory size), unless `ctx.rebalance` is false (lifecycle_rewrite): a fused write whose
+    join broadcasts the source, or has none, keeps each target row in the scan task that read it,
+    which writes it to its partition; a shuffle would only move the rows. -#}
 {% macro spark_merge__rebalance_hint(table, ctx) -%}
 {%- if ctx.get('rebalance', true) -%}
 /*+ REBALANCE{% if table.partition_columns %}({{ spark_merge.spark_merge__column_list(table.partition_columns) }}){% endif %} */
@@ -48,17 +48,60 @@ SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
     (no clause changed it, and it is in a touched partition); deleted rows and rows outside are
     not written. A CHAR(n) value is padded to n, as Spark stores it (the staging table's columns
     are plain strings). Only for a plan whose summary found no target row joined with several source
-    rows that not all delete it (multi = 0): such a row would be copied once per source row. -#}
+    rows that not all delete it (multi = 0): such a row would be copied once per source row.
+    A source the write broadcasts (ctx.broadcast_source), without WHEN NOT MATCHED BY SOURCE clauses,
+    splits the write in two: the touched files' rows LEFT JOIN the source under the MATCHED clauses,
+    each row written by the scan task that read it (no shuffle, ctx.rebalance), and, when the plan
+    inserts rows (ctx.inserts), the source rows no target row matches (unmatched_source_sql) under
+    the NOT MATCHED clauses. One FULL join, which cannot broadcast, would shuffle every row ON can
+    match at full width to tell the inserted source rows from the matched ones; with a large source
+    the join shuffles anyway, and that one join costs less than two. -#}
 {% macro spark_merge__fused_rewrite_select(spec, table, resolved, ctx, partitions) -%}
-SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
-  SELECT {% for c in table.columns %}{{ 'rpad(' if c.get('char_pad') }}CASE WHEN __sm_op IN ({{ spark_merge.spark_merge__op('insert',
-      'update') }}) THEN __sm_c{{ loop.index0 }} ELSE __sm_t{{ loop.index0 }} END{{ ', ' ~ c.char_pad ~ ')' if c.get('char_pad') }} AS {{
-          spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+{%- set split = ctx.get('broadcast_source') and resolved.clauses | selectattr('by_source') | list | length == 0 -%}
+{%- set kept, inserted = {}, {} -%}
+{%- do kept.update(resolved) -%}{%- do inserted.update(resolved) -%}
+{%- do kept.update({'clauses': resolved.clauses | selectattr('matched') | list}) -%}
+{%- do inserted.update({'clauses': resolved.clauses | rejectattr('matched') | list}) -%}
+{%- set only_new = {} -%}{%- do only_new.update(ctx) -%}
+{%- do only_new.update({'source': spark_merge.spark_merge__unmatched_source_sql(spec, table, resolved, ctx), 'match_filter': 'false'}) -%}
+SELECT * FROM (
+  SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} {{ spark_merge.spark_merge__fused_columns(table) }}
   FROM (
-{{ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx, partitions) }}
+{{ spark_merge.spark_merge__changes_sql(spec, table, kept if split else resolved, ctx, partitions) }}
   ) AS __sm_j
   WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}) OR (__sm_op = {{ spark_merge.spark_merge__op('none') }} AND __sm_touched)
+{%- if split and ctx.get('inserts', true) %}
+  UNION ALL
+  SELECT {{ spark_merge.spark_merge__rebalance_hint(table, {}) }} {% for c in table.columns %}{{ 'rpad(' if c.get('char_pad') }}__sm_c{{
+      loop.index0 }}{{ ', ' ~ c.char_pad ~ ')' if c.get('char_pad') }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+  FROM (
+{{ spark_merge.spark_merge__changes_sql(spec, table, inserted, only_new) }}
+  ) AS __sm_i
+  WHERE __sm_op = {{ spark_merge.spark_merge__op('insert') }}
+{%- endif %}
 ) AS __sm_new
+{%- endmacro %}
+
+{#- The source rows no target row matches: those the join of the rows ON can match (read at the ON
+    columns only) leaves out, by row number. A source of at most broadcast_rows() rows is broadcast,
+    so the target's rows are not shuffled. -#}
+{% macro spark_merge__unmatched_source_sql(spec, table, resolved, ctx) -%}
+{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
+{%- set small = ctx.get('source_rows', 0) | int <= spark_merge.spark_merge__broadcast_rows() | int -%}
+{%- set where = spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim -%}
+(SELECT {% if small %}/*+ BROADCAST(__sm_m) */ {% endif %}__sm_u.* FROM {{ ctx.source }} AS __sm_u
+ LEFT ANTI JOIN (SELECT {% if small %}/*+ BROADCAST({{ s }}) */ {% endif %}{{ s }}.__sm_srow
+   FROM {% if where %}(SELECT * FROM {{ table.relation }} WHERE {{ where }}){% else %}{{ table.relation }}{% endif %} AS {{
+       spark_merge.spark_merge__quote(spec.target_alias) }}
+   JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})) AS __sm_m
+ ON __sm_u.__sm_srow = __sm_m.__sm_srow)
+{%- endmacro %}
+
+{#- The fused write's output columns: a row's new values where a clause inserts or updates it, else its own. -#}
+{% macro spark_merge__fused_columns(table) -%}
+{% for c in table.columns %}{{ 'rpad(' if c.get('char_pad') }}CASE WHEN __sm_op IN ({{ spark_merge.spark_merge__op('insert',
+    'update') }}) THEN __sm_c{{ loop.index0 }} ELSE __sm_t{{ loop.index0 }} END{{ ', ' ~ c.char_pad ~ ')' if c.get('char_pad') }} AS {{
+        spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
 {%- endmacro %}
 
 {% macro spark_merge__stage_sql(table, ctx, partitions) -%}
