@@ -312,7 +312,9 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     # fusion: 32. The history record is a file the host writes itself (a Spark job when written by
     # a query). The staged files are listed by the staging write itself. The statements were 22 before
     # the clean-up stopped describing the table again (the journal keys are known) and stopped
-    # uncaching the source view it drops (dropping a temporary view uncaches it).
-    assert c["jobs"] <= 15, c
+    # uncaching the source view it drops (dropping a temporary view uncaches it). The summary's join
+    # first semi-joins the target with the broadcast source (one job, the broadcast: 15 before), so its
+    # RIGHT join shuffles only the matched target rows, not every row ON could match.
+    assert c["jobs"] <= 16, c
     assert c["data statements"] <= 3 and c["metastore statements"] <= 7 and c["statements"] <= 20, c
     assert c["file statistics"] == 2, c

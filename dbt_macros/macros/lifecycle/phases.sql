@@ -133,6 +133,7 @@
   {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
   {%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
   {%- do m.update({'numSourceRows': stats.numSourceRows | int}) -%}
+  {%- do ctx.update({'source_rows': m.numSourceRows}) -%}
   {%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
   {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
   {%- do ctx.update({'match_filter': narrowed.filter}) -%}

@@ -258,7 +258,9 @@ SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAS
 {%- endfor %}
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
-    ctx.get('rewrite_files')) }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
+    ctx.get('rewrite_files')) }}{% elif not full and ctx.get('source_rows') is not none and ctx.source_rows | int <=
+    spark_merge.spark_merge__broadcast_rows() | int %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
+    }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
 {{ join }} JOIN {{ ctx.source }} AS {{ s }}
   ON ({% if fused and changes_filter %}{{ t }}.__sm_j AND {% endif %}({{ spec.on }}))
 {%- elif fused -%}
@@ -268,6 +270,16 @@ FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS
 WHERE ({{ spec.on }})
 {%- endif %}
 ) AS __sm_j0
+{%- endmacro %}
+
+{#- The target rows (with row ids) that ON matches with some source row: a RIGHT join keeps no other
+    target row, and cannot broadcast the source, so a semi-join with the broadcast source's ON columns
+    first leaves it only those rows to shuffle, instead of every row ON could match. -#}
+{% macro spark_merge__matched_target_rows(spec, table, ctx, where) -%}
+{%- set t = spark_merge.spark_merge__quote(spec.target_alias) -%}
+{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
+(SELECT /*+ BROADCAST({{ s }}) */ {{ t }}.* FROM {{ spark_merge.spark_merge__target_scan(table, where) }} AS {{ t }}
+ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }}))
 {%- endmacro %}
 
 {#- The fused write's target side: every row of the touched partitions (`partitions`; all rows of
