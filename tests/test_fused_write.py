@@ -281,7 +281,7 @@ def test_a_write_without_a_shuffled_join_keeps_rows_in_their_scan_tasks(spark, d
 def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, traced):
     """Past write_broadcast_rows source rows, the write is one FULL join of the touched rows and the
     source, spread by partition: the join shuffles the rows anyway. 100,001 source rows: 29 update
-    target rows, the rest are inserted, and source id 0 (outside the source) keeps its row."""
+    target rows, the rest are inserted, and target id 0, which no source row matches, keeps its row."""
     t = f"{db}.large_source"
     spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
     spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'a', CAST(id % 2 AS INT) FROM range(0, 30)")
