@@ -84,8 +84,11 @@ SELECT * FROM (
 
 {#- The source rows no target row matches: those the join of the rows ON can match (read at the ON
     columns only) leaves out, by row number. A source of at most broadcast_rows() rows is broadcast,
-    so the target's rows are not shuffled. -#}
+    so the target's rows are not shuffled. When no target row can match (match_filter 'false': every
+    source key is NULL, say), the whole source, and no join: Spark 4.2 fails to analyze an anti-join
+    with a target scan filtered by a literal false (ASSIGNMENT_ARITY_MISMATCH). -#}
 {% macro spark_merge__unmatched_source_sql(spec, table, resolved, ctx) -%}
+{%- if ctx.get('match_filter') == 'false' -%}{{ ctx.source }}{%- else -%}
 {%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
 {%- set small = ctx.get('source_rows', 0) | int <= spark_merge.spark_merge__broadcast_rows() | int -%}
 {%- set where = spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim -%}
@@ -95,6 +98,7 @@ SELECT * FROM (
        spark_merge.spark_merge__quote(spec.target_alias) }}
    JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})) AS __sm_m
  ON __sm_u.__sm_srow = __sm_m.__sm_srow)
+{%- endif -%}
 {%- endmacro %}
 
 {#- The fused write's output columns: a row's new values where a clause inserts or updates it, else its own. -#}
