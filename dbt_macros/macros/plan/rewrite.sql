@@ -72,8 +72,7 @@ SELECT * FROM (
   WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}) OR (__sm_op = {{ spark_merge.spark_merge__op('none') }} AND __sm_touched)
 {%- if split and ctx.get('inserts', true) %}
   UNION ALL
-  SELECT {{ spark_merge.spark_merge__rebalance_hint(table, {}) }} {% for c in table.columns %}{{ 'rpad(' if c.get('char_pad') }}__sm_c{{
-      loop.index0 }}{{ ', ' ~ c.char_pad ~ ')' if c.get('char_pad') }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+  SELECT {{ spark_merge.spark_merge__rebalance_hint(table, {}) }} {{ spark_merge.spark_merge__fused_columns(table, new_only=true) }}
   FROM (
 {{ spark_merge.spark_merge__changes_sql(spec, table, inserted, only_new) }}
   ) AS __sm_i
@@ -83,17 +82,17 @@ SELECT * FROM (
 {%- endmacro %}
 
 {#- The source rows no target row matches: those the join of the rows ON can match (read at the ON
-    columns only) leaves out, by row number. A source of at most broadcast_rows() rows is broadcast,
-    so the target's rows are not shuffled. When no target row can match (match_filter 'false': every
+    columns only) leaves out, by row number. Only for a source the write broadcasts (at most
+    write_broadcast_rows()), so the source is broadcast here too and the target's rows are not
+    shuffled. When no target row can match (match_filter 'false': every
     source key is NULL, say), the whole source, and no join: Spark 4.2 fails to analyze an anti-join
     with a target scan filtered by a literal false (ASSIGNMENT_ARITY_MISMATCH). -#}
 {% macro spark_merge__unmatched_source_sql(spec, table, resolved, ctx) -%}
 {%- if ctx.get('match_filter') == 'false' -%}{{ ctx.source }}{%- else -%}
 {%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
-{%- set small = ctx.get('source_rows', 0) | int <= spark_merge.spark_merge__broadcast_rows() | int -%}
 {%- set where = spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim -%}
-(SELECT {% if small %}/*+ BROADCAST(__sm_m) */ {% endif %}__sm_u.* FROM {{ ctx.source }} AS __sm_u
- LEFT ANTI JOIN (SELECT {% if small %}/*+ BROADCAST({{ s }}) */ {% endif %}{{ s }}.__sm_srow
+(SELECT /*+ BROADCAST(__sm_m) */ __sm_u.* FROM {{ ctx.source }} AS __sm_u
+ LEFT ANTI JOIN (SELECT /*+ BROADCAST({{ s }}) */ {{ s }}.__sm_srow
    FROM {% if where %}(SELECT * FROM {{ table.relation }} WHERE {{ where }}){% else %}{{ table.relation }}{% endif %} AS {{
        spark_merge.spark_merge__quote(spec.target_alias) }}
    JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})) AS __sm_m
@@ -101,11 +100,12 @@ SELECT * FROM (
 {%- endif -%}
 {%- endmacro %}
 
-{#- The fused write's output columns: a row's new values where a clause inserts or updates it, else its own. -#}
-{% macro spark_merge__fused_columns(table) -%}
-{% for c in table.columns %}{{ 'rpad(' if c.get('char_pad') }}CASE WHEN __sm_op IN ({{ spark_merge.spark_merge__op('insert',
-    'update') }}) THEN __sm_c{{ loop.index0 }} ELSE __sm_t{{ loop.index0 }} END{{ ', ' ~ c.char_pad ~ ')' if c.get('char_pad') }} AS {{
-        spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
+{#- The fused write's output columns: a row's new values where a clause inserts or updates it, else its own
+    (`new_only`: rows that all have new values, the inserted ones). -#}
+{% macro spark_merge__fused_columns(table, new_only=false) -%}
+{% for c in table.columns %}{{ 'rpad(' if c.get('char_pad') }}{% if new_only %}__sm_c{{ loop.index0 }}{% else %}CASE WHEN __sm_op IN ({{
+    spark_merge.spark_merge__op('insert', 'update') }}) THEN __sm_c{{ loop.index0 }} ELSE __sm_t{{ loop.index0 }} END{% endif %}{{
+        ', ' ~ c.char_pad ~ ')' if c.get('char_pad') }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
 {%- endmacro %}
 
 {% macro spark_merge__stage_sql(table, ctx, partitions) -%}
