@@ -8,7 +8,7 @@ Each process is its own Spark application on the shared Hive metastore.
                                                       SparkMergeOperator, its connection naming the metastore
 
 The table holds partitions p=0..5, four rows each (id = 10 p + j) and a counter column per writer
-(w0..w3). Writer K's merge i, when i is even, adds 1 to w<K> of the rows of its own partition K+1
+(w0..w2). Writer K's merge i, when i is even, adds 1 to w<K> of the rows of its own partition K+1
 and of the shared partition 0 (so writers overlap there and are disjoint elsewhere), and inserts
 one row (id 1000 + 100 K + i) into partition K+1: a rewrite of both partitions. When i is odd it
 only inserts its row, into the shared partition 0: an append to the files of a partition the other
@@ -36,7 +36,7 @@ from merge_core.spark.session import get_session  # noqa: E402
 from tests.cluster import app_conf  # noqa: E402
 
 T = "apps.acct"
-WRITERS, PARTITIONS, ROWS = 4, 6, 4
+WRITERS, PARTITIONS, ROWS = 3, 6, 4
 # app_conf: the short-lived applications' settings, and $SPARK_MERGE_TEST_CONF's (an S3 warehouse)
 CONF = {**app_conf("local[1]"), "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "1"}
 

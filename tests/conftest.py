@@ -229,7 +229,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"shared metastore soak: {APPS['writers']} writer applications, {APPS['merges']} merges at once on one "
             f"table: {APPS['succeeded']} committed, {APPS['conflicts']} failed with MERGE_CONFLICT, 0 other failures, "
-            f"no lost update or duplicated row; a fifth application read it {APPS['reads']} times, seeing "
+            f"no lost update or duplicated row; a reader application read it {APPS['reads']} times, seeing "
             f"{APPS['versions']} versions, each one the table had ({APPS['seconds']} s)"
         )
     if SOAK:

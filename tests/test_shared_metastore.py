@@ -1,9 +1,9 @@
 """Several Spark applications, one shared Hive metastore (PostgreSQL behind it): the production
 topology of several Airflow tasks merging into one table at once.
 
-The soak starts four writer applications (two through the Python API, one as Airflow DAG runs of
+The soak starts three writer applications (one through the Python API, one as Airflow DAG runs of
 SparkMergeOperator whose connection names the metastore, one running each merge as its own
-`spark-merge run --metastore ...` process) and a fifth application that reads the table in a loop, all on one metastore service (tests/hive_metastore.py) and one warehouse folder. Writers merge
+`spark-merge run --metastore ...` process) and a fourth application that reads the table in a loop, all on one metastore service (tests/hive_metastore.py) and one warehouse folder. Writers merge
 into overlapping (p=0) and disjoint (their own p) partitions at once. Afterwards:
 
 - every reported failure is a clean MERGE_CONFLICT, and no merge failed otherwise;
@@ -15,7 +15,7 @@ into overlapping (p=0) and disjoint (their own p) partitions at once. Afterwards
   partition it rewrites in one metastore call, so a reader sees the old or the new version).
 
 Counts are printed in the test summary. SPARK_MERGE_APPS_SOAK_MERGES sets the merges per writer
-(default 1, four writers at once; `make test-all` runs 6).
+(default 1, three writers at once; `make test-all` runs 6).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def state(successes: list[int], k: int) -> dict:
 
 
 def seen(rows: list[list], k: int) -> dict:
-    """Writer k's part of what one read returned (rows: id, w0..w3, p)."""
+    """Writer k's part of what one read returned (rows: id, w0..w2, p)."""
     return {
         "counters": {r[0]: r[1 + k] for r in rows if r[0] < new_id(0, 0)},
         "inserted": {r[0] for r in rows if new_id(k, 0) <= r[0] < new_id(k + 1, 0)},
@@ -93,7 +93,7 @@ def _lines(path: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_four_applications_merge_into_one_table_while_a_fifth_reads(hive_metastore, tmp_path):
+def test_three_applications_merge_into_one_table_while_a_fourth_reads(hive_metastore, tmp_path):
     REPORT.update(soak(hive_metastore.uri, tmp_path))
 
 
@@ -112,7 +112,7 @@ def soak(uri: str, tmp_path: Path, env: dict[str, str] | None = None) -> dict:
     folder = str(tmp_path)
     started = time.monotonic()
     reader = start("reader", uri, folder, name="reader")
-    kinds = ["writer", "writer", "airflow-writer", "cli-writer"]  # Python API twice, Airflow, the CLI
+    kinds = ["writer", "airflow-writer", "cli-writer"]  # the Python API, Airflow, the CLI
     writers = [start(kinds[k], uri, folder, str(k), str(MERGES), name=f"writer{k}") for k in range(WRITERS)]
     try:
         for k, w in enumerate(writers):
