@@ -44,6 +44,13 @@ def wrote_fused(trace) -> bool:
     return "__sm_touched" in stage
 
 
+def summary_semi_joined(trace) -> bool:
+    """Whether the summary's join read the target through a semi-join with the broadcast source
+    (matched_target_rows) rather than shuffling every row ON could match."""
+    [summary] = [t for k, t in trace if k == "sql" and t.startswith("SELECT op, bys")]
+    return "LEFT SEMI JOIN" in summary
+
+
 def split(stage: str) -> bool:
     """Whether the fused write broadcast the source to the touched files' rows (a LEFT JOIN, the
     inserted rows apart) rather than joining both in one FULL join."""
@@ -258,6 +265,7 @@ def test_a_write_without_a_shuffled_join_keeps_rows_in_their_scan_tasks(spark, d
     r = merge(spark, statement.format(t=t))
     [stage] = stage_statements(traced)
     assert wrote_fused(traced)
+    assert summary_semi_joined(traced) == ("USING" in statement)  # a statement without a source has no join
     inserts = "99" in statement
     assert stage.count("REBALANCE") == (1 if inserts else 0), stage
     assert ("FULL JOIN" in stage, split(stage)) == (False, inserts)
@@ -279,9 +287,10 @@ def test_a_write_without_a_shuffled_join_keeps_rows_in_their_scan_tasks(spark, d
 
 
 def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, traced):
-    """Past write_broadcast_rows source rows, the write is one FULL join of the touched rows and the
-    source, spread by partition: the join shuffles the rows anyway. 100,001 source rows: 29 update
-    target rows, the rest are inserted, and target id 0, which no source row matches, keeps its row."""
+    """Past source_broadcast_rows source rows, the write is one FULL join of the touched rows and the
+        source, spread by partition: the join shuffles the rows anyway; the summary's join shuffles the
+    target's rows ON can match without a semi-join first. 100,001 source rows: 29 update
+        target rows, the rest are inserted, and target id 0, which no source row matches, keeps its row."""
     t = f"{db}.large_source"
     spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
     spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'a', CAST(id % 2 AS INT) FROM range(0, 30)")
@@ -291,7 +300,7 @@ def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, tr
         "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'u' WHEN NOT MATCHED THEN INSERT *",
     )
     [stage] = stage_statements(traced)
-    assert wrote_fused(traced) and not split(stage)
+    assert wrote_fused(traced) and not split(stage) and not summary_semi_joined(traced)
     assert "FULL JOIN" in stage and stage.count("REBALANCE") == 1, stage
     assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (29, 100001 - 29)
     got = spark.sql(

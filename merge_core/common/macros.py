@@ -398,8 +398,8 @@ def context(spec: Record, table: Record, merge_id: str) -> Record:
     return _fill("context", spec, table, merge_id)
 
 
-def write_broadcast_rows() -> int:
-    return int(_render("write_broadcast_rows"))
+def source_broadcast_rows() -> int:
+    return int(_render("source_broadcast_rows"))
 
 
 # plan/rewrite.sql

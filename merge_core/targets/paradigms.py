@@ -72,7 +72,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             "at every read; when it does not, as for rand(), or when step 3 finds a target row joined with several "
             "source rows that do not all delete it, the stored changes are written instead: the partitions' rows "
             "whose ids they do not name, plus their new rows). A source of at most "
-            f"{macros.write_broadcast_rows():,} rows is broadcast: the "
+            f"{macros.source_broadcast_rows():,} rows is broadcast: the "
             "rows of the files to rewrite are written by the scan tasks that read them (no shuffle), and the rows to "
             "insert, the source rows a join with the target's ON columns leaves unmatched, are spread by partition "
             "(REBALANCE); a larger source is joined once, as below, and the staged rows spread by partition",

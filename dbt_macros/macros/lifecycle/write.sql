@@ -50,7 +50,7 @@
 {%- if granular -%}{%- do ctx.update({'rewrite_files': s.changes.files}) -%}{%- endif -%}
 {#- a fused write broadcasts a small source (or has none): each target row stays in the scan task
     that read it, which writes it where it belongs; no shuffle to spread the rows (rebalance_hint) -#}
-{%- set broadcast = merging and s.get('fused') and m.numSourceRows <= spark_merge.spark_merge__write_broadcast_rows() | int -%}
+{%- set broadcast = merging and s.get('fused') and m.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int -%}
 {%- do ctx.update({'broadcast_source': broadcast, 'rebalance': not broadcast, 'inserts': m.numTargetRowsInserted > 0}) -%}
 {%- do host.step('execute: write ' ~ (s.changes.files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.changes.partitions | length
     ~ ' partition(s) to staging') -%}

@@ -259,7 +259,7 @@ SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAS
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
     ctx.get('rewrite_files')) }}{% elif not full and ctx.get('source_rows') is not none and ctx.source_rows | int <=
-    spark_merge.spark_merge__broadcast_rows() | int %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
+    spark_merge.spark_merge__source_broadcast_rows() | int %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
     }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
 {{ join }} JOIN {{ ctx.source }} AS {{ s }}
   ON ({% if fused and changes_filter %}{{ t }}.__sm_j AND {% endif %}({{ spec.on }}))
@@ -274,7 +274,9 @@ WHERE ({{ spec.on }})
 
 {#- The target rows (with row ids) that ON matches with some source row: a RIGHT join keeps no other
     target row, and cannot broadcast the source, so a semi-join with the broadcast source's ON columns
-    first leaves it only those rows to shuffle, instead of every row ON could match. -#}
+    first leaves it only those rows to shuffle, instead of every row ON could match. Only for a source
+    of at most source_broadcast_rows(): the broadcast costs about what it spares when the rows ON can
+    match are not many more than the source's (the CDC workload's 500,000 rows into 5 partitions). -#}
 {% macro spark_merge__matched_target_rows(spec, table, ctx, where) -%}
 {%- set t = spark_merge.spark_merge__quote(spec.target_alias) -%}
 {%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}

@@ -6,8 +6,9 @@
 
 {% macro spark_merge__broadcast_rows() -%}1000000{%- endmacro %}
 
-{#- The most source rows the fused write broadcasts at full width (a merge or UPDATE without a source: 0). -#}
-{% macro spark_merge__write_broadcast_rows() -%}100000{%- endmacro %}
+{#- The most source rows a merge broadcasts to the target's rows: the fused write's split (the source at
+    full width) and the summary's semi-join (its ON columns). A larger source is joined by a shuffle. -#}
+{% macro spark_merge__source_broadcast_rows() -%}100000{%- endmacro %}
 
 {#- Whether the rewrite broadcasts the row ids of updated and deleted rows to its anti-join
     (out.broadcast), from the plan's counts `m`. -#}

@@ -83,7 +83,7 @@ SELECT * FROM (
 
 {#- The source rows no target row matches: those the join of the rows ON can match (read at the ON
     columns only) leaves out, by row number. Only for a source the write broadcasts (at most
-    write_broadcast_rows()), so the source is broadcast here too and the target's rows are not
+    source_broadcast_rows()), so the source is broadcast here too and the target's rows are not
     shuffled. When no target row can match (match_filter 'false': every
     source key is NULL, say), the whole source, and no join: Spark 4.2 fails to analyze an anti-join
     with a target scan filtered by a literal false (ASSIGNMENT_ARITY_MISMATCH). -#}
