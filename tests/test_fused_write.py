@@ -286,21 +286,24 @@ def test_a_write_without_a_shuffled_join_keeps_rows_in_their_scan_tasks(spark, d
     assert rows(spark, t) == sorted(expected.values())
 
 
-def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, traced):
+@pytest.mark.parametrize("on", ["t.id = s.id", "t.id = s.id AND t.p = s.p"])
+def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, traced, on):
     """Past source_broadcast_rows source rows, the write is one FULL join of the touched rows and the
-        source, spread by partition: the join shuffles the rows anyway; the summary's join shuffles the
-    target's rows ON can match without a semi-join first. 100,001 source rows: 29 update
-        target rows, the rest are inserted, and target id 0, which no source row matches, keeps its row."""
+    source, spread by partition: the join shuffles the rows anyway. The summary's join still
+    semi-joins the target with the source's ON columns when ON names no partition column (it reads
+    every partition), and not when it names one (semi_joins_source). 100,001 source rows: 29 update
+    target rows, the rest are inserted, and target id 0, which no source row matches, keeps its row."""
     t = f"{db}.large_source"
     spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
     spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'a', CAST(id % 2 AS INT) FROM range(0, 30)")
     r = merge(
         spark,
         f"MERGE INTO {t} t USING (SELECT CAST(id AS INT) AS id, 'n' AS v, CAST(id % 2 AS INT) AS p FROM range(1, 100002)) s "
-        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'u' WHEN NOT MATCHED THEN INSERT *",
+        f"ON {on} WHEN MATCHED THEN UPDATE SET v = 'u' WHEN NOT MATCHED THEN INSERT *",
     )
     [stage] = stage_statements(traced)
-    assert wrote_fused(traced) and not split(stage) and not summary_semi_joined(traced)
+    assert wrote_fused(traced) and not split(stage)
+    assert summary_semi_joined(traced) == ("t.p" not in on)
     assert "FULL JOIN" in stage and stage.count("REBALANCE") == 1, stage
     assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (29, 100001 - 29)
     got = spark.sql(
