@@ -258,7 +258,8 @@ SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAS
 {%- endfor %}
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
-    ctx.get('rewrite_files')) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(spec, table, ctx) | trim == 'True' %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
+    ctx.get('rewrite_files')) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(spec, table, ctx) | trim == 'True'
+    %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
     }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
 {{ join }} JOIN {{ ctx.source }} AS {{ s }}
   ON ({% if fused and changes_filter %}{{ t }}.__sm_j AND {% endif %}({{ spec.on }}))
