@@ -290,8 +290,9 @@ def test_a_write_without_a_shuffled_join_keeps_rows_in_their_scan_tasks(spark, d
 def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, traced, on):
     """Past source_broadcast_rows source rows, the write is one FULL join of the touched rows and the
     source, spread by partition: the join shuffles the rows anyway. The summary's join still
-    semi-joins the target with the source's ON columns when ON names no partition column (it reads
-    every partition), and not when it names one (semi_joins_source). 100,001 source rows: 29 update
+    semi-joins the target with the source's ON columns when ON has no equality on a partition column
+    (it reads every partition), and not when it has one, which narrows the target scans to the
+    source's partitions (semi_joins_source). 100,001 source rows: 29 update
     target rows, the rest are inserted, and target id 0, which no source row matches, keeps its row."""
     t = f"{db}.large_source"
     spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")

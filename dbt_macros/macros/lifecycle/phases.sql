@@ -136,7 +136,7 @@
   {%- do ctx.update({'source_rows': m.numSourceRows}) -%}
   {%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
   {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
-  {%- do ctx.update({'match_filter': narrowed.filter}) -%}
+  {%- do ctx.update({'match_filter': narrowed.filter, 'partitions_listed': narrowed.listed}) -%}
   {%- if narrowed.filter -%}{%- do host.step('plan: target scans narrowed to ' ~ narrowed.filter[:300]) -%}{%- endif -%}
   {%- set bys = {} -%}
   {%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}

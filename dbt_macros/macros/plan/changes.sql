@@ -81,7 +81,7 @@
   {%- endif -%}
 {%- endfor -%}
 {%- set all_listed = pcols | length > 0 and pcols | reject('in', listed) | list | length == 0 -%}
-{%- do out.update({'filter': parts | join(' AND '),
+{%- do out.update({'filter': parts | join(' AND '), 'listed': listed,
                    'matched_by': 'filter' if all_listed or 'false' in parts else ('range' if dense else 'join')}) -%}
 {%- endmacro %}
 
@@ -258,7 +258,7 @@ SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAS
 {%- endfor %}
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
-    ctx.get('rewrite_files')) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(spec, table, ctx) | trim == 'True'
+    ctx.get('rewrite_files')) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(ctx) | trim == 'True'
     %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
     }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
 {{ join }} JOIN {{ ctx.source }} AS {{ s }}
@@ -273,18 +273,17 @@ WHERE ({{ spec.on }})
 {%- endmacro %}
 
 {#- Whether the summary's join reads the target through matched_target_rows: a source of at most
-    source_broadcast_rows(), or of at most broadcast_rows() when ON names no partition column. Where
-    ON names one, the join reads only the partitions the source's rows name, whose rows are often
-    about as many as the source's: the broadcast then costs more than the shuffle it spares (the CDC
-    workload, ON id AND dt, 500,000 source rows: 5.03 s against 4.19 s); where it names none, the
-    join reads every partition (Delta's benchmark on the monthly table, over 100,000 source rows
-    into 4M: 5.46 s against 6.97 s without it). -#}
-{% macro spark_merge__semi_joins_source(spec, table, ctx) -%}
+    source_broadcast_rows(), or of at most broadcast_rows() when the match filter does not list the
+    source's values of a partition column (ctx.partitions_listed, from match_filter: an ON equality
+    on a partition column). Where it lists them, the join reads only the partitions the source's rows
+    name, whose rows are often about as many as the source's: the broadcast then costs more than the
+    shuffle it spares (the CDC workload, ON id AND dt, 500,000 source rows: 5.03 s against 4.19 s);
+    elsewhere the join reads every partition the filter keeps (Delta's benchmark on the monthly table,
+    over 100,000 source rows into 4M: 5.46 s against 6.97 s without it). -#}
+{% macro spark_merge__semi_joins_source(ctx) -%}
 {%- set rows = ctx.get('source_rows') -%}
-{%- set partitions = table.partition_columns | map('lower') | list -%}
-{%- set on_partition = spec.key_columns | map('lower') | select('in', partitions) | list | length > 0 -%}
-{{- rows is not none and rows | int <= (spark_merge.spark_merge__broadcast_rows() if not on_partition
-    else spark_merge.spark_merge__source_broadcast_rows()) | int -}}
+{{- rows is not none and rows | int <= (spark_merge.spark_merge__source_broadcast_rows() if ctx.get('partitions_listed')
+    else spark_merge.spark_merge__broadcast_rows()) | int -}}
 {%- endmacro %}
 
 {#- The target rows (with row ids) that ON matches with some source row: a RIGHT join keeps no other
