@@ -173,6 +173,7 @@ def test_match_filter_lists_partition_values_and_ranges_keys(table):
         "(`dt` IN (CAST('2026-01-01' AS date), CAST('2026-01-09' AS date)))"
     )
     assert out["matched_by"] == "filter"  # every partition column listed: no join needed
+    assert out["listed"] == ["dt"]  # the target scans read only the source's partitions (semi_joins_source)
 
 
 @pytest.mark.parametrize(
@@ -190,7 +191,7 @@ def test_match_filter_skips_what_it_cannot_order_the_same_way(table):
     # a source column of another type (ON would coerce both sides), e.g. strings '10' < '9'
     assert _narrow(
         table, [("id", False)], {"numSourceRows": 2, "__sm_key0": {"type": "string", "lo": "10", "hi": "9"}}
-    ) == {"filter": "", "matched_by": "join"}
+    ) == {"filter": "", "listed": [], "matched_by": "join"}
     # a TIMESTAMP's text is local time: in a daylight-saving fall-back hour it names two instants
     stamped = macros.fill("table_info", DESC, [["id", "timestamp"], ["v", "string"], ["dt", "date"]])
     assert (
@@ -219,12 +220,13 @@ def test_match_filter_skips_what_it_cannot_order_the_same_way(table):
             },
         },
     )
-    assert out["filter"].startswith("(`dt` BETWEEN") and out["matched_by"] == "join"
+    assert out["filter"].startswith("(`dt` BETWEEN") and out["matched_by"] == "join" and out["listed"] == []
 
 
 def test_match_filter_of_an_empty_source_and_of_null_safe_keys(table):
     assert _narrow(table, [("id", False)], {"numSourceRows": 0, "__sm_key0": {"type": "int"}}) == {
         "filter": "false",
+        "listed": [],
         "matched_by": "filter",
     }
     out = _narrow(table, [("id", True)], {"numSourceRows": 1, "__sm_key0": {"type": "int"}})
