@@ -87,7 +87,7 @@
     session listed it (its INSERT, a spark-merge append), which a rewrite would otherwise drop. -#}
 {% macro spark_merge__lifecycle_settle(host, table, out) -%}
 {%- do host.wait_free(table) -%}
-{%- do spark_merge.spark_merge__lifecycle_recover(host, table, out) -%}
+{%- do spark_merge.spark_merge__lifecycle_recover(host, table, out, true) -%}
 {%- if not out.recovered -%}{%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}{%- endif -%}
 {%- endmacro %}
 

@@ -164,8 +164,10 @@
 {#- Finish an interrupted commit from its journal; out.recovered tells whether there was one.
     Staged data is only ever removed before its journal exists, so a journal whose new locations
     are missing was never applied: it is discarded rather than replayed. A lock held by the
-    merge just completed, or by the table's last finished merge, guards no work: released. -#}
-{% macro spark_merge__lifecycle_recover(host, table, out) -%}
+    merge just completed, or by the table's last finished merge, guards no work: released
+    (`waited`: wait_free has just applied that rule to the last finished merge, and no journal
+    changed which merge that is, so there is nothing left to release). -#}
+{% macro spark_merge__lifecycle_recover(host, table, out, waited=false) -%}
 {%- set journal = {} -%}
 {%- do spark_merge.spark_merge__pending_journal(table, journal) -%}
 {%- if journal.get('corrupt') -%}
@@ -186,6 +188,6 @@
   {%- do spark_merge.spark_merge__lifecycle_apply_journal(host, table, journal.merge_id, repoints, journal.get('entry') if repoints else none, true) -%}
   {%- do finished.update({'id': journal.merge_id}) -%}
 {%- endif -%}
-{%- do host.release_finished(table, finished.id) -%}
+{%- if journal or not waited -%}{%- do host.release_finished(table, finished.id) -%}{%- endif -%}
 {%- do out.update({'recovered': journal | length > 0}) -%}
 {%- endmacro %}
