@@ -171,15 +171,21 @@ def _dbt_trace(logs: list[str]) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def whole_partitions(monkeypatch):
-    """The write mode is a branch on a host capability (can_carry: dbt has no file system, so it
-    rewrites touched partitions whole, where Python carries unchanged files over): with the same
-    capability both hosts must issue the same statements, so the Python host here reports dbt's."""
+    """The write mode and the summary's join are branches on host capabilities (dbt has no file
+    system: can_carry, so it rewrites touched partitions whole, where Python carries unchanged files
+    over; target_rows, so its summary never broadcasts a small target): with the same capabilities
+    both hosts must issue the same statements, so the Python host here reports dbt's."""
 
     def can_carry(self, table, old):
         host._trace("can_carry")
         return False
 
+    def target_rows(self, table):
+        host._trace("target_rows")
+        return None
+
     monkeypatch.setattr(host.SparkHost, "can_carry", can_carry)
+    monkeypatch.setattr(host.SparkHost, "target_rows", target_rows)
 
 
 # shapes whose statements the others already compare, in make test-all only (CI's time)

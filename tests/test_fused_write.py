@@ -315,3 +315,56 @@ def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, tr
         ("n", 100001 - 29, 30, 100001, 100001 - 29),
         ("u", 29, 1, 29, 29),
     ]
+
+
+def summary_of(trace) -> str:
+    [summary] = [t for k, t in trace if k == "sql" and t.startswith("SELECT op, bys")]
+    return summary
+
+
+@pytest.mark.parametrize(
+    "shape, broadcast",
+    [
+        ("unpartitioned", True),
+        ("by source", False),  # WHEN NOT MATCHED BY SOURCE: a FULL join, which cannot broadcast a side
+        ("partitioned", False),  # the host does not count a partitioned table's rows
+        ("too many rows", False),  # more than target_broadcast_rows
+    ],
+)
+def test_a_small_target_is_broadcast_to_the_summarys_join(spark, db, traced, shape, broadcast):
+    """A target the host counts at most target_broadcast_rows rows of (an unpartitioned table it
+    lists, rows from the footers: host.target_rows) is broadcast to the summary's join, which then
+    shuffles neither side and needs no semi-join; anything else keeps the semi-join with the
+    broadcast source. The rows are the same either way: ids 1-3 updated, 4 untouched (deleted by
+    source where a clause says so), 0 inserted."""
+    t = f"{db}.small_target"
+    many = shape == "too many rows"
+    spark.sql(
+        f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet"
+        + (" PARTITIONED BY (p)" if shape == "partitioned" else "")
+    )
+    spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'a', 0 FROM range(1, {100_002 if many else 5})")
+    by_source = " WHEN NOT MATCHED BY SOURCE AND t.id = 4 THEN DELETE" if shape == "by source" else ""
+    r = merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 'u', 0), (2, 'u', 0), (3, 'u', 0), (0, 'n', 0) AS s(id, v, p)) s "
+        f"ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *{by_source}",
+    )
+    summary = summary_of(traced)
+    assert ("BROADCAST(`t`)" in summary) == broadcast, summary
+    assert summary_semi_joined(traced) == (shape in ("partitioned", "too many rows")), summary
+    assert ("target_rows", "") in traced
+    deleted = 1 if by_source else 0
+    assert (
+        r.metrics["numTargetRowsUpdated"],
+        r.metrics["numTargetRowsInserted"],
+        r.metrics["numTargetRowsDeleted"],
+    ) == (
+        3,
+        1,
+        deleted,
+    )
+    got = spark.sql(f"SELECT id, v FROM {t} WHERE id < 5 ORDER BY id").collect()
+    assert [tuple(x) for x in got] == [(0, "n"), (1, "u"), (2, "u"), (3, "u")] + ([] if deleted else [(4, "a")])
+    if many:
+        assert spark.sql(f"SELECT count(*) FROM {t}").first()[0] == 100_002

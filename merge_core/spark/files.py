@@ -218,6 +218,22 @@ def data_files(
     return out
 
 
+def small_row_count(location: str, provider: str, max_files: int, max_bytes: int) -> int | None:
+    """The rows of the data files Spark reads below ``location``, from their footers, when they are
+    at most ``max_files`` files of at most ``max_bytes`` bytes in all; None when they are more (their
+    footers are not read: a large table is not counted on every merge). One listing, no Spark job."""
+    filesystem, path = resolve(location)
+    root = path.rstrip("/")
+    found = [
+        info
+        for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
+        if info.type == fs.FileType.File and _spark_reads(info.path[len(root) :].lstrip("/"))
+    ]
+    if len(found) > max_files or sum(info.size or 0 for info in found) > max_bytes:
+        return None
+    return sum(_row_count(filesystem, info.path, provider) for info in found)
+
+
 def data_file_times(location: str) -> list[tuple[str, datetime]]:
     """(path relative to ``location``, modification time in UTC) of each data file Spark reads below it."""
 

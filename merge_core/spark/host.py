@@ -59,6 +59,8 @@ def raised_by_check(e: Exception) -> MergeError | None:
 # above this many partitions the file statistics are a query: its one catalog call (partitions by
 # filter) and its listing job cost less than a catalog call per partition
 LISTED_PARTITIONS_MAX = 64
+# target_rows counts an unpartitioned table's rows from its footers only when it is this small
+TARGET_COUNT_FILES, TARGET_COUNT_BYTES = 64, 64 << 20
 trace: list | None = None  # the statements and primitives of every lifecycle, in order (tests; explain --counts)
 
 
@@ -207,6 +209,23 @@ class SparkHost:
         if listed is None:
             return [r.asDict() for r in self._sql(str(sql).strip(), collect=True)]
         return listed
+
+    def target_rows(self, table: dict) -> int | None:
+        """How many rows an unpartitioned target holds, when that costs no Spark job and little
+        else: this session reaches the catalog and the files, and the table is at most
+        TARGET_COUNT_FILES files of at most TARGET_COUNT_BYTES (a listing and their footers). None
+        otherwise (a partitioned table, Spark Connect, a larger table): the plan then does not
+        broadcast the target."""
+        _trace("target_rows")
+        if table["partition_columns"] or table["provider"] not in ("parquet", "orc"):
+            return None
+        if not metastore.batch_available(self.spark):
+            return None
+        try:
+            return files.small_row_count(table["location"], table["provider"], TARGET_COUNT_FILES, TARGET_COUNT_BYTES)
+        except Exception as e:  # a file system pyarrow cannot reach, a footer it cannot read
+            log.debug("[%s] target rows not counted: %s", self.merge_id, e)
+            return None
 
     def stage(self, table: dict, ctx: dict, sql: str, select: str, partitions: list[dict]) -> list[dict]:
         """Write the staged rows (``select``) under ctx['stage_location'] and return their file

@@ -23,6 +23,8 @@
     lock(table, merge_id) / unlock(table, merge_id)   the commit lock (a live holder is waited for)
     wait_free(table)            before planning: wait for a live commit to end, break a dead one's lock
     release_finished(table, merge_id)   break a lock that guards no work (finished or dead holder)
+    target_rows(table)          the rows of a small unpartitioned target, when the host can count them
+                                without a Spark job (Python: a listing and the footers); dbt: none
     stage(table, ctx, sql, select, partitions)   write the staged rows (select) under ctx.stage_location
                                 and return their file_stats_sql rows: dbt runs sql (CREATE TABLE ... AS),
                                 measures the table and drops it; Python writes the rows as files and
@@ -137,6 +139,11 @@
   {%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
   {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
   {%- do ctx.update({'match_filter': narrowed.filter, 'partitions_listed': narrowed.listed}) -%}
+  {%- set target_rows = host.target_rows(table) -%}
+  {%- if target_rows is not none and target_rows <= spark_merge.spark_merge__target_broadcast_rows() | int -%}
+    {%- do ctx.update({'broadcast_target': true}) -%}
+    {%- do host.step('plan: the target holds ' ~ target_rows ~ ' row(s): the join broadcasts them') -%}
+  {%- endif -%}
   {%- if narrowed.filter -%}{%- do host.step('plan: target scans narrowed to ' ~ narrowed.filter[:300]) -%}{%- endif -%}
   {%- set bys = {} -%}
   {%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}

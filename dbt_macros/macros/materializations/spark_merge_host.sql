@@ -20,6 +20,7 @@
   'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
   'history_write': spark_merge.spark_merge__dbt_host_history_write,
   'carry_late': spark_merge.spark_merge__dbt_host_carry_late, 'can_carry': spark_merge.spark_merge__dbt_host_can_carry,
+  'target_rows': spark_merge.spark_merge__dbt_host_target_rows,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
   'clean_dead': spark_merge.spark_merge__dbt_host_clean_dead, 'describe_target': spark_merge.spark_merge__dbt_host_describe_target,
   'check_files': spark_merge.spark_merge__dbt_host_check_files, 'source_types': spark_merge.spark_merge__dbt_host_source_types,
@@ -111,8 +112,6 @@
 {{ return(rows) }}
 {%- endmacro %}
 
-{#- dbt has no file system: files appended past the lock after the check are left to vacuum, which
-    keeps and reports them (MERGE_LATE_APPEND); Python carries them into the new version. -#}
 {#- dbt has no file system: a rewrite writes the touched partitions whole (Python carries the
     unchanged files over and rewrites only the changed ones). -#}
 {% macro spark_merge__dbt_host_can_carry(table, old) -%}
@@ -120,6 +119,15 @@
 {{ return(false) }}
 {%- endmacro %}
 
+{#- dbt has no file system: it cannot count a target's rows without a Spark job, so the summary's
+    join never broadcasts the target (Python counts a small unpartitioned table's from its footers). -#}
+{% macro spark_merge__dbt_host_target_rows(table) -%}
+{%- do spark_merge.spark_merge__dbt_trace('target_rows') -%}
+{{ return(none) }}
+{%- endmacro %}
+
+{#- dbt has no file system: files appended past the lock after the check are left to vacuum, which
+    keeps and reports them (MERGE_LATE_APPEND); Python carries them into the new version. -#}
 {% macro spark_merge__dbt_host_carry_late(table, repoints) -%}
 {%- do spark_merge.spark_merge__dbt_trace('carry_late') -%}
 {%- endmacro %}

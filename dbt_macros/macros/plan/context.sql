@@ -10,6 +10,11 @@
     full width) and the summary's semi-join (its ON columns). A larger source is joined by a shuffle. -#}
 {% macro spark_merge__source_broadcast_rows() -%}100000{%- endmacro %}
 
+{#- The most target rows the summary's join broadcasts: a target that small (counted by the host
+    without a Spark job, host.target_rows) is joined without a shuffle of either side, and without
+    the semi-join that would otherwise narrow it first. -#}
+{% macro spark_merge__target_broadcast_rows() -%}100000{%- endmacro %}
+
 {#- Whether the rewrite broadcasts the row ids of updated and deleted rows to its anti-join
     (out.broadcast), from the plan's counts `m`. -#}
 {% macro spark_merge__broadcast_changed(m, out) -%}
