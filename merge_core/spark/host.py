@@ -60,7 +60,7 @@ def raised_by_check(e: Exception) -> MergeError | None:
 # filter) and its listing job cost less than a catalog call per partition
 LISTED_PARTITIONS_MAX = 64
 # target_rows counts an unpartitioned table's rows from its footers only when it is this small
-TARGET_COUNT_FILES, TARGET_COUNT_BYTES = 64, 64 << 20
+TARGET_COUNT_FILES, TARGET_COUNT_BYTES = 64, 16 << 20
 trace: list | None = None  # the statements and primitives of every lifecycle, in order (tests; explain --counts)
 
 
