@@ -44,11 +44,15 @@ def wrote_fused(trace) -> bool:
     return "__sm_touched" in stage
 
 
+def summary_of(trace) -> str:
+    [summary] = [t for k, t in trace if k == "sql" and t.startswith("SELECT op, bys")]
+    return summary
+
+
 def summary_semi_joined(trace) -> bool:
     """Whether the summary's join read the target through a semi-join with the broadcast source
     (matched_target_rows) rather than shuffling every row ON could match."""
-    [summary] = [t for k, t in trace if k == "sql" and t.startswith("SELECT op, bys")]
-    return "LEFT SEMI JOIN" in summary
+    return "LEFT SEMI JOIN" in summary_of(trace)
 
 
 def split(stage: str) -> bool:
@@ -315,11 +319,6 @@ def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, tr
         ("n", 100001 - 29, 30, 100001, 100001 - 29),
         ("u", 29, 1, 29, 29),
     ]
-
-
-def summary_of(trace) -> str:
-    [summary] = [t for k, t in trace if k == "sql" and t.startswith("SELECT op, bys")]
-    return summary
 
 
 @pytest.mark.parametrize(

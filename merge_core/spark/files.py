@@ -182,6 +182,21 @@ def _row_count(filesystem: fs.FileSystem, path: str, provider: str) -> int:
         return orc.ORCFile(f).nrows
 
 
+def _files_below(filesystem: fs.FileSystem, root: str) -> list[tuple[fs.FileInfo, str]]:
+    """(info, path relative to ``root``) of every file below ``root``, hidden ones included."""
+    return [
+        (info, info.path[len(root) :].lstrip("/"))
+        for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
+        if info.type == fs.FileType.File
+    ]
+
+
+def _row_counts(filesystem: fs.FileSystem, infos: list[fs.FileInfo], provider: str) -> list[int]:
+    """Rows of each file, from the footers, read in parallel: on an object store each is a request of its own."""
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(infos)))) as pool:
+        return list(pool.map(lambda info: _row_count(filesystem, info.path, provider), infos))
+
+
 def data_files(
     location: str, provider: str, names: dict[str, dict[str, tuple[int, int]]] | None = None
 ) -> dict[str, list[int]]:
@@ -192,19 +207,13 @@ def data_files(
     ``names``: filled with {key(directory): {name: (bytes, rows)} of every data file listed in it}."""
     filesystem, path = resolve(location)
     base, root = location.rstrip("/"), path.rstrip("/")
-    found = [
-        (info, info.path[len(root) :].lstrip("/"))
-        for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
-        if info.type == fs.FileType.File
-    ]
+    found = _files_below(filesystem, root)
     for _, relative in found:
         marker = _foreign_marker(relative)
         if marker:
             raise ForeignFormat(location, marker)
     found = [(info, relative) for info, relative in found if _spark_reads(relative)]
-    # footers are read in parallel: on an object store each is a request of its own
-    with ThreadPoolExecutor(max_workers=min(16, max(1, len(found)))) as pool:
-        counts = list(pool.map(lambda f: _row_count(filesystem, f[0].path, provider), found))
+    counts = _row_counts(filesystem, [info for info, _ in found], provider)
     out: dict[str, list[int]] = {}
     if names is not None:
         names.setdefault(key(location), {})
@@ -223,26 +232,19 @@ def small_row_count(location: str, provider: str, max_files: int, max_bytes: int
     at most ``max_files`` files of at most ``max_bytes`` bytes in all; None when they are more (their
     footers are not read: a large table is not counted on every merge). One listing, no Spark job."""
     filesystem, path = resolve(location)
-    root = path.rstrip("/")
-    found = [
-        info
-        for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
-        if info.type == fs.FileType.File and _spark_reads(info.path[len(root) :].lstrip("/"))
-    ]
+    found = [info for info, relative in _files_below(filesystem, path.rstrip("/")) if _spark_reads(relative)]
     if len(found) > max_files or sum(info.size or 0 for info in found) > max_bytes:
         return None
-    return sum(_row_count(filesystem, info.path, provider) for info in found)
+    return sum(_row_counts(filesystem, found, provider))
 
 
 def data_file_times(location: str) -> list[tuple[str, datetime]]:
     """(path relative to ``location``, modification time in UTC) of each data file Spark reads below it."""
 
     filesystem, path = resolve(location)
-    root = path.rstrip("/")
     out = []
-    for info in filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True)):
-        relative = info.path[len(root) :].lstrip("/")
-        if info.type == fs.FileType.File and _spark_reads(relative) and info.mtime is not None:
+    for info, relative in _files_below(filesystem, path.rstrip("/")):
+        if _spark_reads(relative) and info.mtime is not None:
             mtime = info.mtime if info.mtime.tzinfo else info.mtime.replace(tzinfo=UTC)
             out.append((relative, mtime))
     return out
