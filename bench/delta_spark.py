@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fused_prototype import fused_cdc
+from fused_prototype import fused_cdc, one_pass_cdc
 from merge_cost import (
     SMALL_INSERT,
     SMALL_MERGE,
@@ -109,7 +109,7 @@ def one_round(spark, where: Path, kind: str, r: dict, big: bool = False) -> list
 
 
 def rounds() -> dict:
-    return {"sm": [], "delta": [], "floor": [], "fused": [], "sums": set(), "jobs": {}}
+    return {"sm": [], "delta": [], "floor": [], "fused": [], "one": [], "sums": set(), "jobs": {}}
 
 
 def compare(spark, where: Path, repeat: int, kinds: list[str], out=print) -> None:
@@ -117,22 +117,23 @@ def compare(spark, where: Path, repeat: int, kinds: list[str], out=print) -> Non
         r = rounds()
         for _ in range(repeat):
             one_round(spark, where, kind, r)
-            if kind.startswith("cdc"):  # issue 20's fused plan, prototyped (bench/fused_prototype.py)
-                table = fresh_target(spark, where)
-                s, j = jobs_of(spark, lambda: fused_cdc(spark, table, kind.endswith("dt"), where))
-                r["fused"].append(s)
-                r["jobs"].setdefault("fused", j)
-                r["sums"].add(checksum(spark, table))
+            if kind.startswith("cdc"):  # the fused plan (two passes) and the one-pass plan, prototyped
+                for key, plan in (("fused", fused_cdc), ("one", one_pass_cdc)):
+                    table = fresh_target(spark, where)
+                    s, j = jobs_of(spark, lambda plan=plan, table=table: plan(spark, table, kind.endswith("dt"), where))
+                    r[key].append(s)
+                    r["jobs"].setdefault(key, j)
+                    r["sums"].add(checksum(spark, table))
         a, b, f = (statistics.median(r[k]) for k in ("sm", "delta", "floor"))
-        fu = r["fused"]
-        c = (
-            f"{statistics.median(fu):.2f} ({r['jobs']['fused']} jobs) | **{b / statistics.median(fu):.2f}x**"
-            if fu
-            else "- | -"
+        c = "".join(
+            f"{statistics.median(r[k]):.2f} ({r['jobs'][k]} jobs) | **{b / statistics.median(r[k]):.2f}x** | "
+            if r[k]
+            else "- | - | "
+            for k in ("fused", "one")
         )
         out(
             f"| {kind} | {a:.2f} ({r['jobs']['sm']} jobs) | {b:.2f} ({r['jobs']['delta']} jobs) | **{b / a:.2f}x** | "
-            f"{c} | {f:.2f} | {a / f:.2f} | {b / f:.2f} | {'yes' if len(r['sums']) == 1 else 'NO'} |"
+            f"{c}{f:.2f} | {a / f:.2f} | {b / f:.2f} | {'yes' if len(r['sums']) == 1 else 'NO'} |"
         )
 
 
@@ -243,15 +244,17 @@ def main() -> None:
             merge(spark, scenarios("bench.t")["cdc, ON id"])
             spark.sql(scenarios(delta_target(spark, data))["cdc, ON id"]).collect()
             fused_cdc(spark, fresh_target(spark, data), False, data)
+            one_pass_cdc(spark, fresh_target(spark, data), False, data)
             out(
                 f"\nSpark {pyspark.__version__}, N={n:,} target rows, M={args.changes:,} source rows, medians of "
                 f"{args.repeat} (seconds; side by side in this run)\n"
             )
             out(
-                "| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | fused-plan prototype | "
-                "Delta / prototype | data floor | spark-merge / data floor | Delta / data floor | same rows |"
+                "| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | two-pass prototype | "
+                "Delta / two-pass | one-pass prototype | Delta / one-pass | data floor | spark-merge / data floor | "
+                "Delta / data floor | same rows |"
             )
-            out("|---|---|---|---|---|---|---|---|---|---|")
+            out("|---|---|---|---|---|---|---|---|---|---|---|---|")
             compare(spark, data, args.repeat, args.scenarios.split(";"), out)
         if not args.big and not args.no_small:
             small(spark, home, args.repeat, out)

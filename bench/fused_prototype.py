@@ -1,10 +1,12 @@
-"""A prototype of issue 20's fused plan for the CDC MERGE, to measure what that design would cost
-before building it into the product (bench/delta_spark.py runs it beside spark-merge and Delta).
+"""Prototypes of two plans for the CDC MERGE, to measure what a design would cost before building it
+into the product (bench/delta_spark.py runs them beside spark-merge and Delta): fused_cdc, the fused
+plan (two passes over the target: a match query, then the write), and one_pass_cdc, the one-pass plan
+(one join that decides, writes and counts).
 
-Not the product and not used by it: it handles only merge_cost.py's CDC statement (WHEN MATCHED AND
+Not the product and not used by it: they handle only merge_cost.py's CDC statement (WHEN MATCHED AND
 s.deleted THEN DELETE, WHEN MATCHED THEN UPDATE SET ..., WHEN NOT MATCHED AND NOT s.deleted THEN
-INSERT), through the DataFrame API. It keeps every step the product's commit has, so the time is
-comparable:
+INSERT), through the DataFrame API, and only the strict duplicate rule. They keep every step the
+product's commit has, so the times are comparable. fused_cdc:
 
 1. the source's key statistics (one aggregation over the source);
 2. one match query over the target's key columns only, narrowed to the source's key range: in one
@@ -21,8 +23,11 @@ comparable:
 from __future__ import annotations
 
 import json
+import operator
 import os
+import shutil
 import time
+from functools import reduce
 from pathlib import Path
 
 from merge_cost import COLUMNS
@@ -132,4 +137,126 @@ def fused_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
         "numTargetFilesAdded": len(added),
         "numTargetFilesRemoved": len(now),
         "numTargetBytesAdded": sum(os.path.getsize(f) for f in added),
+    }
+
+
+def _key_ranges(location: str, days: set[str] | None) -> dict[str, tuple[int, int, int]]:
+    """{file URI: (min id, max id, rows)} of the target's data files (of the partitions in ``days``,
+    when given), from their footers: the per-file key range a commit could keep."""
+    import pyarrow.parquet as pq
+
+    out = {}
+    for path in Path(location.removeprefix("file:")).rglob("*.parquet"):
+        if days is not None and path.parent.name.removeprefix("dt=") not in days:
+            continue
+        meta = pq.ParquetFile(path).metadata
+        column = meta.schema.names.index("id")
+        stats = [meta.row_group(g).column(column).statistics for g in range(meta.num_row_groups)]
+        out[f"file:{path}"] = (min(s.min for s in stats), max(s.max for s in stats), meta.num_rows)
+    return out
+
+
+def one_pass_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
+    """The CDC merge into ``table`` with one join over the target (the one-pass plan).
+
+    1. The source's statistics, and its duplicate verdict: no target row can match two source rows
+       when the source's ON keys are unique (ON is equalities on them), which a distinct count over
+       the source checks (a query of its own: inside the statistics' aggregation it costs more); so
+       nothing is written before the duplicate check passes, as in the product. A source with a
+       repeated key falls back to fused_cdc, which decides by the join.
+    2. The candidate files: those whose key range (from their footers; the range a commit could
+       keep per file) meets the source's, in the partitions the source names when ON names dt.
+    3. One job: the candidate files FULL OUTER JOIN the source, a window over each target file
+       marking the files that hold a matched row, those files' rows and the inserts written, the
+       counts and the rewritten files observed in the same job (`DataFrame.observe`).
+    4. The untouched files of each rewritten partition hard-linked into its new directory; then
+       fused_cdc's commit."""
+    from pyspark.sql import Window
+
+    src = spark.table("bench.cdc")
+    lo, hi, source_rows, days = src.agg(  # 1: source statistics
+        F.min("id"), F.max("id"), F.count(F.lit(1)), F.collect_set(F.col("dt").cast("string"))
+    ).first()
+    keys = ["id", "dt"] if on_dt else ["id"]
+    keyed = src.select(*keys).where(reduce(operator.and_, [F.col(k).isNotNull() for k in keys]))
+    if keyed.distinct().count() != keyed.count():  # the verdict; a repeated key: the join decides
+        return fused_cdc(spark, table, on_dt, stage_root)
+    root = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").first()[0])["location"]
+    ranges = _key_ranges(root, set(days) if on_dt else None)
+    candidates = sorted(f for f, (a, b, _) in ranges.items() if a <= hi and b >= lo)
+    held = sum(ranges[f][2] for f in candidates)
+
+    t = (
+        spark.table(table)
+        .where(F.col("_metadata.file_path").isin(candidates))
+        .withColumn("t_file", F.col("_metadata.file_path"))
+        .alias("t")
+    )
+    s = src.alias("s")
+    on = (
+        (F.col("t.id") == F.col("s.id")) & (F.col("t.dt") == F.col("s.dt")) if on_dt else F.col("t.id") == F.col("s.id")
+    )
+    in_t, in_s = F.col("t.id").isNotNull(), F.col("s.id").isNotNull()
+    matched, deleted = in_t & in_s, F.col("s.deleted")
+    group = F.when(in_t, F.col("t.t_file")).otherwise(F.concat(F.lit("new:"), (F.col("s.id") % 64).cast("string")))
+    joined = t.join(s, on, "full_outer").withColumn(
+        "_touched", F.max(F.when(matched, 1)).over(Window.partitionBy(group))
+    )
+    seen = Observation("one_pass")
+    joined = joined.observe(
+        seen,
+        F.count(F.when(in_t, 1)).alias("joined"),
+        F.count(F.when(matched & deleted, 1)).alias("deleted"),
+        F.count(F.when(matched & ~deleted, 1)).alias("updated"),
+        F.count(F.when(~in_t & ~deleted, 1)).alias("inserted"),
+        F.count(F.when(in_t & ~in_s & (F.col("_touched") == 1), 1)).alias("copied"),
+        F.collect_set(F.when(F.col("_touched") == 1, F.col("t.t_file"))).alias("files"),
+    )
+    rows = joined.where(((F.col("_touched") == 1) & in_t & ~(in_s & deleted)) | (~in_t & ~deleted)).select(
+        *[
+            (F.when(matched, F.col(f"s.{c}")) if c in UPDATED else F.when(matched, F.col(f"t.{c}")))
+            .when(in_t, F.col(f"t.{c}"))
+            .otherwise(F.col(f"s.{c}"))
+            .alias(c)
+            for c in COLUMNS
+        ]
+    )
+    stage = stage_root / f"stage_{time.monotonic_ns()}"
+    rows.write.partitionBy("dt").parquet(str(stage))  # 2: the one join, written
+    observed = seen.get
+    if observed["joined"] > held:  # cannot happen after the verdict of step 1: a broken invariant
+        shutil.rmtree(stage)
+        raise RuntimeError(f"{observed['joined'] - held} target row(s) joined more than one source row")
+    rewritten = {f.removeprefix("file:") for f in observed["files"]}
+    added = _files(str(stage))
+    location = root.removeprefix("file:")
+    partitions = sorted(p.name.removeprefix("dt=") for p in stage.iterdir() if p.name.startswith("dt="))
+    for d in partitions:  # carry the untouched files of each rewritten partition: hard links
+        for f in Path(location, f"dt={d}").glob("*.parquet"):
+            if str(f) not in rewritten:
+                os.link(f, stage / f"dt={d}" / f.name)
+
+    name = table.split(".")[-1]  # 3: the commit, as fused_cdc's
+    spark.sql(f"CREATE TABLE bench.__lock_{name} (merge_id STRING) USING parquet")
+    try:
+        now = set().union(*(_files(os.path.join(location, f"dt={d}")) for d in partitions))
+        if not now <= {f.removeprefix("file:") for f in ranges}:
+            raise RuntimeError(
+                f"conflict: {len(now - set(ranges))} file(s) appeared in the partitions since they were listed"
+            )
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('bench.journal' = '{len(partitions)} repoints')")
+        for d in partitions:
+            spark.sql(f"ALTER TABLE {table} PARTITION (dt = '{d}') SET LOCATION '{stage}/dt={d}'")
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('bench.journal' = '0', 'bench.version' = '1')")
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS bench.__lock_{name}")
+    spark.sql(f"REFRESH TABLE {table}")
+    return {
+        "numSourceRows": source_rows,
+        "numTargetRowsInserted": observed["inserted"],
+        "numTargetRowsUpdated": observed["updated"],
+        "numTargetRowsDeleted": observed["deleted"],
+        "numTargetRowsCopied": observed["copied"],
+        "numTargetFilesAdded": len(added),
+        "numTargetFilesRemoved": len(rewritten),
     }
