@@ -5,8 +5,9 @@ plan (two passes over the target: a match query, then the write), and one_pass_c
 
 Not the product and not used by it: they handle only merge_cost.py's CDC statement (WHEN MATCHED AND
 s.deleted THEN DELETE, WHEN MATCHED THEN UPDATE SET ..., WHEN NOT MATCHED AND NOT s.deleted THEN
-INSERT), through the DataFrame API, and only the strict duplicate rule. They keep every step the
-product's commit has, so the times are comparable. fused_cdc:
+INSERT), through the DataFrame API, and only the strict duplicate rule; they tell a target or source
+row of the join by its non-NULL id, which holds for this workload's keys and for no general MERGE.
+They keep every step the product's commit has, so the times are comparable. fused_cdc:
 
 1. the source's key statistics (one aggregation over the source);
 2. one match query over the target's key columns only, narrowed to the source's key range: in one
