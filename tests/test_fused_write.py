@@ -330,12 +330,14 @@ def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, tr
         ("too many rows", False),  # more than target_broadcast_rows
     ],
 )
-def test_a_small_target_is_broadcast_to_the_summarys_join(spark, db, traced, shape, broadcast):
+def test_a_small_target_is_broadcast_to_the_summary_and_the_inserts(spark, db, traced, shape, broadcast):
     """A target the host counts at most target_broadcast_rows rows of (an unpartitioned table it
     lists, rows from the footers: host.target_rows) is broadcast to the summary's join, which then
-    shuffles neither side and needs no semi-join; anything else keeps the semi-join with the
-    broadcast source. The rows are the same either way: ids 1-3 updated, 4 untouched (deleted by
-    source where a clause says so), 0 inserted."""
+    shuffles neither side and needs no semi-join, and to the write's anti-join that finds the
+    inserted source rows (one broadcast instead of the source's and the matched row numbers');
+    anything else keeps the semi-join with the broadcast source and the anti-join by row number.
+    The rows are the same either way: ids 1-3 updated, 4 untouched (deleted by source where a
+    clause says so), 0 inserted."""
     t = f"{db}.small_target"
     many = shape == "too many rows"
     spark.sql(
@@ -353,6 +355,11 @@ def test_a_small_target_is_broadcast_to_the_summarys_join(spark, db, traced, sha
     assert ("BROADCAST(`t`)" in summary) == broadcast, summary
     assert summary_semi_joined(traced) == (shape in ("partitioned", "too many rows")), summary
     assert ("target_rows", "") in traced
+    [stage] = stage_statements(traced)
+    if not by_source:  # else one FULL join gives the inserted rows too
+        anti = stage[stage.index("LEFT ANTI JOIN") :]
+        assert ("__sm_srow = __sm_m.__sm_srow" not in anti) == broadcast, stage
+        assert ("BROADCAST(`t`)" in stage) == broadcast, stage
     deleted = 1 if by_source else 0
     assert (
         r.metrics["numTargetRowsUpdated"],

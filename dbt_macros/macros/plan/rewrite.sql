@@ -84,19 +84,25 @@ SELECT * FROM (
 {#- The source rows no target row matches: those the join of the rows ON can match (read at the ON
     columns only) leaves out, by row number. Only for a source the write broadcasts (at most
     source_broadcast_rows()), so the source is broadcast here too and the target's rows are not
-    shuffled. When no target row can match (match_filter 'false': every
-    source key is NULL, say), the whole source, and no join: Spark 4.2 fails to analyze an anti-join
-    with a target scan filtered by a literal false (ASSIGNMENT_ARITY_MISMATCH). -#}
+    shuffled. A target the plan broadcasts (ctx.broadcast_target, a few rows) is broadcast to the
+    anti-join itself instead: one broadcast, not two. When no target row can match (match_filter
+    'false': every source key is NULL, say), the whole source, and no join: Spark 4.2 fails to
+    analyze an anti-join with a target scan filtered by a literal false (ASSIGNMENT_ARITY_MISMATCH). -#}
 {% macro spark_merge__unmatched_source_sql(spec, table, resolved, ctx) -%}
 {%- if ctx.get('match_filter') == 'false' -%}{{ ctx.source }}{%- else -%}
-{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
+{%- set s, t = spark_merge.spark_merge__quote(spec.source_alias), spark_merge.spark_merge__quote(spec.target_alias) -%}
 {%- set where = spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim -%}
+{%- set target = '(SELECT * FROM ' ~ table.relation ~ ' WHERE ' ~ where ~ ')' if where else table.relation -%}
+{%- if ctx.get('broadcast_target') -%}
+(SELECT /*+ BROADCAST({{ t }}) */ {{ s }}.* FROM {{ ctx.source }} AS {{ s }}
+ LEFT ANTI JOIN {{ target }} AS {{ t }} ON ({{ spec.on }}))
+{%- else -%}
 (SELECT /*+ BROADCAST(__sm_m) */ __sm_u.* FROM {{ ctx.source }} AS __sm_u
  LEFT ANTI JOIN (SELECT /*+ BROADCAST({{ s }}) */ {{ s }}.__sm_srow
-   FROM {% if where %}(SELECT * FROM {{ table.relation }} WHERE {{ where }}){% else %}{{ table.relation }}{% endif %} AS {{
-       spark_merge.spark_merge__quote(spec.target_alias) }}
+   FROM {{ target }} AS {{ t }}
    JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})) AS __sm_m
  ON __sm_u.__sm_srow = __sm_m.__sm_srow)
+{%- endif -%}
 {%- endif -%}
 {%- endmacro %}
 
