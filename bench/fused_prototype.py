@@ -41,6 +41,27 @@ def _files(root: str) -> set[str]:
     return {str(p) for p in Path(root.removeprefix("file:")).rglob("*.parquet")}
 
 
+def _commit(spark, table: str, location: str, partitions: list[str], stage: Path, read) -> set[str]:
+    """The product's commit, as both prototypes run it: lock table, conflict check (the partitions'
+    files now, listed, against ``read``, the file URIs the plan read), journal property, one repoint
+    per partition, done and version properties, unlock, refresh. Returns the files it replaced."""
+    name = table.split(".")[-1]
+    spark.sql(f"CREATE TABLE bench.__lock_{name} (merge_id STRING) USING parquet")
+    try:
+        now = set().union(*(_files(os.path.join(location, f"dt={d}")) for d in partitions))
+        seen = {f.removeprefix("file:") for f in read}
+        if not now <= seen:
+            raise RuntimeError(f"conflict: {len(now - seen)} file(s) appeared in the partitions since they were read")
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('bench.journal' = '{len(partitions)} repoints')")
+        for d in partitions:
+            spark.sql(f"ALTER TABLE {table} PARTITION (dt = '{d}') SET LOCATION '{stage}/dt={d}'")
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('bench.journal' = '0', 'bench.version' = '1')")
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS bench.__lock_{name}")
+    spark.sql(f"REFRESH TABLE {table}")
+    return now
+
+
 def fused_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
     """Run the CDC merge into ``table`` with the fused plan; its metrics."""
     src = spark.table("bench.cdc")
@@ -112,22 +133,9 @@ def fused_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
     observed = seen.get
     added = _files(str(stage))
 
-    name = table.split(".")[-1]  # 4: the commit
-    spark.sql(f"CREATE TABLE bench.__lock_{name} (merge_id STRING) USING parquet")
-    try:
-        root = spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").first()[0]
-        location = json.loads(root)["location"].removeprefix("file:")
-        now = set().union(*(_files(os.path.join(location, f"dt={d}")) for d in partitions))
-        read = {f.removeprefix("file:") for f in observed["files"]}
-        if not now <= read:
-            raise RuntimeError(f"conflict: {len(now - read)} file(s) appeared in the partitions since they were read")
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('bench.journal' = '{len(partitions)} repoints')")
-        for d in partitions:
-            spark.sql(f"ALTER TABLE {table} PARTITION (dt = '{d}') SET LOCATION '{stage}/dt={d}'")
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('bench.journal' = '0', 'bench.version' = '1')")
-    finally:
-        spark.sql(f"DROP TABLE IF EXISTS bench.__lock_{name}")
-    spark.sql(f"REFRESH TABLE {table}")
+    root = spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").first()[0]
+    location = json.loads(root)["location"].removeprefix("file:")
+    now = _commit(spark, table, location, partitions, stage, observed["files"])  # 4: the commit
     return {
         "numSourceRows": source_rows,
         "numTargetRowsInserted": summary.inserted,
@@ -237,21 +245,7 @@ def one_pass_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
             if str(f) not in rewritten:
                 os.link(f, stage / f"dt={d}" / f.name)
 
-    name = table.split(".")[-1]  # 3: the commit, as fused_cdc's
-    spark.sql(f"CREATE TABLE bench.__lock_{name} (merge_id STRING) USING parquet")
-    try:
-        now = set().union(*(_files(os.path.join(location, f"dt={d}")) for d in partitions))
-        if not now <= {f.removeprefix("file:") for f in ranges}:
-            raise RuntimeError(
-                f"conflict: {len(now - set(ranges))} file(s) appeared in the partitions since they were listed"
-            )
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('bench.journal' = '{len(partitions)} repoints')")
-        for d in partitions:
-            spark.sql(f"ALTER TABLE {table} PARTITION (dt = '{d}') SET LOCATION '{stage}/dt={d}'")
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('bench.journal' = '0', 'bench.version' = '1')")
-    finally:
-        spark.sql(f"DROP TABLE IF EXISTS bench.__lock_{name}")
-    spark.sql(f"REFRESH TABLE {table}")
+    _commit(spark, table, location, partitions, stage, ranges)  # 3: the commit, as fused_cdc's
     return {
         "numSourceRows": source_rows,
         "numTargetRowsInserted": observed["inserted"],
