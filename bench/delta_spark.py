@@ -3,6 +3,7 @@
     make bench-delta                       # N=5M and 20M, M=500k, medians of 3
     make bench-delta DELTA_ARGS="--rows 1000000 --repeat 1"
     make bench-delta DELTA_ARGS="--big --write-docs"   # N=5M and 100M: spark-merge and Delta only
+    make bench-delta DELTA_ARGS="--rows none"          # the small merge only
 
 The peer a Spark user would pick instead of spark-merge is Delta Lake's (or Iceberg's) MERGE on the
 same Spark. delta-spark is published for a Spark minor version, not for every one: the newest
@@ -20,7 +21,9 @@ partitions and the source read, their union written, no join) is measured in the
 both engines' distance from it is side by side too.
 
 Then the small merge of merge_cost.py (1,000 updates into 1M rows, warm) beside Delta's MERGE of the
-same statement and Spark's INSERT INTO of the same rows (`--no-small` skips it).
+same statement, the least a crash-safe merge of those rows costs on Spark (fused_prototype.py's
+small_floor: the source's key range, a verdict query, one write, the prototypes' commit) and Spark's
+INSERT INTO of the same rows (`--no-small` skips it).
 
 `--big` shows that cost follows the change, not the table: the same CDC merge at N=5M and N=100M
 (the same M-row source; the 5 days it touches hold N/20 rows), spark-merge and Delta only, the
@@ -40,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fused_prototype import fused_cdc, one_pass_cdc
+from fused_prototype import fused_cdc, one_pass_cdc, small_floor
 from merge_cost import (
     SMALL_INSERT,
     SMALL_MERGE,
@@ -164,11 +167,12 @@ def big(spark, where: Path, n: int, repeat: int, kinds: list[str], out=print) ->
 
 def small(spark, home: Path, repeat: int, out=print) -> None:
     """merge_cost.py's small merge (1,000 updates into 1M rows, warm) beside Delta copy-on-write's
-    MERGE of the same statement (its table restored to its first version before each run) and Spark's
-    INSERT INTO of the same rows; five untimed rounds first (JIT compilation)."""
+    MERGE of the same statement (its table restored to its first version before each run), the least
+    a crash-safe merge of those rows costs (fused_prototype.small_floor, and its commit alone) and
+    Spark's INSERT INTO of the same rows; five untimed rounds first (JIT compilation)."""
     data = small_workload(spark, home)
     delta_target(spark, data)
-    r, inserted = rounds(), []
+    r, least, commits, inserted = rounds(), [], [], []
     for n in range(repeat + 5):
         table = fresh_target(spark, data)
         seconds = timed(lambda: merge(spark, SMALL_MERGE.format(t=table)))
@@ -177,24 +181,39 @@ def small(spark, home: Path, repeat: int, out=print) -> None:
         delta_s = timed(lambda: spark.sql(SMALL_MERGE.format(t="bench.d")).collect())
         r["sums"].add(checksum(spark, "bench.d"))
         table = fresh_target(spark, data)
+        commit: list[float] = []
+        floor_s = timed(lambda: commit.append(small_floor(spark, table, home)))
+        r["sums"].add(checksum(spark, table))
+        table = fresh_target(spark, data)
         appended = timed(lambda: spark.sql(SMALL_INSERT.format(t=table)))
         if n >= 5:
             r["sm"].append(seconds)
             r["delta"].append(delta_s)
+            least.append(floor_s)
+            commits.append(commit[0])
             inserted.append(appended)
     a, b, i = statistics.median(r["sm"]), statistics.median(r["delta"]), statistics.median(inserted)
+    f, c = statistics.median(least), statistics.median(commits)
     out(
         f"\nSmall merge: 1,000 source rows (updates, one partition) into 1,000,000 rows, warm session, medians of "
         f"{repeat} (seconds)\n"
     )
-    out("| spark-merge | Delta copy-on-write | Delta / spark-merge | Spark INSERT INTO (same rows) | same rows |")
-    out("|---|---|---|---|---|")
-    out(f"| {a:.2f} | {b:.2f} | **{b / a:.2f}x** | {i:.2f} | {'yes' if len(r['sums']) == 1 else 'NO'} |")
+    out(
+        "| spark-merge | Delta copy-on-write | Delta / spark-merge | least crash-safe merge (its commit) | "
+        "spark-merge / least | Spark INSERT INTO (same rows) | same rows |"
+    )
+    out("|---|---|---|---|---|---|---|")
+    out(
+        f"| {a:.2f} | {b:.2f} | **{b / a:.2f}x** | {f:.2f} ({c:.2f}) | {a / f:.1f}x | {i:.2f} | "
+        f"{'yes' if len(r['sums']) == 1 else 'NO'} |"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", help="N values, target rows (default 5M and 20M; with --big, 5M and 100M)")
+    ap.add_argument(
+        "--rows", help="N values, target rows (default 5M and 20M; with --big, 5M and 100M); none: the small merge only"
+    )
     ap.add_argument("--changes", type=int, default=500_000, help="M, source rows")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scenarios", default="cdc, ON id;cdc, ON id AND dt", help="';'-separated, of merge_cost.py's")
@@ -237,7 +256,9 @@ def main() -> None:
                 generate(spark, n, args.changes, data)
                 big(spark, data, n, args.repeat, args.scenarios.split(";"), out)
                 shutil.rmtree(data, ignore_errors=True)
-        for n in [] if args.big else [int(x) for x in (args.rows or "5000000,20000000").split(",")]:
+        for n in (
+            [] if args.big or args.rows == "none" else [int(x) for x in (args.rows or "5000000,20000000").split(",")]
+        ):
             data = home / f"n{n}"
             generate(spark, n, args.changes, data)
             fresh_target(spark, data)  # warm up both (JIT compilation) before anything is timed

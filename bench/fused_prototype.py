@@ -1,12 +1,14 @@
 """Prototypes of two plans for the CDC MERGE, to measure what a design would cost before building it
 into the product (bench/delta_spark.py runs them beside spark-merge and Delta): fused_cdc, the fused
 plan (two passes over the target: a match query, then the write), and one_pass_cdc, the one-pass plan
-(one join that decides, writes and counts).
+(one join that decides, writes and counts). And small_floor: the least a crash-safe merge of the small
+merge's 1,000 updates costs, the floor a small merge's time is read against.
 
-Not the product and not used by it: they handle only merge_cost.py's CDC statement (WHEN MATCHED AND
-s.deleted THEN DELETE, WHEN MATCHED THEN UPDATE SET ..., WHEN NOT MATCHED AND NOT s.deleted THEN
-INSERT), through the DataFrame API, and only the strict duplicate rule; they tell a target or source
-row of the join by its non-NULL id, which holds for this workload's keys and for no general MERGE.
+Not the product and not used by it: the prototypes handle only merge_cost.py's CDC statement (WHEN
+MATCHED AND s.deleted THEN DELETE, WHEN MATCHED THEN UPDATE SET ..., WHEN NOT MATCHED AND NOT s.deleted
+THEN INSERT), and small_floor only its small one, through the DataFrame API, and only the strict
+duplicate rule; they tell a target or source row of the join by its non-NULL id, which holds for this
+workload's keys and for no general MERGE.
 They keep every step the product's commit has, so the times are comparable. fused_cdc:
 
 1. the source's key statistics (one aggregation over the source);
@@ -255,3 +257,48 @@ def one_pass_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
         "numTargetFilesAdded": len(added),
         "numTargetFilesRemoved": len(rewritten),
     }
+
+
+def small_floor(spark, table: str, stage_root: Path) -> float:
+    """The least a crash-safe copy-on-write merge of merge_cost.py's small statement (SMALL_MERGE:
+    ON t.id = s.id WHEN MATCHED THEN UPDATE, 1,000 updates) does on Spark; returns its commit's
+    seconds. Four steps, none of the product's validation, source cache or checks: the source's key
+    range; one verdict query over the target's keys in that range (no target row matched twice) that
+    also names the partitions holding a match; one write of those partitions with the broadcast
+    source; and the commit both prototypes run (``_commit``)."""
+    src = spark.table("bench.small_src")
+    lo, hi = src.agg(F.min("id"), F.max("id")).first()  # 1: the source's key range
+    keys = (
+        spark.table(table)
+        .where(F.col("id").between(lo, hi))
+        .select(
+            F.col("id").alias("t_id"),
+            F.col("dt").alias("t_dt"),
+            F.struct(F.col("_metadata.file_path"), F.col("_metadata.row_index")).alias("t_row"),
+        )
+    )
+    verdict = (
+        src.join(keys, src.id == keys.t_id)
+        .agg(F.count(F.lit(1)), F.count_distinct("t_row"), F.collect_set("t_dt"))  # 2: the verdict
+        .first()
+    )
+    if verdict[0] != verdict[1]:
+        raise RuntimeError(f"{verdict[0] - verdict[1]} target row(s) matched twice")
+    partitions = sorted(str(d) for d in verdict[2])
+    location = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").first()[0])["location"]
+    location = location.removeprefix("file:")
+    read = set().union(*(_files(os.path.join(location, f"dt={d}")) for d in partitions))
+
+    t, s = spark.table(table).where(F.col("dt").isin(partitions)).alias("t"), F.broadcast(src).alias("s")
+    hit = F.col("s.id").isNotNull()
+    rows = t.join(s, F.col("t.id") == F.col("s.id"), "left").select(
+        *[
+            F.when(hit, F.col(f"s.{c}")).otherwise(F.col(f"t.{c}")).alias(c) if c in UPDATED else F.col(f"t.{c}")
+            for c in COLUMNS
+        ]
+    )
+    stage = stage_root / f"small_{time.monotonic_ns()}"
+    rows.write.partitionBy("dt").parquet(str(stage))  # 3: the write
+    started = time.monotonic()
+    _commit(spark, table, location, partitions, stage, read)  # 4: the commit
+    return time.monotonic() - started
