@@ -64,12 +64,10 @@ def _commit(spark, table: str, location: str, partitions: list[str], stage: Path
     return now
 
 
-def fused_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
-    """Run the CDC merge into ``table`` with the fused plan; its metrics."""
-    src = spark.table("bench.cdc")
-    lo, hi, source_rows = src.agg(F.min("id"), F.max("id"), F.count(F.lit(1))).first()  # 1: source statistics
-
-    keys = (
+def _target_keys(spark, table: str, lo, hi):
+    """The target's rows with a key in [lo, hi]: key, partition, file and row index (t_id, t_dt,
+    t_file, t_row), the columns a match query reads."""
+    return (
         spark.table(table)
         .where(F.col("id").between(lo, hi))
         .select(
@@ -79,6 +77,14 @@ def fused_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
             F.col("_metadata.row_index").alias("t_row"),
         )
     )
+
+
+def fused_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
+    """Run the CDC merge into ``table`` with the fused plan; its metrics."""
+    src = spark.table("bench.cdc")
+    lo, hi, source_rows = src.agg(F.min("id"), F.max("id"), F.count(F.lit(1))).first()  # 1: source statistics
+
+    keys = _target_keys(spark, table, lo, hi)
     on = (src.id == keys.t_id) & (src.dt == keys.t_dt) if on_dt else src.id == keys.t_id
     matched, deleted = F.col("t_id").isNotNull(), F.col("deleted")
     summary = (
@@ -268,18 +274,10 @@ def small_floor(spark, table: str, stage_root: Path) -> float:
     source; and the commit both prototypes run (``_commit``)."""
     src = spark.table("bench.small_src")
     lo, hi = src.agg(F.min("id"), F.max("id")).first()  # 1: the source's key range
-    keys = (
-        spark.table(table)
-        .where(F.col("id").between(lo, hi))
-        .select(
-            F.col("id").alias("t_id"),
-            F.col("dt").alias("t_dt"),
-            F.struct(F.col("_metadata.file_path"), F.col("_metadata.row_index")).alias("t_row"),
-        )
-    )
+    keys = _target_keys(spark, table, lo, hi)
     verdict = (
         src.join(keys, src.id == keys.t_id)
-        .agg(F.count(F.lit(1)), F.count_distinct("t_row"), F.collect_set("t_dt"))  # 2: the verdict
+        .agg(F.count(F.lit(1)), F.count_distinct(F.struct("t_file", "t_row")), F.collect_set("t_dt"))  # 2: the verdict
         .first()
     )
     if verdict[0] != verdict[1]:
