@@ -43,6 +43,13 @@ def _files(root: str) -> set[str]:
     return {str(p) for p in Path(root.removeprefix("file:")).rglob("*.parquet")}
 
 
+def _location(spark, table: str) -> str:
+    """The table's root directory, as a local path."""
+    return json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").first()[0])["location"].removeprefix(
+        "file:"
+    )
+
+
 def _commit(spark, table: str, location: str, partitions: list[str], stage: Path, read) -> set[str]:
     """The product's commit, as both prototypes run it: lock table, conflict check (the partitions'
     files now, listed, against ``read``, the file URIs the plan read), journal property, one repoint
@@ -141,9 +148,7 @@ def fused_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
     observed = seen.get
     added = _files(str(stage))
 
-    root = spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").first()[0]
-    location = json.loads(root)["location"].removeprefix("file:")
-    now = _commit(spark, table, location, partitions, stage, observed["files"])  # 4: the commit
+    now = _commit(spark, table, _location(spark, table), partitions, stage, observed["files"])  # 4: the commit
     return {
         "numSourceRows": source_rows,
         "numTargetRowsInserted": summary.inserted,
@@ -198,8 +203,8 @@ def one_pass_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
     keyed = src.select(*keys).where(reduce(operator.and_, [F.col(k).isNotNull() for k in keys]))
     if keyed.distinct().count() != keyed.count():  # the verdict; a repeated key: the join decides
         return fused_cdc(spark, table, on_dt, stage_root)
-    root = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").first()[0])["location"]
-    ranges = _key_ranges(root, set(days) if on_dt else None)
+    location = _location(spark, table)
+    ranges = _key_ranges(location, set(days) if on_dt else None)
     candidates = sorted(f for f, (a, b, _) in ranges.items() if a <= hi and b >= lo)
     held = sum(ranges[f][2] for f in candidates)
 
@@ -246,7 +251,6 @@ def one_pass_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
         raise RuntimeError(f"{observed['joined'] - held} target row(s) joined more than one source row")
     rewritten = {f.removeprefix("file:") for f in observed["files"]}
     added = _files(str(stage))
-    location = root.removeprefix("file:")
     partitions = sorted(p.name.removeprefix("dt=") for p in stage.iterdir() if p.name.startswith("dt="))
     for d in partitions:  # carry the untouched files of each rewritten partition: hard links
         for f in Path(location, f"dt={d}").glob("*.parquet"):
@@ -283,8 +287,7 @@ def small_floor(spark, table: str, stage_root: Path) -> float:
     if verdict[0] != verdict[1]:
         raise RuntimeError(f"{verdict[0] - verdict[1]} target row(s) matched twice")
     partitions = sorted(str(d) for d in verdict[2])
-    location = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {table} AS JSON").first()[0])["location"]
-    location = location.removeprefix("file:")
+    location = _location(spark, table)
     read = set().union(*(_files(os.path.join(location, f"dt={d}")) for d in partitions))
 
     t, s = spark.table(table).where(F.col("dt").isin(partitions)).alias("t"), F.broadcast(src).alias("s")
