@@ -125,7 +125,7 @@ def test_a_history_entry_that_cannot_be_used_stops_vacuum_and_rollback_until_rep
     spark, merged, db, damage, caplog
 ):
     root = root_of(spark, merged)
-    first, second = sorted(e["merge_id"] for e in history(spark, merged))
+    second, first = (e["merge_id"] for e in history(spark, merged))  # newest first; two ids can share a second
     part = _entry_file(root, second)
     if damage == "not json":
         part.write_text("{garbage")  # its .crc stays: Spark's own reader would fail on the checksum
@@ -140,7 +140,11 @@ def test_a_history_entry_that_cannot_be_used_stops_vacuum_and_rollback_until_rep
         spark.sql(f"CREATE TABLE {other} (id INT, v INT, p STRING) USING parquet PARTITIONED BY (p)")
         spark.sql(f"INSERT INTO {other} VALUES (1, 1, 'a')")
         theirs = merge(spark, UPDATE_A.format(t=other, v=2)).merge_id
-        part.write_text(_entry_file(root_of(spark, other), theirs).read_text().replace(theirs, second))
+        record = json.loads(_entry_file(root_of(spark, other), theirs).read_text())
+        entry = json.loads(record["entry"])  # their table_id is their first merge's id: keep it
+        assert entry["table_id"] == theirs and theirs not in (first, second)
+        entry["merge_id"] = record["merge_id"] = second
+        part.write_text(json.dumps({**record, "entry": json.dumps(entry)}) + "\n")
     live = rows(spark, merged)
     with caplog.at_level(logging.WARNING, logger="spark_merge"):
         assert [e["merge_id"] for e in history(spark, merged)] == [first]
