@@ -56,9 +56,11 @@ class MergeResult:
 
 
 def new_merge_id(run_key: str | None = None) -> str:
-    """Sortable by time, unique, and a valid SQL identifier fragment (spark_merge__new_merge_id, as
-    dbt builds it). With a run key, the random part starts with the key's tag (run_key_tag), so a
-    later run with that key finds this merge's history entry by listing names, reading no others."""
+    """Unique, a valid SQL identifier fragment (spark_merge__new_merge_id, as dbt builds it), and
+    sortable by the second it began in; ids of one second sort by their random part, so the
+    history's finished_at, not the id, orders merges. With a run key, the random part starts with
+    the key's tag (run_key_tag), so a later run with that key finds this merge's history entry by
+    listing names, reading no others."""
     from merge_core.common import macros
 
     entropy = uuid.uuid4().hex

@@ -124,7 +124,8 @@
 {%- endmacro %}
 
 {#- A merge's id: the time it began (to the second, UTC, from an ISO-8601 `now`) and 8 characters
-    of `entropy` (a hex digest the host draws), sortable by time and usable in identifiers. -#}
+    of `entropy` (a hex digest the host draws), usable in identifiers; ids sort by the second they
+    began in, and ids of one second by their random part (finished_at orders merges). -#}
 {% macro spark_merge__new_merge_id(now, entropy) -%}
 {{ now[:19] | replace('-', '') | replace(':', '') | replace('T', '') | replace(' ', '') }}_{{ entropy[:8] }}
 {%- endmacro %}
