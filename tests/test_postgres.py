@@ -79,6 +79,23 @@ MERGE = (
 )
 
 
+def assert_reported(result, target, table, changed: tuple[int, int, int]) -> None:
+    """The result, its summary and the history row say what the merge did to the PostgreSQL table:
+    ``changed`` = (inserted, updated, deleted); all zero is a no-op, anything else is a commit."""
+    m = result.metrics
+    assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == changed
+    entry = next(e for e in history(target, table) if e["merge_id"] == result.merge_id)
+    assert {k: entry["metrics"][k] for k in m if k != "executionTimeMs"} == {
+        k: v for k, v in m.items() if k != "executionTimeMs"
+    }
+    if any(changed):
+        assert not result.noop and entry["status"] == "committed", (result, entry)
+        assert "no changes" not in result.summary()
+        assert f"inserted {changed[0]}, updated {changed[1]}, deleted {changed[2]}" in result.summary()
+    else:
+        assert result.noop and entry["status"] == "no-op" and "no changes" in result.summary()
+
+
 def test_merge_writes_only_assigned_columns_and_keeps_a_concurrent_change(spark, db, accounts):
     target, table, conn = accounts
     from merge_core import to_spec
@@ -98,15 +115,24 @@ def test_merge_writes_only_assigned_columns_and_keeps_a_concurrent_change(spark,
     assert result.paradigm == "CHANGE_ONLY_UPDATED_COLUMNS" and m["numSourceRows"] == 3
     [entry] = history(target, table)
     assert entry["merge_id"] == result.merge_id and entry["metrics"]["numTargetRowsUpdated"] == 1
+    assert_reported(result, target, table, (1, 1, 1))
     assert staging_tables(conn, table.split(".")[0]) == []
+    # the same statement once more: row 2 is gone (inserted now) and 4 is there, so 1 and 4 are updated
+    again = merge(spark, MERGE.format(table=table, db=db), jdbc_url=target.url)
+    assert_reported(again, target, table, (1, 2, 0))
+    # a statement that matches nothing is the one no-op
+    nothing = merge(spark, f"UPDATE {table} SET note = 'x' WHERE id = 99", jdbc_url=target.url)
+    assert_reported(nothing, target, table, (0, 0, 0))
 
 
 def test_update_and_delete_statements_and_engines_work_on_postgres(spark, db, accounts):
     target, table, conn = accounts
-    merge(spark, f"UPDATE {table} SET note = upper(note) WHERE balance >= 20", jdbc_url=target.url)
-    merge(spark, f"DELETE FROM {table} WHERE id = 3", jdbc_url=target.url)
+    updated = merge(spark, f"UPDATE {table} SET note = upper(note) WHERE balance >= 20", jdbc_url=target.url)
+    assert_reported(updated, target, table, (0, 2, 0))
+    deleted = merge(spark, f"DELETE FROM {table} WHERE id = 3", jdbc_url=target.url)
+    assert_reported(deleted, target, table, (0, 0, 1))
     assert pg_rows(conn, table) == [(1, "ann", 10, "open", "a"), (2, "bob", 20, "open", "B")]
-    merge(
+    upserted = merge(
         spark,
         {
             "target": table,
@@ -119,6 +145,7 @@ def test_update_and_delete_statements_and_engines_work_on_postgres(spark, db, ac
         aggregate_function={"balance": "sum", "name": "last_value"},
     )
     assert pg_rows(conn, table)[0] == (1, "y", 25, "open", "a")  # note: last_non_null_value keeps 'a'
+    assert_reported(upserted, target, table, (0, 1, 0))
 
 
 def test_not_matched_by_source_on_postgres(spark, db, accounts):
@@ -137,6 +164,7 @@ def test_not_matched_by_source_on_postgres(spark, db, accounts):
         (3, "cy", 30, "open", "gone"),
     ]
     assert r.metrics["numTargetRowsNotMatchedBySourceUpdated"] == 1
+    assert_reported(r, target, table, (0, 1, 0))
 
 
 def test_duplicate_match_changes_nothing(spark, db, accounts):
@@ -167,10 +195,8 @@ def test_a_row_deleted_meanwhile_is_judged_as_it_is_at_the_commit(spark, db, acc
     assert pg_rows(conn, table) == [(1, "ANN", 5, "new", None), (3, "cy", 30, "open", "c"), (4, "di", 40, "new", None)]
     m = result.metrics
     assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == (2, 0, 1)
-    assert (
-        staging_tables(conn, table.split(".")[0]) == []
-        and history(target, table)[0]["metrics"]["numTargetRowsInserted"] == 2
-    )
+    assert staging_tables(conn, table.split(".")[0]) == []
+    assert_reported(result, target, table, (2, 0, 1))
 
 
 def test_targets_without_primary_key_or_missing_are_refused(spark, db, pg):
@@ -194,7 +220,14 @@ def test_cli_runs_against_postgres(spark, db, accounts, capsys):
     assert main(["run", "--sql", MERGE.format(table=table, db=db), "--jdbc-url", target.url, "--json", "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["paradigm"] == "CHANGE_ONLY_UPDATED_COLUMNS" and out["metrics"]["numTargetRowsInserted"] == 1
+    assert out["noop"] is False
     assert [r[0] for r in pg_rows(conn, table)] == [1, 3, 4]
+    # the summary a person reads: what changed, never "no changes"
+    assert main(["run", "--sql", f"UPDATE {table} SET note = 'z' WHERE id = 1", "--jdbc-url", target.url, "-q"]) == 0
+    printed = capsys.readouterr().out
+    assert "updated 1" in printed and "no changes" not in printed, printed
+    [entry, *_] = history(target, table)
+    assert entry["status"] == "committed" and entry["metrics"]["numTargetRowsUpdated"] == 1
 
 
 @pytest.mark.parametrize(

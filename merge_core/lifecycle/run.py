@@ -131,8 +131,10 @@ class Lifecycle:
 
     def _result(self, **flags: bool) -> MergeResult:
         """The run's result as it stands (its metrics timed now): the one builder of a finished run's
-        and a dry run's result; ``flags`` are MergeResult's noop and dry_run."""
-        self.metrics["executionTimeMs"] = self.host.elapsed_ms()
+        and a dry run's result; ``flags`` are MergeResult's noop and dry_run. A committed run's time is
+        the one its history entry records (lifecycle_finish)."""
+        if not self.metrics["executionTimeMs"]:
+            self.metrics["executionTimeMs"] = self.host.elapsed_ms()
         return MergeResult(
             self.merge_id,
             self.s["table"]["name"],
@@ -145,7 +147,8 @@ class Lifecycle:
         )
 
     def _finished(self) -> MergeResult:
-        result = self._result(noop="version_after" not in self.s)
+        version_after = self.s.get("version_after", self.s["table"].get("version"))
+        result = self._result(noop=not macros.changed_target(self.s, version_after))
         self._cleanup()
         self._tag(False)
         self.state = "finished"
@@ -198,7 +201,7 @@ class Lifecycle:
                 log.warning("[%s] ABORT in state %s: removing staged data", self.merge_id, self.state)
                 self.discard_staged()
             else:
-                log.info("[%s] ABORT in state %s: nothing was written", self.merge_id, self.state)
+                log.debug("[%s] ABORT in state %s: nothing was written", self.merge_id, self.state)
         self.state = "aborted"
 
     def check_not_stopped(self) -> None:

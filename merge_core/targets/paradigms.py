@@ -32,6 +32,11 @@ class RowChangeParadigm:
         """Apply the planned changes (``s['metrics']`` holds the counts) and commit them."""
         raise NotImplementedError
 
+    def record(self, host: Any, s: dict) -> None:
+        """Record a run that changes nothing where the target keeps its history (a target that is no
+        file table: its history is not under a table root)."""
+        raise NotImplementedError
+
     def explain(self, spark: SparkSession, s: dict, ctx: dict) -> list[str]:
         """The write and commit SQL, as comments and statements, for ``explain``."""
         raise NotImplementedError

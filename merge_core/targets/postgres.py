@@ -336,6 +336,14 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             self.discard_staged(s)
         s["journaled"] = True  # the transaction held the history row: finish writes no other
 
+    def record(self, host: Any, s: dict) -> None:
+        """A merge that changes nothing: its history row (status no-op), in PostgreSQL's history table
+        like every other merge into the table; finish writes no other."""
+        with self.target.connect(autocommit=False) as conn, conn.transaction():
+            for statement, params in self._history(host, s):
+                conn.execute(statement, params)
+        s["journaled"] = True
+
     @staticmethod
     def _count(s: dict, counts: dict[int, int]) -> None:
         """The metrics from the rows PostgreSQL gave each clause (not Spark's plan: PostgreSQL decided)."""

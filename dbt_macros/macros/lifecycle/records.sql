@@ -36,17 +36,28 @@
 {%- do out.update(fields) -%}
 {%- endmacro %}
 
+{#- Whether a run changed its target: a file table's commit moves the table's version; a PostgreSQL
+    target keeps no version, and its rows changed when the metrics count a row inserted, updated
+    or deleted. The one rule of a no-op, for the history entry, the result, the summary and XCom.
+    Renders 'True' or nothing. -#}
+{% macro spark_merge__changed_target(s, version_after) -%}
+{%- set m = s.metrics -%}
+{%- if version_after != s.table.version or (m.numTargetRowsInserted + m.numTargetRowsUpdated + m.numTargetRowsDeleted) > 0 -%}True{%- endif -%}
+{%- endmacro %}
+
 {#- The one history-entry builder: what a commit records (the journal carries it). A statement
-    that wrote nothing (no matching rows, an empty source) is recorded as status 'no-op'. -#}
+    that changed nothing (no matching rows, an empty source) is recorded as status 'no-op'. -#}
 {% macro spark_merge__history_entry(s, version_after, out) -%}
 {%- do out.update({
   'merge_id': s.merge_id, 'target': s.table.name, 'kind': s.kind, 'paradigm': s.paradigm, 'plan_hash': s.plan_hash,
-  'status': 'committed' if version_after != s.table.version else 'no-op', 'statement': s.statement, 'metrics': s.metrics.copy(),
+  'status': 'committed' if spark_merge.spark_merge__changed_target(s, version_after) else 'no-op', 'statement': s.statement,
+  'metrics': s.metrics.copy(),
   'partitions': s.changes.partitions,
   'repoints': s.get('repoints', []), 'version_before': s.table.version, 'version_after': version_after,
   'table_id': s.table.get('table_id') or (s.merge_id if version_after != s.table.version and s.table.provider != 'jdbc' else none),
   'checked_at': s.get('checked_at'),
 }) -%}
+{%- if s.get('feed_written') -%}{%- do out.update({'change_feed': true}) -%}{%- endif -%}
 {%- do out.update(s.get('entry_extra', {})) -%}
 {%- endmacro %}
 
