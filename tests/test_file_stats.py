@@ -65,9 +65,11 @@ def test_the_listing_answers_what_the_query_answers(spark, db, provider):
     assert len(_both(spark, db, "t")[1]) == 5
 
 
-def test_a_file_in_a_subdirectory_of_a_partition_counts_as_spark_reads_it(tmp_path):
-    """Spark's file index lists a partition's location recursively, hiding `_x` (unless it holds
-    `=`) and `.x` at every level."""
+def test_only_the_files_a_scan_of_the_table_reads_are_counted_and_the_others_are_named(tmp_path):
+    """Spark's scan of a catalog table reads a partition's (or an unpartitioned table's) own files, not
+    those in a subdirectory (tests/test_catalog_operations.py shows it on real Spark); a staged
+    version's root holds them one `col=value` level per partition column down. Hidden names (`_x`,
+    `.x`) are never read; a visible file no scan reads is a stray, named for the report."""
     for relative in (
         "a.parquet",
         "sub/b.parquet",
@@ -80,12 +82,12 @@ def test_a_file_in_a_subdirectory_of_a_partition_counts_as_spark_reads_it(tmp_pa
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table({"x": [1, 2]}), str(path))
-    found = files.data_files(f"file:{tmp_path}", "parquet")
-    assert found == {
-        f"file:{tmp_path}": [1, path_size(tmp_path / "a.parquet"), 2],
-        f"file:{tmp_path}/sub": [1, path_size(tmp_path / "sub/b.parquet"), 2],
-        f"file:{tmp_path}/k=1": [1, path_size(tmp_path / "k=1/c.parquet"), 2],
-    }
+    strays: list[str] = []
+    found = files.data_files(f"file:{tmp_path}", "parquet", strays=strays)
+    assert found == {f"file:{tmp_path}": [1, path_size(tmp_path / "a.parquet"), 2]}
+    assert sorted(strays) == [f"file:{tmp_path}/k=1/c.parquet", f"file:{tmp_path}/sub/b.parquet"]
+    staged = files.data_files(f"file:{tmp_path}", "parquet", depth=1)
+    assert staged == {f"file:{tmp_path}/k=1": [1, path_size(tmp_path / "k=1/c.parquet"), 2]}
     assert files.data_files(f"file:{tmp_path}/missing", "parquet") == {}
 
 

@@ -101,8 +101,10 @@ def test_a_renamed_table_keeps_its_identity_and_history_once_adopted(spark, merg
         done = adopt(spark, renamed)
         assert "spark_merge.table_id" not in done["set"]
         assert [e["merge_id"] for e in history(spark, renamed)] == [e["merge_id"] for e in entries]
-    else:  # a managed table's directory moved with its name: a new root, a new identity
-        adopt(spark, renamed)
+    else:  # a managed table's directory moved with its name: the same identity and history, a new root
+        done = adopt(spark, renamed)
+        assert "spark_merge.table_id" not in done["set"] and done["set"]["spark_merge.root"] == location(spark, renamed)
+        assert [e["merge_id"] for e in history(spark, renamed)] == [e["merge_id"] for e in entries]
     merge(spark, UPDATE_A.format(t=renamed, v=13))
     assert rows(spark, renamed) == [(1, 13, "a"), (2, 20, "b")]
 

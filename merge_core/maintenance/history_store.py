@@ -129,7 +129,9 @@ def _checked_entry(table: dict, filesystem: fs.FileSystem, info: fs.FileInfo) ->
             datetime.fromisoformat(entry["finished_at"])
         except (TypeError, ValueError):
             problems = ["the entry's finished_at is not a time"]
-    return (None, problems[0]) if problems else (entry, None)
+    if problems:
+        return None, problems[0]
+    return macros.rebase_entry(table, entry), None
 
 
 def find_run(table: dict, run_key: str) -> dict | None:
@@ -152,7 +154,11 @@ def read_history(spark, table_name: str, limit: int = 20) -> list[dict]:
     rejected ones (`spark-merge repair-history` moves them aside)."""
     from merge_core.spark.catalog import describe_table
 
-    history = load(describe_table(spark, [p.strip("`") for p in table_name.split(".")]))
+    table = describe_table(spark, [p.strip("`") for p in table_name.split(".")])
+    history = load(table)
+    missing = lost_commits(table, history)
+    if missing:
+        log.warning(missing)
     for path, why in history.rejected:
         log.warning(
             "history entry %s of %s is not shown: %s (`spark-merge repair-history %s` moves it aside)",
@@ -162,6 +168,27 @@ def read_history(spark, table_name: str, limit: int = 20) -> list[dict]:
             history.table,
         )
     return history.entries[: int(limit)]
+
+
+def lost_commits(table: dict, history: History) -> str | None:
+    """What the table's version says its history should hold and does not: every commit moves the
+    version by one, so entries that stop short of it were lost. TRUNCATE TABLE, or INSERT OVERWRITE of
+    the whole table, deletes a table's directory, and with it the history and the older versions
+    under its root. None when the history reaches the table's version."""
+    newest = max((e.get("version_after") or 0 for e in history.entries), default=0)
+    if table["version"] <= newest:
+        return None
+    if not history.entries:
+        return (
+            f"the history of {table['name']} is gone: the table is at version {table['version']} and "
+            f"{history_dir(table)} holds no entry (TRUNCATE TABLE, or INSERT OVERWRITE of the whole table, deletes "
+            f"the table's directory, its history and older versions with it); later commits are recorded again"
+        )
+    return (
+        f"the history of {table['name']} stops at version {newest} and the table is at version {table['version']}: "
+        f"the entries of {table['version'] - newest} commit(s) are lost (a TRUNCATE TABLE or an INSERT OVERWRITE "
+        f"of the whole table deletes them), and rollback cannot reach past them"
+    )
 
 
 def repair(table: dict, dry_run: bool = False) -> list[tuple[str, str]]:

@@ -8,6 +8,7 @@ it had before.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from pyspark.sql import SparkSession
 
@@ -50,6 +51,19 @@ class RollbackHost(SparkHost):
         if files.exists(location) is False:
             raise UnsupportedError(message)
 
+    def written_after(self, table: dict, location: str, since: str, during: list[list[str]]) -> list[str]:
+        """The data files Spark reads in ``location`` written after ``since``, but not during one of the
+        periods ``during`` (their modification times)."""
+        _trace("written_after")
+        moment = datetime.fromisoformat(since)
+        periods = [(datetime.fromisoformat(a), datetime.fromisoformat(b)) for a, b in during]
+        base = location.rstrip("/")
+        return [
+            f"{base}/{name}"
+            for name, mtime in files.data_file_times(location)
+            if mtime > moment and not any(a <= mtime <= b for a, b in periods)
+        ]
+
 
 class RollbackRun(Lifecycle):
     """A rollback through the lifecycle (lifecycle/rollback.sql, the statements dbt's
@@ -57,15 +71,18 @@ class RollbackRun(Lifecycle):
     goes back to; execute, under the lock, checks each is still where the history says and commits
     the repoints with a journal."""
 
-    def __init__(self, spark: SparkSession, table_name: str, to_merge_id: str):
+    def __init__(self, spark: SparkSession, table_name: str, to_merge_id: str, discard_later_writes: bool = False):
         super().__init__(spark)
         self.table_name, self.to_merge_id = table_name, to_merge_id
+        self.discard_later_writes = discard_later_writes
         self.host = RollbackHost(spark, self.merge_id, stop_check=self.check_not_stopped)
 
     def begin(self) -> dict:
         self._tag(True)
         parts = [p.strip("`") for p in self.table_name.split(".")]
-        self._start(target=parts, to_merge_id=self.to_merge_id, kind="rollback")
+        self._start(
+            target=parts, to_merge_id=self.to_merge_id, kind="rollback", discard_later_writes=self.discard_later_writes
+        )
         macros.lifecycle_begin_rollback(self.host, self.s)
         return self._begun()
 
@@ -77,7 +94,7 @@ class RollbackRun(Lifecycle):
         self.state = "committed"
 
 
-def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
+def rollback(spark: SparkSession, table_name: str, to_merge_id: str, discard_later_writes: bool = False) -> dict:
     """Point the table back at the version it had before merge ``to_merge_id``; its history entry.
 
     Walks the history from that merge to now: each partition a commit in that
@@ -86,12 +103,14 @@ def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
     of a partition does). Refused, with nothing changed, when an insert-only
     merge in the range appended files to a directory the rollback keeps, when a
     partition is no longer where the history says (changed by something else),
-    or when vacuum already removed a directory it needs.
+    or when vacuum already removed a directory it needs. Rows that a write bypassing spark-merge (a
+    plain INSERT) added to a partition after the merges it undoes would be dropped: refused, unless
+    ``discard_later_writes``; then the entry lists their files (``discarded``).
     """
     runs: list[RollbackRun] = []
 
     def make() -> RollbackRun:
-        runs.append(RollbackRun(spark, table_name, to_merge_id))
+        runs.append(RollbackRun(spark, table_name, to_merge_id, discard_later_writes))
         return runs[-1]
 
     result = drive(make)
@@ -103,4 +122,11 @@ def rollback(spark: SparkSession, table_name: str, to_merge_id: str) -> dict:
         len(entry["repoints"]),
         result.merge_id,
     )
+    if entry.get("discarded"):
+        log.warning(
+            "the rollback dropped the rows of %d data file(s) written after the merges it undid by a write that "
+            "bypassed spark-merge: %s",
+            len(entry["discarded"]),
+            ", ".join(entry["discarded"][:5]),
+        )
     return entry

@@ -48,6 +48,8 @@ class VacuumResult:
     layout: object | None = None  # the canonical-layout step that ran first (layout.LayoutResult)
     late_appends: list[str] = field(default_factory=list)  # data files written after their directory was replaced: kept
     outside: list[str] = field(default_factory=list)  # replaced directories outside the table's root: kept
+    # data files a rollback discarded (written by a plain INSERT after the merges it undid): removed, and said
+    discarded: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
@@ -65,6 +67,11 @@ class VacuumResult:
         if self.outside:
             outside = ", ".join(self.outside[:5])
             text += f"; kept {len(self.outside)} replaced director(ies) outside the table's root: {outside}"
+        if self.discarded:
+            text += (
+                f"; {codes()['late_append']}: {verb} {len(self.discarded)} data file(s) that a write bypassing "
+                f"spark-merge added and a rollback with discard_later_writes dropped: {', '.join(self.discarded[:5])}"
+            )
         return text
 
 
@@ -100,7 +107,7 @@ def vacuum(
     else:
         with lock.table_lock(spark, table, f"vacuum_{new_merge_id()}"):  # no commit repoints while we look
             _vacuum(spark, table, result)
-    log.info(result.summary())
+    logging.getLogger("spark_merge.summary").info(result.summary())  # the CLI prints it itself
     return result
 
 
@@ -214,6 +221,13 @@ def _kept_apart(table: dict, entries: dict, result: VacuumResult, doomed: list[s
         if not files.is_inside(files.key(location), root):
             result.outside.append(location)
             continue
+        gone = [
+            p
+            for e in entries.values()
+            for p in e.get("discarded") or []
+            if files.is_inside(files.key(p), files.key(location))
+        ]
+        result.discarded += [p for p in gone if files.exists(p)]
         late = late_files(location, replaced)
         if late:
             log.warning(

@@ -66,6 +66,26 @@ def relation(parts: list[str]) -> str:
     return ".".join(macros.quote(p) for p in parts)
 
 
+def did_you_mean(spark: SparkSession, parts: list[str]) -> str:
+    """ "; did you mean db.t?" for a table the catalog does not have: the closest table of its
+    database, or of the closest database; "" when none is close (asked only once a name is missing)."""
+    import difflib
+
+    database, table = (parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()), parts[-1]
+    try:
+        databases = [r[0] for r in spark.sql(macros.show_databases_sql()).collect()]
+        if database.lower() not in (d.lower() for d in databases):
+            close = difflib.get_close_matches(database.lower(), databases, n=1, cutoff=0.6)
+            database = close[0] if close else ""
+        tables = [r[1] for r in spark.sql(macros.show_tables_sql(database)).collect()] if database else []
+    except SPARK_ERRORS:
+        return ""
+    found = difflib.get_close_matches(table.lower(), tables, n=1, cutoff=0.6)
+    if found and f"{database}.{found[0]}".lower() != ".".join(parts[-2:]).lower():
+        return f"; did you mean {database}.{found[0]}?"
+    return ""
+
+
 def describe_table(spark: SparkSession, parts: list[str], trusted: bool = True) -> dict:
     """The `table` dict every macro takes; TargetError if it is missing or not rewritable, and
     (``trusted``) MetadataError when its spark-merge properties are not its own (copied from
@@ -77,7 +97,7 @@ def describe_table(spark: SparkSession, parts: list[str], trusted: bool = True) 
         types = [[r[0], r[1]] for r in spark.sql(macros.describe_columns_sql(rel)).collect()]
     except SPARK_ERRORS as e:
         if "TABLE_OR_VIEW_NOT_FOUND" in str(e) or "SCHEMA_NOT_FOUND" in str(e):
-            raise TargetError(f"target table {name} not found") from None
+            raise TargetError(f"target table {name} not found{did_you_mean(spark, parts)}") from None
         raise TargetError(f"cannot read target table {name}: {spark_message(e)}") from None
     table = macros.table_info(desc, types)
     if table["errors"]:

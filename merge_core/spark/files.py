@@ -142,14 +142,21 @@ def refill(source: str, dest: str) -> tuple[int, int]:
     """Make ``dest``'s visible entries exactly copies of ``source``'s visible files; (files, bytes).
 
     Hidden entries of ``dest`` (``_merge_*``, ``_spark_merge`` in a table root) are left alone,
-    so a path reader of ``dest`` afterwards reads what a reader of ``source`` reads.
+    so a path reader of ``dest`` afterwards reads what a reader of ``source`` reads. A subdirectory
+    of ``source`` (a file a user copied there, which no scan of the table reads) is not copied.
     """
     filesystem, src = resolve(source)
     _, dst = resolve(dest)
     entries = [i for i in filesystem.get_file_info(fs.FileSelector(src, allow_not_found=True)) if visible(i.base_name)]
     nested = [i.base_name for i in entries if i.type != fs.FileType.File]
     if nested:
-        raise ValueError(f"{source} holds directories ({', '.join(nested[:3])}), not only data files")
+        log.warning(
+            "%s holds directories no scan of the table reads (%s): not copied to %s",
+            source,
+            ", ".join(nested[:3]),
+            dest,
+        )
+        entries = [i for i in entries if i.type == fs.FileType.File]
     _make_dir(filesystem, dst)
     for info in filesystem.get_file_info(fs.FileSelector(dst, allow_not_found=True)):
         if visible(info.base_name):
@@ -159,15 +166,25 @@ def refill(source: str, dest: str) -> tuple[int, int]:
     return len(entries), sum(i.size or 0 for i in entries)
 
 
-def _spark_reads(relative: str) -> bool:
-    """Whether Spark's file index reads the file at ``relative`` (below a table or partition
-    location): no directory on the way is hidden (`_x` without `=`, `.x`), nor the file (`_x`, `.x`)."""
+def _spark_reads(relative: str, depth: int = 0) -> bool:
+    """Whether a scan of the table reads the file at ``relative`` below a location whose data files
+    lie ``depth`` partition directories (``col=value``) down: a table's or a partition's location
+    (0: its own files only; Spark's scan of a catalog table does not descend into other
+    subdirectories), or a staged version's root (one level per partition column). Hidden names
+    (`_x`, `.x`) are never read."""
     *dirs, name = relative.split("/")
     return (
         visible(name)
         and not name.endswith("._COPYING_")
-        and all(not d.startswith(".") and not (d.startswith("_") and "=" not in d) for d in dirs)
+        and len(dirs) == depth
+        and all("=" in d and not d.startswith(("_", ".")) for d in dirs)
     )
+
+
+def _stray(relative: str) -> bool:
+    """A file a user may have put there that no scan reads: not hidden, nor below a hidden directory
+    (spark-merge's `_merge_*`, `_spark_merge`, Spark's `_temporary`), and not read (_spark_reads)."""
+    return all(visible(part) for part in relative.split("/")) and not relative.endswith("._COPYING_")
 
 
 def _row_count(filesystem: fs.FileSystem, path: str, provider: str) -> int:
@@ -198,13 +215,19 @@ def _row_counts(filesystem: fs.FileSystem, infos: list[fs.FileInfo], provider: s
 
 
 def data_files(
-    location: str, provider: str, names: dict[str, dict[str, tuple[int, int]]] | None = None
+    location: str,
+    provider: str,
+    names: dict[str, dict[str, tuple[int, int]]] | None = None,
+    depth: int = 0,
+    strays: list[str] | None = None,
 ) -> dict[str, list[int]]:
-    """{directory: [files, bytes, rows]} of the data files Spark reads below ``location``, counted
-    from the listing and the files' footers (no Spark job). Files without rows are left out, as a
-    query of the files' metadata columns does not see them; so is everything Spark's file index
-    hides. A directory is spelled as the location is, so it compares with the catalog's.
-    ``names``: filled with {key(directory): {name: (bytes, rows)} of every data file listed in it}."""
+    """{directory: [files, bytes, rows]} of the data files a scan of the table reads below
+    ``location`` (``depth``: see _spark_reads), counted from the listing and the files' footers (no
+    Spark job). Files without rows are left out, as a query of the files' metadata columns does not
+    see them; so is everything Spark's file index hides. A directory is spelled as the location is,
+    so it compares with the catalog's. ``names``: filled with {key(directory): {name: (bytes, rows)}
+    of every data file listed in it}; ``strays``: with the other files there no scan reads (a file
+    copied into a subdirectory)."""
     filesystem, path = resolve(location)
     base, root = location.rstrip("/"), path.rstrip("/")
     found = _files_below(filesystem, root)
@@ -212,7 +235,9 @@ def data_files(
         marker = _foreign_marker(relative)
         if marker:
             raise ForeignFormat(location, marker)
-    found = [(info, relative) for info, relative in found if _spark_reads(relative)]
+    if strays is not None:
+        strays += [f"{base}/{r}" for _, r in found if not _spark_reads(r, depth) and _stray(r)]
+    found = [(info, relative) for info, relative in found if _spark_reads(relative, depth)]
     counts = _row_counts(filesystem, [info for info, _ in found], provider)
     out: dict[str, list[int]] = {}
     if names is not None:

@@ -14,6 +14,11 @@
     partition_location(table, part)   where the catalog points a partition now (none: not there)
     require(location, message)        fail when a directory is gone (Python lists it; dbt reads it
                                       with Spark, which refuses a missing path)
+    written_after(table, location, since, during)
+                                      the data files Spark reads in a directory that were written
+                                      after the moment `since`, but not during one of the periods
+                                      `during` ([start, end] instants) (Python: their modification
+                                      times in a listing; dbt: Spark's _metadata.file_modification_time)
 -#}
 
 {% macro spark_merge__lifecycle_begin_rollback(host, s) -%}
@@ -30,7 +35,7 @@
 {%- do spark_merge.spark_merge__planned_changes(parts, none, none, changes) -%}
 {%- do s.update({'table': table, 'ctx': ctx, 'paradigm': 'ROLLBACK', 'commit_repoints': true, 'restore': plan.restore, 'changes': changes,
                  'statement': 'ROLLBACK ' ~ table.name ~ ' TO BEFORE ' ~ s.to_merge_id,
-                 'entry_extra': {'rolled_back': plan.rolled_back}}) -%}
+                 'entry_extra': {'rolled_back': plan.rolled_back, 'discarded': []}}) -%}
 {%- endmacro %}
 
 {#- Under the lock: each partition must still be where the history says; a partition the range
@@ -44,9 +49,11 @@
   {%- set now_at = host.partition_location(table, target.partition) -%}
   {%- set where = spark_merge.spark_merge__where_in(table, target.partition) | trim -%}
   {%- if now_at is none or spark_merge.spark_merge__location_key(now_at) | trim != spark_merge.spark_merge__location_key(target.current) | trim -%}
-    {%- do host.fail(spark_merge.spark_merge__error_code('conflict'), where ~ ' is at ' ~ now_at ~ ', not at ' ~ target.current ~
+    {%- do host.fail(spark_merge.spark_merge__error_code('conflict'), where ~ (' no longer exists (dropped outside spark-merge)' if now_at is none
+        else ' is at ' ~ now_at) ~ ', not at ' ~ target.current ~
         ' as the history of ' ~ table.name ~ ' says: it was changed outside spark-merge; nothing was rolled back') -%}
   {%- endif -%}
+  {%- do spark_merge.spark_merge__rollback_later_writes(host, s, table, target, where) -%}
   {%- set location = target.location -%}
   {%- set emptied = location and (location.split('/') | last).startswith('empty-') and (location.split('/') | last)[6:].isdigit() -%}
   {%- if location is none or (emptied and host.exists(location) is sameas false) -%}
@@ -55,13 +62,44 @@
     {%- do host.run(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}
   {%- else -%}
     {%- do host.require(location, 'cannot roll back ' ~ table.name ~ ' to before ' ~ s.to_merge_id ~ ': ' ~ location ~ ', which ' ~ where ~
-        ' had then, was removed by vacuum') -%}
+        ' had then, is gone: removed by vacuum (its version was older than the retention) or by a write outside spark-merge (INSERT ' ~
+        'OVERWRITE, ALTER TABLE ... DROP PARTITION, TRUNCATE TABLE delete a partition\'s directory); nothing was rolled back') -%}
   {%- endif -%}
-  {%- do repoints.append({'partition': target.partition, 'location': location, 'old_location': now_at, 'exists': true}) -%}
+  {%- do repoints.append({'partition': target.partition, 'location': location, 'old_location': now_at, 'exists': true,
+      'restored': not emptied and target.location is not none}) -%}
 {%- endfor -%}
+{%- if s.ctx.get('feed') -%}
+  {%- set restore, statements = [], [] -%}
+  {%- for r in repoints -%}
+    {%- do restore.append({'partition': r.partition, 'location': r.location if r.restored else none, 'current': r.old_location}) -%}
+  {%- endfor -%}
+  {%- do spark_merge.spark_merge__feed_rollback_statements(table, restore, s.merge_id, statements) -%}
+  {%- do spark_merge.spark_merge__lifecycle_feed(host, s, statements) -%}
+{%- endif -%}
+{%- for r in repoints -%}{%- do r.pop('restored') -%}{%- endfor -%}
 {%- do s.update({'repoints': repoints}) -%}
 {%- do s.metrics.update({'numTargetPartitionsRewritten': repoints | length}) -%}
 {%- do spark_merge.spark_merge__lifecycle_write(host, s) -%}
+{%- endmacro %}
+
+{#- Rows written after the rolled-back merges by anything else (a plain INSERT) into a directory the
+    rollback replaces: the data files of each directory the range made current for the partition
+    (target.chain) written after the commit that made it (one it carried forward is found in the
+    directory it was written to), but for those an insert-only merge of the range appended there
+    (target.appends: when each ran), whose rows the rollback undoes with it. The rollback would
+    drop their rows: refused, unless the run says
+    s.discard_later_writes; then they are listed in its history entry (`discarded`), and vacuum
+    reports them when it deletes them. -#}
+{% macro spark_merge__rollback_later_writes(host, s, table, target, where) -%}
+{%- set later = [] -%}
+{%- for link in target.chain -%}{%- do later.extend(host.written_after(table, link.location, link.since, target.appends)) -%}{%- endfor -%}
+{%- if later and not s.get('discard_later_writes') -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('unsupported'), 'cannot roll back ' ~ table.name ~ ' to before ' ~ s.to_merge_id ~ ': ' ~
+      where ~ ' holds ' ~ later | length ~ ' data file(s) written after the commit of ' ~ target.chain | map(attribute='merge_id') | join(' or ') ~
+      ' by a write that bypassed spark-merge (a plain INSERT): ' ~ later[:5] | join(', ') ~ '. The rollback would drop their rows; nothing was ' ~
+      'rolled back. Roll back with --discard-later-writes (discard_later_writes=True) to drop them, or undo the merge with a statement to keep them') -%}
+{%- endif -%}
+{%- do s.entry_extra.discarded.extend(later) -%}
 {%- endmacro %}
 
 {#- "partition p=1/q=x", or the table's name for an unpartitioned table. -#}
@@ -96,12 +134,14 @@ partition {{ kv | join('/') }}
 {%- else -%}
   {%- set undone = ordered[ids.index(to):] -%}
   {%- do spark_merge.spark_merge__rollback_gap(table, undone, to, out) -%}
-  {%- set restore, current = {}, {} -%}
+  {%- set restore, current, chains = {}, {}, {} -%}
   {%- for entry in undone if not out.get('error') -%}
     {%- for r in entry.get('repoints') or [] -%}
       {%- set k = spark_merge.spark_merge__partition_sort_key(r.partition) | trim -%}
       {%- if k not in restore -%}{%- do restore.update({k: {'partition': r.partition, 'location': r.get('old_location')}}) -%}{%- endif -%}
       {%- do current.update({k: r.location}) -%}
+      {%- do chains.setdefault(k, []).append({'location': r.location, 'since': entry.get('checked_at') or entry.finished_at,
+          'merge_id': entry.merge_id}) -%}
     {%- endfor -%}
     {%- if not entry.get('repoints') and (entry.get('metrics') or {}).get('numTargetRowsInserted') -%}
       {%- for p in entry.get('partitions') or [{}] if not out.get('error') -%}
@@ -121,7 +161,14 @@ partition {{ kv | join('/') }}
   {%- endif -%}
   {%- if not out.get('error') -%}
     {%- set targets = [] -%}
-    {%- for k in restore | sort -%}{%- set t = restore[k].copy() -%}{%- do t.update({'current': current[k]}) -%}{%- do targets.append(t) -%}{%- endfor -%}
+    {%- set appends = [] -%}
+    {%- for e in undone if not e.get('repoints') and (e.get('metrics') or {}).get('numTargetRowsInserted') -%}
+      {%- set m = e.merge_id -%}
+      {%- do appends.append([m[0:4] ~ '-' ~ m[4:6] ~ '-' ~ m[6:8] ~ 'T' ~ m[8:10] ~ ':' ~ m[10:12] ~ ':' ~ m[12:14] ~ '+00:00', e.finished_at]) -%}
+    {%- endfor -%}
+    {%- for k in restore | sort -%}
+      {%- set t = restore[k].copy() -%}{%- do t.update({'current': current[k], 'chain': chains[k], 'appends': appends}) -%}{%- do targets.append(t) -%}
+    {%- endfor -%}
     {%- do spark_merge.spark_merge__rollback_reused(table, undone, targets, to, out) -%}
     {%- do out.update({'restore': targets, 'rolled_back': undone | map(attribute='merge_id') | list}) -%}
   {%- endif -%}

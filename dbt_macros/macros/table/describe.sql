@@ -17,6 +17,8 @@
   {%- do errors.append('target ' ~ name ~ ' uses format ' ~ (provider or 'unknown') ~
       '; spark-merge rewrites USING parquet or USING orc tables (delta, iceberg and hudi have their own MERGE)') -%}
 {%- endif -%}
+{%- set newer = spark_merge.spark_merge__format_error(props, name) | trim -%}
+{%- if newer -%}{%- do errors.append(newer) -%}{%- endif -%}
 {%- set not_null = [] -%}
 {%- for n in (props.get('spark_merge.not_null') or '').split(',') if n | trim -%}
   {%- do not_null.append(n | trim | lower) -%}
@@ -48,7 +50,8 @@
 {%- endfor -%}
 {%- set location = desc.get('location') or '' -%}
 {%- set identity = {} -%}
-{%- do spark_merge.spark_merge__identity(props, desc.get('namespace', [''])[-1] ~ '.' ~ desc.get('table_name', ''), location, identity) -%}
+{%- do spark_merge.spark_merge__identity(props, desc.get('namespace', [''])[-1] ~ '.' ~ desc.get('table_name', ''), location, identity,
+    desc.get('created_time')) -%}
 {%- for n in not_null if n.split('.')[0] not in by_name -%}
   {%- do identity.trust_errors.append('table property spark_merge.not_null of ' ~ name ~ ' names ' ~ n | tojson ~
       ', which is not a column of it (its columns: ' ~ columns | map(attribute='name') | join(', ') ~ '); correct it with ALTER TABLE ' ~ name ~
@@ -67,6 +70,8 @@
   'table_id': identity.table_id,
   'version': identity.version,
   'managed': (desc.get('type') or '') | upper == 'MANAGED',
+  'created': desc.get('created_time'),
+  'former_roots': fromjson(props.get('spark_merge.former_roots') or '[]', []),
   'properties': props,
   'errors': errors,
   'trust_errors': identity.trust_errors,

@@ -8,7 +8,9 @@
 
   The identity: `spark_merge.table_id` (the id of the table's first spark-merge commit) and
   `spark_merge.table` (the table's name), written by every commit beside `spark_merge.root` (the
-  directory that holds the table's versions, its history and its lock). A table's metadata is its
+  directory that holds the table's versions, its history and its lock) and `spark_merge.identity`,
+  which binds the id to the catalog's creation time of the table (which no ALTER TABLE changes): an
+  edited id, or a table made from another's DDL, no longer matches it. A table's metadata is its
   own when its name is the one recorded and its location lies inside the recorded root (the root
   itself, or a version directory `<root>/_merge_<id>` of an unpartitioned table). A table created
   from another's `SHOW CREATE TABLE` carries the other's properties: its name differs, or its
@@ -24,7 +26,7 @@
   'journal': {'merge_id': 'id', 'table_id': 'id?', 'repoints': ['repoint'], 'entry': 'entry?'},
   'entry': {'merge_id': 'id', 'target': 'text', 'kind': 'text', 'paradigm': 'text', 'status': 'text?',
             'metrics': 'counts', 'partitions': ['partition'], 'repoints': ['repoint'], 'version_before': 'int',
-            'version_after': 'int?', 'finished_at': 'text?', 'table_id': 'id?', 'run_key': 'text?'},
+            'version_after': 'int?', 'finished_at': 'text?', 'table_id': 'id?', 'run_key': 'text?', 'change_feed': 'bool?'},
 }) -%}
 {%- endmacro %}
 
@@ -98,7 +100,7 @@
   commit), root, version, and trust_errors (why its metadata cannot be trusted, each naming the
   property and the repair; empty when it can).
 -#}
-{% macro spark_merge__identity(props, name, location, out) -%}
+{% macro spark_merge__identity(props, name, location, out, created=none) -%}
 {%- set errors = [] -%}
 {%- set root = props.get('spark_merge.root') or location -%}
 {%- set recorded = props.get('spark_merge.table') -%}
@@ -120,6 +122,11 @@
   {%- do errors.append('table property spark_merge.root of ' ~ name ~ ' is ' ~ root | tojson ~ ', which does not hold its location ' ~ location |
       tojson ~ ': the properties were copied from another table, or the table was moved; ' ~ fix) -%}
 {%- endif -%}
+{%- set signed = props.get('spark_merge.identity') -%}
+{%- if not errors and table_id is not none and signed is not none and signed != spark_merge.spark_merge__identity_sign(table_id, created) | trim -%}
+  {%- do errors.append('table property spark_merge.table_id of ' ~ name ~ ' is ' ~ table_id | tojson ~ ', which is not the id its commits ' ~
+      'recorded (spark_merge.identity): the property was edited, or the table was made from another one\'s DDL; ' ~ fix) -%}
+{%- endif -%}
 {%- if version < 0 -%}
   {%- do errors.append('table property spark_merge.version of ' ~ name ~ ' is ' ~ version_text | tojson ~
       ', not a version number; `spark-merge adopt ' ~ name ~ '` sets it from the history') -%}
@@ -127,13 +134,58 @@
 {%- do out.update({'table_id': table_id, 'root': root, 'version': [version, 0] | max, 'trust_errors': errors}) -%}
 {%- endmacro %}
 
+{#- The format of the metadata this release writes (spark_merge.format_version): 1, the first release's
+    (no property); 2 adds the identity's signature, the change feed and former roots. A release reads
+    every format up to its own and refuses a newer one. -#}
+{% macro spark_merge__format_version() -%}2{%- endmacro %}
+
+{#- Why this release cannot read the table's metadata (a newer format), or nothing. -#}
+{% macro spark_merge__format_error(props, name) -%}
+{%- set text = props.get('spark_merge.format_version') or '1' -%}
+{%- set mine = spark_merge.spark_merge__format_version() | int -%}
+{%- if not (text is string and text.isdigit()) or text | int > mine -%}
+{{ 'table ' ~ name ~ ' was written by a newer spark-merge (table format ' ~ text ~ '; this release reads formats 1 to ' ~ mine ~
+    '): install the release that wrote it, or a later one (pip install -U spark-merge); nothing was changed' }}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The signature of a table id: bound to the table's creation time in the catalog. -#}
+{% macro spark_merge__identity_sign(table_id, created) -%}
+{{ local_md5(table_id ~ '|' ~ (created or '')) }}
+{%- endmacro %}
+
 {#- The properties every commit writes: the identity (this table's, or, at its first commit, the
-    commit's own id as the table's) and the version after it. -#}
+    commit's own id as the table's, with its signature) and the version after it. -#}
 {% macro spark_merge__identity_properties(table, merge_id) -%}
 'spark_merge.root' = {{ spark_merge.spark_merge__literal(table.root) }},
  'spark_merge.table_id' = {{ spark_merge.spark_merge__literal(table.table_id or merge_id) }},
+ 'spark_merge.identity' = {{ spark_merge.spark_merge__literal(spark_merge.spark_merge__identity_sign(table.table_id or merge_id,
+     table.get('created')) | trim) }},
+ 'spark_merge.format_version' = '{{ spark_merge.spark_merge__format_version() }}',
  'spark_merge.table' = {{ spark_merge.spark_merge__literal(table.database ~ '.' ~ table.table_name) }},
  'spark_merge.version' = '{{ table.version + 1 }}'
+{%- endmacro %}
+
+{#- An entry written before the table's root moved (a rename that moved it: adopt records the roots
+    it had in the property spark_merge.former_roots), with its paths under a former root spelled as
+    they are now, under the root. Changes `entry` in place. -#}
+{% macro spark_merge__rebase_entry(table, entry) -%}
+{%- set root = spark_merge.spark_merge__location_key(table.root) | trim -%}
+{%- for former in table.get('former_roots') or [] -%}
+  {%- set f = spark_merge.spark_merge__location_key(former) | trim -%}
+  {%- for r in entry.get('repoints') or [] -%}
+    {%- for k in ['location', 'old_location'] if r.get(k) -%}
+      {%- set key = spark_merge.spark_merge__location_key(r[k]) | trim -%}
+      {%- if key == f or key.startswith(f ~ '/') -%}{%- do r.update({k: root ~ key[f | length:]}) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- set moved = [] -%}
+  {%- for p in entry.get('discarded') or [] -%}
+    {%- set key = spark_merge.spark_merge__location_key(p) | trim -%}
+    {%- do moved.append(root ~ key[f | length:] if key.startswith(f ~ '/') else p) -%}
+  {%- endfor -%}
+  {%- if entry.get('discarded') -%}{%- do entry.update({'discarded': moved}) -%}{%- endif -%}
+{%- endfor -%}
 {%- endmacro %}
 
 {#- Whether a history entry `entry` (parsed JSON) is one of `table`'s: its errors appended to `out`
