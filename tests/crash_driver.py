@@ -35,14 +35,21 @@ def main(home: str, mode: str) -> None:
     spark = get_session(master=master, warehouse=home, conf={"spark.sql.shuffle.partitions": "1", **app_conf(master)})
     if mode == "merge":
         spark.sql("CREATE DATABASE IF NOT EXISTS crash")
-        spark.sql(f"CREATE TABLE {TABLE} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+        feed = " TBLPROPERTIES ('spark_merge.change_feed' = 'true')" if os.environ.get("SPARK_MERGE_TEST_FEED") else ""
+        spark.sql(f"CREATE TABLE {TABLE} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p){feed}")
         spark.sql(f"INSERT INTO {TABLE} VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2), (4, 'd', 2)")
         merge(spark, MERGE)
     elif mode == "verify":
         recovered = recover(spark, TABLE)
         first = rows(spark)
+        changes = None
+        if os.environ.get("SPARK_MERGE_TEST_FEED"):
+            from merge_core import table_changes
+
+            found = table_changes(spark, TABLE).select("id", "v", "p", "_change_type").collect()
+            changes = sorted([list(r) for r in found], key=str)
         merge(spark, FOLLOWING)
-        print(json.dumps({"recovered": recovered, "rows": first, "after_next_merge": rows(spark)}))
+        print(json.dumps({"recovered": recovered, "rows": first, "after_next_merge": rows(spark), "changes": changes}))
     spark.stop()
 
 

@@ -172,3 +172,34 @@ def test_rollback_across_a_merge_that_recovery_rolled_forward(tmp_path, gap):
     else:
         assert result["outcome"] == "rolled back"
         assert result["rows"] == [[1, "orig", 1], [2, "orig", 2], [3, "orig", 3]]
+
+
+# the change rows of crash_driver's MERGE: two updates and an insert
+FEED = sorted(
+    [
+        [1, "a", 1, "update_preimage"],
+        [1, "u1", 1, "update_postimage"],
+        [3, "c", 2, "update_preimage"],
+        [3, "u3", 2, "update_postimage"],
+        [5, "n5", 3, "insert"],
+    ],  # fmt: skip
+    key=str,
+)
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        pytest.param(p, marks=[] if p == "after_journal" else [pytest.mark.extended])
+        for p in ("after_staging", "after_feed", "after_journal", "between_repoints")
+    ],  # fmt: skip
+)
+def test_sigkill_with_the_change_feed_leaves_feed_and_table_agreeing(tmp_path, monkeypatch, point):
+    """The change rows are written into the merge's own directory before its journal, and read only
+    for commits the history holds: killed anywhere, then recovered, the table and its feed agree
+    (the old table and no change rows, or the new one and exactly its change rows)."""
+    monkeypatch.setenv("SPARK_MERGE_TEST_FEED", "1")
+    result = _kill_at_then_verify(tmp_path, [str(DRIVER), str(tmp_path), "merge"], point, dbt=False)
+    committed = point in ("after_journal", "between_repoints")
+    assert result["rows"] == (NEW if committed else OLD)
+    assert result["changes"] == (FEED if committed else [])

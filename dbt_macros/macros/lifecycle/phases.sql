@@ -99,10 +99,12 @@
     '<id>'))[:16]}) -%}
 {%- endmacro %}
 
-{#- Finish: the history entry, unless the commit's journal carried it, then the clean-up. -#}
+{#- Finish: the history entry, unless the commit's journal carried it, then the clean-up. The run's
+    executionTimeMs is the one its history entry records (timed at the commit point when the journal
+    carries the entry), so the result and the history agree. -#}
 {% macro spark_merge__lifecycle_finish(host, s) -%}
-{%- do s.metrics.update({'executionTimeMs': host.elapsed_ms(s)}) -%}
 {%- if not s.get('journaled') -%}
+  {%- do s.metrics.update({'executionTimeMs': host.elapsed_ms(s)}) -%}
   {%- set entry = {} -%}
   {%- do spark_merge.spark_merge__history_entry(s, s.get('version_after', s.table.version), entry) -%}
   {%- do entry.update({'finished_at': host.now()}) -%}

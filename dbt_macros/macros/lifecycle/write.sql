@@ -21,8 +21,21 @@
 {%- endif -%}
 {%- endmacro %}
 
+{#- The change feed's statements (lifecycle/feed.sql), into the commit's own directory, before its
+    journal: a failure leaves nothing, and the history entry says they are there. -#}
+{% macro spark_merge__lifecycle_feed(host, s, statements) -%}
+{%- do host.step('execute: record the change rows (change feed)') -%}
+{%- do s.update({'staged': true}) -%}
+{%- for statement in statements -%}{%- do host.run(statement) -%}{%- endfor -%}
+{%- do s.update({'feed_written': true}) -%}
+{%- do host.failpoint('after_feed') -%}
+{%- endmacro %}
+
 {% macro spark_merge__lifecycle_append(host, s) -%}
 {%- do host.step('execute: append inserted rows (under the commit lock)') -%}
+{%- if (s.get('ctx') or {}).get('feed') and not s.get('append_statements') -%}
+  {%- do spark_merge.spark_merge__lifecycle_feed(host, s, [spark_merge.spark_merge__feed_write_sql(s.table, s.ctx, s.merge_id)]) -%}
+{%- endif -%}
 {%- do host.lock(s.table, s.merge_id) -%}{%- do s.update({'locked': true}) -%}
 {%- set fresh = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
@@ -63,6 +76,9 @@
     select | trim, s.changes.partitions), new) -%}
 {%- do ctx.update({'stage_dropped': true}) -%}
 {%- do host.failpoint('after_staging') -%}
+{%- if merging and ctx.get('feed') -%}
+  {%- do spark_merge.spark_merge__lifecycle_feed(host, s, [spark_merge.spark_merge__feed_write_sql(table, ctx, s.merge_id)]) -%}
+{%- endif -%}
 {%- set planned = {} -%}
 {%- do spark_merge.spark_merge__repoints(table, ctx, s.changes.partitions, old, new, planned) -%}
 {%- for location in planned.empty -%}{%- do host.run(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}{%- endfor -%}

@@ -188,7 +188,9 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
       ')' if cl.condition else '') ~ ' THEN ') -%}
 {%- endfor -%}
 {%- set plain = ['__sm_merge', '__sm_file', '__sm_row', '__sm_matched', '__sm_srow'] -%}
-{%- if fused -%}{%- do plain.append('__sm_touched') -%}{%- for c in table.columns -%}{%- do plain.append('__sm_t' ~ loop.index0) -%}{%- endfor -%}{%- endif -%}
+{%- if fused -%}{%- do plain.append('__sm_touched') -%}{%- endif -%}
+{#- each changed row's old values: the fused write copies the unchanged ones; the change feed records them -#}
+{%- if fused or ctx.get('feed') -%}{%- for c in table.columns -%}{%- do plain.append('__sm_t' ~ loop.index0) -%}{%- endfor -%}{%- endif -%}
 {%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do plain.append('__sm_key' ~ loop.index0) -%}{%- endfor -%}
 {%- for p in table.partition_columns -%}{%- do plain.append('__sm_old' ~ loop.index0) -%}{%- endfor -%}
 {%- for k in table.get('primary_key') or [] -%}{%- do plain.append('__sm_pk' ~ loop.index0) -%}{%- endfor -%}
@@ -221,7 +223,8 @@ SELECT {{ plain | join(', ') }}
 {%- endfor -%}
 {%- set value = spark_merge.spark_merge__char_checked(spec, table, c, '__sm_x' ~ i) if vc.length
     else spark_merge.spark_merge__nested_char_checked(spec, table, 'field ' ~ c.name, '__sm_x' ~ i, c.nested_chars) if vc.nested
-    else '__sm_x' ~ i -%},
+    else '__sm_x' ~ i -%}
+{%- set value = spark_merge.spark_merge__partition_value(table, c, value) -%},
   {% if checks %}CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE {{ value }} END{% else %}{{ value }}{% endif %} AS __sm_c{{ i }}
 {%- endfor %}
 FROM (
@@ -234,6 +237,8 @@ SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAS
   {{ s ~ '.__sm_srow' if has_source else 'CAST(NULL AS BIGINT)' }} AS __sm_srow,
 {%- if fused %}
   {{ t }}.__sm_touched AS __sm_touched,
+{%- endif %}
+{%- if fused or ctx.get('feed') %}
 {%- for c in table.columns %}
   {{ t }}.{{ spark_merge.spark_merge__quote(c.name) }} AS __sm_t{{ loop.index0 }},
 {%- endfor %}

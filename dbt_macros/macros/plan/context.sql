@@ -42,6 +42,7 @@
   'history_location': root ~ '/_spark_merge/history/' ~ merge_id,
   'history_glob': root ~ '/_spark_merge/history/*',
   'on_keys': [],
+  'feed': spark_merge.spark_merge__feed_on(table) == 'True' and table.provider != 'jdbc',
 }) -%}
 {%- endmacro %}
 
@@ -188,4 +189,14 @@ IF({{ v }} IS NULL, NULL, named_struct(
                            ' where the plan gives ' ~ expected ~ ' (' ~ before.get(k, 0) ~ ' before, ' ~ '%+d' | format(deltas.get(k, 0)) ~ ')'}) -%}
   {%- endif -%}
 {%- endfor -%}
+{%- endmacro %}
+
+{#- A partition column's value as Spark's own INSERT stores it: a string partition value '' or
+    '__HIVE_DEFAULT_PARTITION__' goes to the NULL partition and reads back as NULL, as NULL does (the
+    three spellings in one write would otherwise name one directory twice). Other columns as they are. -#}
+{% macro spark_merge__partition_value(table, c, value) -%}
+{%- set string = (c.type | lower) == 'string' or (c.type | lower).startswith('varchar') or (c.type | lower).startswith('char') -%}
+{%- if string and (c.name | lower) in table.partition_columns | map('lower') | list -%}
+CASE WHEN {{ value }} IN ('', '__HIVE_DEFAULT_PARTITION__') THEN NULL ELSE {{ value }} END
+{%- else -%}{{ value }}{%- endif -%}
 {%- endmacro %}

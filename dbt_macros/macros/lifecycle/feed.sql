@@ -1,0 +1,118 @@
+{#-
+  The change feed, for both hosts: the row changes of a commit, one row each (the table's columns and
+  _change_type: insert, update_preimage, update_postimage or delete, Delta Lake's names), written into
+  the commit's own directory <root>/_merge_<id>/_changes/ before its journal, so they are read
+  (merge_core.table_changes, dbt's spark_merge.changes) exactly from the commits the history holds. On
+  for a table whose property spark_merge.change_feed is 'true'. The history entry says the commit
+  wrote them (change_feed); vacuum removes them with the version's directory.
+-#}
+
+{#- Whether the table records its changes ('True' or nothing). -#}
+{% macro spark_merge__feed_on(table) -%}
+{%- if ((table.get('properties') or {}).get('spark_merge.change_feed') or '') | lower == 'true' -%}True{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__changes_location(table, merge_id) -%}
+{{ table.root.rstrip('/') }}/_merge_{{ merge_id }}/_changes
+{%- endmacro %}
+
+{#- A merge's change rows, from its planned changes (ctx.changes, which carry each changed row's old
+    values __sm_t<i> when the feed is on): an insert's new row, a delete's old row, an update's old
+    and new rows. -#}
+{% macro spark_merge__feed_write_sql(table, ctx, merge_id) -%}
+{%- set op = spark_merge.spark_merge__op -%}
+INSERT OVERWRITE DIRECTORY {{ spark_merge.spark_merge__literal(spark_merge.spark_merge__changes_location(table, merge_id) | trim) }}
+USING {{ table.provider }}
+SELECT {% for c in table.columns %}CASE WHEN __sm_ct IN ('insert', 'update_postimage') THEN __sm_c{{ loop.index0 }} ELSE __sm_t{{ loop.index0
+    }} END AS {{ spark_merge.spark_merge__quote(c.name) }}, {% endfor %}__sm_ct AS _change_type
+FROM {{ ctx.changes }}
+LATERAL VIEW explode(CASE __sm_op WHEN {{ op('insert') }} THEN array('insert') WHEN {{ op('delete') }} THEN array('delete')
+    ELSE array('update_preimage', 'update_postimage') END) __sm_e AS __sm_ct
+WHERE __sm_op IN ({{ op('insert', 'delete', 'update') }})
+{%- endmacro %}
+
+{#- A rollback's change rows, as statements into `out`: per partition it points back, the rows of the
+    version it leaves that the restored one lacks (delete) and the other way round (insert), each
+    directory read through a temporary view of the table's columns (an empty one reads as no rows).
+    `restore`: [{partition, location: the directory restored (none: emptied), current: the one left}]. -#}
+{% macro spark_merge__feed_rollback_statements(table, restore, merge_id, out) -%}
+{%- set pcols = table.partition_columns | map('lower') | list -%}
+{%- set data = [] -%}{%- for c in table.columns if (c.name | lower) not in pcols -%}{%- do data.append(c) -%}{%- endfor -%}
+{%- set schema = [] -%}{%- for c in data -%}{%- do schema.append(spark_merge.spark_merge__quote(c.name) ~ ' ' ~ c.type) -%}{%- endfor -%}
+{%- set selects, views = [], [] -%}
+{%- for r in restore -%}
+  {%- set part = [] -%}
+  {%- for c in table.partition_columns -%}
+    {%- set v = (r.partition or {}).get(c) -%}
+    {%- do part.append(('CAST(NULL AS ' ~ table.columns_by_name[c | lower].type ~ ')' if v is none
+        else spark_merge.spark_merge__typed_literal(v, table.columns_by_name[c | lower].type)) ~ ' AS ' ~ spark_merge.spark_merge__quote(c)) -%}
+  {%- endfor -%}
+  {%- set names = [] -%}{%- for c in data -%}{%- do names.append(spark_merge.spark_merge__quote(c.name)) -%}{%- endfor -%}
+  {%- set cols = (names + part) | join(', ') -%}
+  {%- set left, kept = '`__sm_feed_left_' ~ merge_id ~ '_' ~ loop.index0 ~ '`', '`__sm_feed_kept_' ~ merge_id ~ '_' ~ loop.index0 ~ '`' -%}
+  {%- for view, location in [(left, r.current), (kept, r.location)] if location -%}
+    {%- do views.append(view) -%}
+    {%- do out.append('CREATE OR REPLACE TEMPORARY VIEW ' ~ view ~ ' (' ~ schema | join(', ') ~ ') USING ' ~ table.provider ~ ' OPTIONS (path ' ~
+        spark_merge.spark_merge__literal(location) ~ ')') -%}
+  {%- endfor -%}
+  {%- if r.location -%}
+    {%- do selects.append("SELECT *, 'delete' AS _change_type FROM (SELECT " ~ cols ~ ' FROM ' ~ left ~ ' EXCEPT ALL SELECT ' ~ cols ~ ' FROM ' ~
+        kept ~ ')') -%}
+    {%- do selects.append("SELECT *, 'insert' AS _change_type FROM (SELECT " ~ cols ~ ' FROM ' ~ kept ~ ' EXCEPT ALL SELECT ' ~ cols ~ ' FROM ' ~
+        left ~ ')') -%}
+  {%- else -%}
+    {%- do selects.append("SELECT " ~ cols ~ ", 'delete' AS _change_type FROM " ~ left) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- do out.append('INSERT OVERWRITE DIRECTORY ' ~ spark_merge.spark_merge__literal(spark_merge.spark_merge__changes_location(table, merge_id) | trim)
+    ~ ' USING ' ~ table.provider ~ ' SELECT ' ~ spark_merge.spark_merge__column_list(table.columns | map(attribute='name') | list) ~
+    ', _change_type FROM (' ~ selects | join(' UNION ALL ') ~ ') AS __sm_feed') -%}
+{%- for view in views -%}{%- do out.append(spark_merge.spark_merge__drop_view_sql(view)) -%}{%- endfor -%}
+{%- endmacro %}
+
+{#- The commits of `entries` (a table's history) after `since` (a merge id, exclusive; none: from the
+    first) up to `until` (inclusive; none: the latest), in commit order, into out.entries; or
+    out.error ([code name, message]): an id the history lacks, or a commit in the range that changed
+    rows without recording them. -#}
+{% macro spark_merge__changes_range(table, entries, since, until, out) -%}
+{%- set keyed, ordered = [], [] -%}
+{%- for e in entries -%}{%- do keyed.append([e.get('version_before') or 0, e.finished_at, loop.index0]) -%}{%- endfor -%}
+{%- for k in keyed | sort -%}{%- do ordered.append(entries[k[2]]) -%}{%- endfor -%}
+{%- set ids = ordered | map(attribute='merge_id') | list -%}
+{%- for name, id in [('since', since), ('until', until)] if id is not none and id not in ids -%}
+  {%- do out.update({'error': ['invalid_spec', table.name ~ ' has no commit ' ~ id ~ ' in its history (' ~ name ~ '; `spark-merge history ' ~
+      table.name ~ '` lists them)']}) -%}
+{%- endfor -%}
+{%- set first = ids.index(since) + 1 if since is not none and since in ids else 0 -%}
+{%- set last = ids.index(until) + 1 if until is not none and until in ids else ids | length -%}
+{%- set chosen = [] -%}
+{%- for e in ordered[first:last] if not out.get('error') -%}
+  {%- set m = e.get('metrics') or {} -%}
+  {#- a compaction and the canonical layout move rows between files, not in the table -#}
+  {%- set changed = e.get('kind') == 'rollback' or (e.get('kind') not in ['compact', 'canonicalize'] and (m.get('numTargetRowsInserted') or 0) +
+      (m.get('numTargetRowsUpdated') or 0) + (m.get('numTargetRowsDeleted') or 0) > 0) -%}
+  {%- if e.get('change_feed') -%}{%- do chosen.append(e) -%}
+  {%- elif changed and e.get('status', 'committed') == 'committed' -%}
+    {%- do out.update({'error': ['unsupported', 'commit ' ~ e.merge_id ~ ' of ' ~ table.name ~ ' changed rows without recording them: its change ' ~
+        'feed was off then (ALTER TABLE ' ~ table.name ~ " SET TBLPROPERTIES ('spark_merge.change_feed' = 'true') records the changes of later " ~
+        'commits); read the changes after it (since=' ~ e.merge_id ~ ')']}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- do out.update({'entries': chosen}) -%}
+{%- endmacro %}
+
+{#- The change rows of `entries` (changes_range's), oldest commit first: the table's columns,
+    _change_type, _merge_id and _commit_timestamp. No commit: no rows, the same columns. -#}
+{% macro spark_merge__changes_read_sql(table, entries) -%}
+{%- set cols = spark_merge.spark_merge__column_list(table.columns | map(attribute='name') | list) -%}
+{%- if not entries -%}
+SELECT {% for c in table.columns %}CAST(NULL AS {{ c.type }}) AS {{ spark_merge.spark_merge__quote(c.name) }}, {% endfor
+    %}CAST(NULL AS STRING) AS _change_type, CAST(NULL AS STRING) AS _merge_id, CAST(NULL AS TIMESTAMP) AS _commit_timestamp WHERE false
+{%- else -%}
+{%- for e in entries %}
+{{ 'UNION ALL ' if not loop.first }}SELECT {{ cols }}, _change_type, {{ spark_merge.spark_merge__literal(e.merge_id) }} AS _merge_id,
+  CAST({{ spark_merge.spark_merge__literal(e.finished_at) }} AS TIMESTAMP) AS _commit_timestamp
+FROM {{ table.provider }}.{{ spark_merge.spark_merge__quote(spark_merge.spark_merge__changes_location(table, e.merge_id) | trim) }}
+{%- endfor -%}
+{%- endif -%}
+{%- endmacro %}

@@ -1,0 +1,38 @@
+"""Reading the change feed: the row changes each commit recorded (lifecycle/changes.sql writes them).
+
+A commit of a table whose property spark_merge.change_feed is true writes its change rows into its own
+directory, `<root>/_merge_<id>/_changes/`, before its journal; its history entry, written with the
+commit, says so (`change_feed`). So the rows become readable exactly when the commit does, a crash
+leaves feed and table agreeing (the entry is there or not), and vacuum removes them with the version.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+
+from merge_core.common import macros
+from merge_core.common.errors import UnsupportedError, codes, error_for
+from merge_core.maintenance import history_store
+from merge_core.spark import files
+from merge_core.spark.catalog import describe_table
+
+
+def table_changes(
+    spark: SparkSession, table_name: str, since: str | None = None, until: str | None = None
+) -> DataFrame:
+    """The change rows of the commits after ``since`` up to ``until`` (history.py's order), as one
+    DataFrame (spark_merge__changes_read_sql, the query dbt's spark_merge.changes runs too)."""
+    table = describe_table(spark, [p.strip("`") for p in table_name.split(".")])
+    entries = history_store.load(table).require_readable("the change feed").entries
+    chosen = macros.changes_range(table, entries, since, until)
+    if chosen.get("error"):
+        code, message = chosen["error"]
+        raise error_for(codes()[code], message)
+    for entry in chosen["entries"]:
+        location = macros.changes_location(table, entry["merge_id"])
+        if files.exists(location) is False:
+            raise UnsupportedError(
+                f"the change rows of merge {entry['merge_id']} on {table['name']} were removed by vacuum with its "
+                f"version; read the changes after a later merge (since=...)"
+            )
+    return spark.sql(macros.changes_read_sql(table, chosen["entries"]))

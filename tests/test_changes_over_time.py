@@ -1,0 +1,195 @@
+"""Changes over time, against real Spark: the change feed (table_changes), time travel (read_as_of).
+
+The feed's strongest check is a replay: the table's rows before the first recorded commit, with each
+commit's change rows applied in order (a delete or pre-image removes its row, an insert or post-image
+adds its row), are the table's rows now.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from datetime import UTC, datetime
+
+import pytest
+from pyspark.sql.types import TimestampType
+
+from merge_core import MergeError, history, merge, read_as_of, rollback, table_changes, vacuum
+
+from .conftest import rows
+
+MERGE = (
+    "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 15, 'a', 'U'), (2, 0, 'a', 'D'), (4, 40, 'b', 'I') "
+    "AS s(id, v, p, op)) s ON t.id = s.id "
+    "WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v "
+    "WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, s.v, s.p)"
+)
+
+
+def feed_rows(spark, t: str, **range_) -> list[tuple]:
+    return sorted((tuple(r) for r in table_changes(spark, t, **range_).drop("_commit_timestamp").collect()), key=str)
+
+
+def replay(start: list[tuple], changes: list[tuple]) -> list[tuple]:
+    """The rows after applying change rows (the table's columns, _change_type, _merge_id), commit by commit."""
+    state = Counter(start)
+    for *row, kind, _ in changes:
+        state[tuple(row)] += 1 if kind in ("insert", "update_postimage") else -1
+        assert state[tuple(row)] >= 0, f"{kind} of a row the table did not hold: {row}"
+    return sorted(state.elements(), key=str)
+
+
+@pytest.fixture(params=[True, False], ids=["partitioned", "unpartitioned"])
+def recorded(spark, db, request):
+    t = f"{db}.fed"
+    part = "PARTITIONED BY (p)" if request.param else ""
+    spark.sql(
+        f"CREATE TABLE {t} (id INT, v INT, p STRING) USING parquet {part} TBLPROPERTIES ('spark_merge.change_feed' = 'true')"
+    )
+    spark.sql(f"INSERT INTO {t} VALUES (1, 10, 'a'), (2, 20, 'a'), (3, 30, 'b')")
+    return t
+
+
+def ordered_feed(spark, t: str) -> list[tuple]:
+    """The feed's rows in commit order (history order), rows of one commit sorted."""
+    order = [e["merge_id"] for e in reversed(history(spark, t))]
+    found = [tuple(r) for r in table_changes(spark, t).drop("_commit_timestamp").collect()]
+    return sorted(found, key=lambda r: (order.index(r[-1]), r[:-1]))
+
+
+def test_the_feed_records_every_change_of_every_commit_and_replays_to_the_table(spark, recorded):
+    t = recorded
+    start = rows(spark, t)
+    m1 = merge(spark, MERGE.format(t=t))
+    m2 = merge(spark, f"UPDATE {t} SET v = v + 1 WHERE id = 3")
+    m3 = merge(spark, f"DELETE FROM {t} WHERE id = 4")
+    assert feed_rows(spark, t) == sorted([
+        (1, 10, "a", "update_preimage", m1.merge_id), (1, 15, "a", "update_postimage", m1.merge_id),
+        (2, 20, "a", "delete", m1.merge_id), (4, 40, "b", "insert", m1.merge_id),
+        (3, 30, "b", "update_preimage", m2.merge_id), (3, 31, "b", "update_postimage", m2.merge_id),
+        (4, 40, "b", "delete", m3.merge_id),
+    ], key=str)  # fmt: skip
+    assert replay(start, ordered_feed(spark, t)) == sorted(rows(spark, t), key=str)
+    # the range: after `since`, up to `until`, both merge ids
+    assert {r[-1] for r in feed_rows(spark, t, since=m1.merge_id, until=m2.merge_id)} == {m2.merge_id}
+    assert feed_rows(spark, t, since=m3.merge_id) == []
+    frame = table_changes(spark, t, until=m1.merge_id)
+    assert frame.schema["_commit_timestamp"].dataType == TimestampType()
+    [(moment,)] = frame.select("_commit_timestamp").distinct().collect()
+    finished = datetime.fromisoformat(next(e for e in history(spark, t) if e["merge_id"] == m1.merge_id)["finished_at"])
+    assert abs((moment.replace(tzinfo=UTC) - finished).total_seconds()) < 1  # the session's time zone is UTC here
+    # a rollback is a commit too: its change rows undo the commits it undoes
+    back = rollback(spark, t, m2.merge_id)
+    assert rows(spark, t) == sorted([(1, 15, "a"), (3, 30, "b"), (4, 40, "b")])
+    assert replay(start, ordered_feed(spark, t)) == sorted(rows(spark, t), key=str)
+    assert {r[-1] for r in feed_rows(spark, t, since=m3.merge_id)} == {back["merge_id"]}
+    # an insert-only merge appends in place, and records its rows too
+    m4 = merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT 9 AS id, 90 AS v, 'c' AS p) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *",
+    )
+    assert m4.metrics["numTargetPartitionsRewritten"] == 0
+    assert feed_rows(spark, t, since=back["merge_id"]) == [(9, 90, "c", "insert", m4.merge_id)]
+    assert replay(start, ordered_feed(spark, t)) == sorted(rows(spark, t), key=str)
+
+
+def test_a_range_with_a_commit_that_recorded_nothing_or_was_vacuumed_is_an_error(spark, db):
+    t = f"{db}.late"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1)")
+    before = merge(spark, f"UPDATE {t} SET v = 2")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.change_feed' = 'true')")
+    after = merge(spark, f"UPDATE {t} SET v = 3")
+    with pytest.raises(MergeError, match=f"commit {before.merge_id} .* changed rows without recording them"):
+        table_changes(spark, t)
+    assert feed_rows(spark, t, since=before.merge_id) == [(1, 2, "update_preimage", after.merge_id),
+                                                         (1, 3, "update_postimage", after.merge_id)]  # fmt: skip
+    with pytest.raises(MergeError, match="has no commit nope"):
+        table_changes(spark, t, since="nope")
+    merge(spark, f"UPDATE {t} SET v = 4")
+    time.sleep(1)
+    vacuum(spark, t, retain_hours=0)  # the version `after` made is replaced, and removed with its change rows
+    with pytest.raises(MergeError, match=f"change rows of merge {after.merge_id} .* were removed by vacuum"):
+        table_changes(spark, t, since=before.merge_id)
+
+
+@pytest.mark.parametrize(
+    "engine, options, paimon",
+    [
+        ("deduplicate", {}, "lookup: -U/+U for a changed key, +I for a new one"),
+        ("partial-update", {}, "lookup: the merged row before and after"),
+        ("aggregation", {"aggregate_function": {"v": "sum"}}, "lookup: the aggregate before and after"),
+        ("first-row", {}, "first-row's own: +I only, a key seen before changes nothing"),
+    ],
+)
+def test_each_merge_engine_records_the_changelog_paimon_would(spark, db, engine, options, paimon):
+    t = f"{db}.eng"
+    spark.sql(
+        f"CREATE TABLE {t} (id INT, v INT, w STRING) USING parquet TBLPROPERTIES ('spark_merge.change_feed' = 'true')"
+    )
+    spark.sql(f"INSERT INTO {t} VALUES (1, 10, 'x'), (2, 20, 'y')")
+    source = "SELECT * FROM VALUES (1, 5, CAST(NULL AS STRING)), (3, 30, 'z') AS s(id, v, w)"
+    r = merge(spark, {"target": t, "source": source}, merge_engine=engine, primary_key="id", **options)
+    found = feed_rows(spark, t)
+    print(f"\n{engine} ({paimon}): {[row[:-1] for row in found]}")
+    expected = {
+        "deduplicate": [(1, 5, None, "update_postimage"), (1, 10, "x", "update_preimage"), (3, 30, "z", "insert")],
+        "partial-update": [(1, 5, "x", "update_postimage"), (1, 10, "x", "update_preimage"), (3, 30, "z", "insert")],
+        "aggregation": [(1, 10, "x", "update_preimage"), (1, 15, "x", "update_postimage"), (3, 30, "z", "insert")],
+        "first-row": [(3, 30, "z", "insert")],
+    }[engine]
+    assert sorted((row[:-1] for row in found), key=str) == sorted(expected, key=str)
+    assert {row[-1] for row in found} == {r.merge_id}
+    assert replay([(1, 10, "x"), (2, 20, "y")], found) == sorted(rows(spark, t), key=str)
+
+
+def test_read_as_of_reads_each_version_without_touching_the_table(spark, recorded):
+    t = recorded
+    v0 = rows(spark, t)
+    m1 = merge(spark, MERGE.format(t=t))
+    v1 = rows(spark, t)
+    time.sleep(1.1)
+    between = datetime.now(UTC)
+    time.sleep(1.1)
+    m2 = merge(spark, f"UPDATE {t} SET v = 0 WHERE id = 3")
+    spark.sql(f"INSERT INTO {t} VALUES (7, 70, 'a')")  # a plain insert after m2: not in m2's version
+    m3 = merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT 8 AS id, 80 AS v, 'b' AS p) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *",
+    )
+    now = rows(spark, t)
+    assert sorted(map(tuple, read_as_of(spark, t, merge_id=m1.merge_id).collect())) == v1
+    assert sorted(map(tuple, read_as_of(spark, t, timestamp=between).collect())) == v1
+    assert sorted(map(tuple, read_as_of(spark, t, timestamp=between.replace(tzinfo=None)).collect())) == v1
+    m2_rows = sorted(map(tuple, read_as_of(spark, t, merge_id=m2.merge_id).collect()))
+    assert m2_rows == sorted([r if r[0] != 3 else (3, 0, "b") for r in v1])
+    assert sorted(map(tuple, read_as_of(spark, t, merge_id=m3.merge_id).collect())) == now
+    assert read_as_of(spark, t, merge_id=m1.merge_id).columns == ["id", "v", "p"]
+    assert rows(spark, t) == now and v0 != v1
+    with pytest.raises(MergeError, match="has no commit nope"):
+        read_as_of(spark, t, merge_id="nope")
+    with pytest.raises(MergeError, match="no commit at or before"):
+        read_as_of(spark, t, timestamp=datetime(2000, 1, 1, tzinfo=UTC))
+    with pytest.raises(MergeError, match="exactly one of"):
+        read_as_of(spark, t)
+    vacuum(spark, t, retain_hours=0)
+    with pytest.raises(MergeError, match=f"the version of {t} after {m1.merge_id} is gone"):
+        read_as_of(spark, t, merge_id=m1.merge_id).collect()
+
+
+def test_the_command_line_prints_changes_and_old_versions(spark, db, capsys):
+    from merge_core.api.cli import main
+
+    t = f"{db}.cli_feed"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet TBLPROPERTIES ('spark_merge.change_feed' = 'true')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1)")
+    first = merge(spark, f"UPDATE {t} SET v = 2")
+    merge(spark, f"UPDATE {t} SET v = 3")
+    assert main(["changes", t, "--since", first.merge_id, "-q"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].split("\t")[:3] == ["id", "v", "_change_type"] and len(printed) == 3
+    assert {line.split("\t")[2] for line in printed[1:]} == {"update_preimage", "update_postimage"}
+    assert main(["show", t, "--as-of", first.merge_id, "-q"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["id\tv", "1\t2"]
+    assert main(["show", t, "-q"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["id\tv", "1\t3"]

@@ -1,0 +1,88 @@
+"""Exactly-once streaming merges (merge_core.foreach_batch): a real Structured Streaming query (a file
+source, one micro-batch per file) merges each batch with an additive update; its process is SIGKILLed
+at random moments and the query restarted from its checkpoint, until every file is merged. Every
+batch must count once: a batch merged twice would add its amounts twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+DRIVER = Path(__file__).resolve().parent / "stream_driver.py"
+KEYS = (1, 2, 3)
+# kills before the query may run to its end: 1 in CI, 10 in make test-all (with more batches to kill)
+KILLS = int(os.environ.get("SPARK_MERGE_STREAM_KILLS", "1"))
+BATCHES = max(6, 3 * KILLS)
+
+
+def _driver(home: Path, mode: str, *paths: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), str(home), mode, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_a_killed_and_restarted_query_merges_every_batch_exactly_once(tmp_path):
+    home, source, checkpoint = tmp_path / "home", tmp_path / "in", tmp_path / "checkpoint"
+    source.mkdir()
+    for b in range(BATCHES):  # batch b adds b + 1 to every key
+        (source / f"batch-{b:03d}.json").write_text(
+            "".join(json.dumps({"id": k, "amount": b + 1}) + "\n" for k in KEYS)
+        )
+    paths = (source, checkpoint)
+    _driver(home, "setup", *paths)
+    rng = random.Random(int(os.environ.get("SPARK_MERGE_STREAM_SEED", random.randrange(10**6))))
+    kills = 0
+    while True:
+        proc = subprocess.Popen(
+            [sys.executable, str(DRIVER), str(home), "run", *map(str, paths)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        if kills < KILLS:
+            _wait_for_spark(home, proc)
+            time.sleep(rng.uniform(1.0, 12.0))  # somewhere in a batch: reading it, merging it, committing
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=60)
+                kills += 1
+                continue
+        assert proc.wait(timeout=900) == 0, proc.stderr.read()[-3000:]
+        break
+    result = json.loads(_driver(home, "read", *paths).stdout.strip().splitlines()[-1])
+    total = sum(range(1, BATCHES + 1))
+    assert result["rows"] == [[k, total] for k in KEYS], f"after {kills} kill(s): {result}"
+    keys = [k for k in result["run_keys"] if k]
+    assert len(keys) == len(set(keys)) == BATCHES and all(k.startswith("stream:") for k in keys), keys
+    print(f"{kills} kill(s); {BATCHES} batches merged once each")
+
+
+def _wait_for_spark(home: Path, proc: subprocess.Popen) -> None:
+    """Until the query's process has its Spark up (its JVM holds the embedded metastore)."""
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline and not (home / "metastore_db" / "db.lck").exists():
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("sql", ["MERGE INTO other.t t USING source s ON t.id = s.id WHEN MATCHED THEN DELETE"])
+def test_foreach_batch_refuses_a_statement_for_another_target(sql):
+    from merge_core import SpecError, foreach_batch
+
+    with pytest.raises(SpecError, match="its statement merges into other.t"):
+        foreach_batch("stream.acc", sql)
+    with pytest.raises(SpecError, match="primary_key"):
+        foreach_batch("stream.acc")
