@@ -7,12 +7,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all lint docs bench bench-cli bench-delta bench-matrix bench-s3 clean
+.PHONY: demo test test-all lint docs bench bench-cli bench-delta bench-matrix bench-s3 bench-feed clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[all]'
+	$(BIN)/pip install --quiet -e '.[all]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -34,7 +34,7 @@ docs: $(STAMP)
 # everything, the extended tier too (README: Tests); longer than CI's hour
 test-all: $(STAMP) lint
 	SPARK_MERGE_SOAK_ITERATIONS=8 SPARK_MERGE_APPS_SOAK_MERGES=6 SPARK_MERGE_DIFF_CASES=200 SPARK_MERGE_PG_DIFF_CASES=30 \
-	  SPARK_MERGE_CORRUPTION_CASES=18 SPARK_MERGE_READER_MERGES=4 \
+	  SPARK_MERGE_CORRUPTION_CASES=18 SPARK_MERGE_READER_MERGES=4 SPARK_MERGE_CATALOG_STEPS=150 SPARK_MERGE_STREAM_KILLS=10 \
 	  $(BIN)/python -m pytest -m '' $(PYTEST_ARGS)
 
 bench: $(STAMP)
@@ -58,6 +58,11 @@ DELTA_RUN = PYTHONPATH=$(DELTA)/py42:. DELTA_JARS=$(CURDIR)/$(DELTA)/delta-spark
 S3_ARGS ?=
 bench-s3: $(STAMP)
 	$(BIN)/python bench/s3_requests.py $(S3_ARGS)
+
+# what recording the change feed costs a merge (bench/change_feed.py)
+FEED_ARGS ?= --write-docs
+bench-feed: $(STAMP)
+	$(BIN)/python bench/change_feed.py $(FEED_ARGS)
 
 # the command line against a warm `spark-merge server` (bench/warm_cli.py)
 bench-cli: $(STAMP)

@@ -24,7 +24,8 @@ CHANGES = """
     (4, 99, 'new',     TIMESTAMP'2026-11-03 09:00:00', 'I', 'us'),
     (1, 17, 'late',    TIMESTAMP'2026-11-01 23:00:00', 'U', 'eu')"""
 STATEMENTS = {
-    "demo.orders": f"CREATE TABLE IF NOT EXISTS demo.orders ({COLUMNS}) USING parquet PARTITIONED BY (region)",
+    "demo.orders": f"CREATE TABLE IF NOT EXISTS demo.orders ({COLUMNS}) USING parquet PARTITIONED BY (region) "
+    f"TBLPROPERTIES ('spark_merge.change_feed' = 'true')",
     "demo.orders_cdc": f"CREATE TABLE IF NOT EXISTS demo.orders_cdc USING parquet AS "
     f"SELECT * FROM VALUES {CHANGES} AS s({', '.join(c.split()[0] for c in COLUMNS.split(', '))})",
 }

@@ -8,7 +8,8 @@ or a Spark Connect URL (`sc://h:15002`; a port in the port field is appended). E
 `"metastore": "thrift://hms:9083"` for a Hive metastore that several applications share (every
 Airflow task is its own Spark application; the embedded Derby metastore admits one at a time).
 `"merge_service": "http://h:15003"` is where deferrable tasks submit their merges (the password, if
-set, is its bearer token). Without a connection, the embedded warehouse is used, through its warm
+set, is its bearer token). Without a connection, the embedded warehouse is used (the one the command
+line and the Python API use: $SPARK_MERGE_HOME, else the project's var/), through its warm
 `spark-merge server` (and that server's merge service) when one is up.
 """
 
@@ -16,20 +17,19 @@ from __future__ import annotations
 
 import contextvars
 import json
-import os
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseHook
 
 
 def _home() -> str:
-    """The embedded warehouse of tasks without a connection: $SPARK_MERGE_HOME or $AIRFLOW_HOME/spark-merge."""
-    return os.environ.get("SPARK_MERGE_HOME") or str(
-        Path(os.environ.get("AIRFLOW_HOME", "~/airflow")).expanduser() / "spark-merge"
-    )
+    """The embedded warehouse of tasks without a connection: the one every other entry point uses
+    ($SPARK_MERGE_HOME, else the project's var/ as seen from the working directory: home_dir)."""
+    from merge_core.spark.session import home_dir
+
+    return str(home_dir())
 
 
 class SparkMergeHook(BaseHook):

@@ -83,6 +83,9 @@ class SparkMergeOperator(BaseOperator):
     def execute(self, context: Any) -> dict:
         ti = context["ti"]
         spec, spark, uri = self._prepare()
+        # what this run merges, as rendered (a source filtered on the data interval names its slice)
+        source = f" from {spec.source}" if spec.source else ""
+        log.info("%s into %s%s", spec.kind.upper(), spec.target_name, source)
         run_key = self.run_key(ti) if self.durable else f"{self.run_key(ti)}/try-{ti.try_number}"
         if self.deferrable:
             self._defer(run_key)

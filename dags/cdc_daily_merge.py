@@ -1,5 +1,7 @@
 """Each day, upsert that day's slice of a CDC feed into a table.
 
+A run merges the day that ends at its logical date (its data interval, [date - 1 day, date)): the
+run of 2026-11-02 merges the changes of 2026-11-01, and its log says so (the source it read).
 Idempotent, so catchup, re-runs and backfills of any day are safe: the merge is a watermark upsert
 (primary key + `changed_at` watermark + `op = 'D'` tombstone), so applying a day again, or an older
 day after a newer one, changes nothing. Params name the tables (defaults: demo.orders, demo.orders_cdc).

@@ -1,6 +1,9 @@
 """Runs when a merge commits into demo.orders (the target of `cdc_daily_merge`) and reports what it
 changed, from the asset event spark-merge emits with each merge: merge id, table version, rows
 inserted, updated and deleted, partitions rewritten. No query of the table is needed to know that.
+Then it reads exactly the change rows of that merge from the table's change feed (demo.orders
+records them: its property spark_merge.change_feed), as a downstream job that processes only what
+changed would.
 
 Run by hand (`airflow dags test orders_changed`), it reports the latest merge into the table.
 """
@@ -44,4 +47,23 @@ with DAG(
             )
         return [dict(e.extra) for e in events]
 
-    what_changed()
+    @task
+    def changed_rows(merges: list[dict]) -> dict:
+        """The change rows of each merge that triggered the run, counted by kind."""
+        from pyspark.sql import functions as F
+
+        from airflow_provider.hooks import SparkMergeHook
+        from merge_core import table_changes
+
+        spark = SparkMergeHook().get_conn()
+        counts: dict = {}
+        for m in merges:
+            if m.get("noop") or m.get("replayed"):
+                continue
+            rows = table_changes(spark, m["table"], until=m["merge_id"]).where(F.col("_merge_id") == m["merge_id"])
+            for kind, n in rows.groupBy("_change_type").count().collect():
+                counts[kind] = counts.get(kind, 0) + n
+        logging.getLogger(__name__).info("change rows of the merge(s): %s", counts)
+        return counts
+
+    changed_rows(what_changed())

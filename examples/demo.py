@@ -1,9 +1,9 @@
-"""`make demo`: a real MERGE on the embedded local Spark warehouse (./var).
+"""`make demo`: a real MERGE on the embedded local Spark warehouse (the project's var/).
 
 Creates demo.accounts (parquet, partitioned by region) and its monthly update
-from examples/demo_data/, prints the plan, runs examples/demo.sql, and prints
-the metrics, the table and the merge history. Safe to run again: the demo
-tables are recreated each time.
+from examples/demo_data/, runs examples/demo.sql, and prints what it changed,
+the table before and after, the merge history, the metrics and, last, the plan
+(spark-merge explain). Safe to run again: the demo tables are recreated each time.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def main() -> None:
     sql = (HERE / "demo.sql").read_text()
     show(spark, "demo.accounts before")
     print("\n== the statement\n" + sql)
-    print("== the plan (spark-merge explain)\n" + explain(spark, sql))
     result = merge(spark, sql)
+    print("== what it did\n" + result.summary())
     show(spark, "demo.accounts after")
     print("\n== metrics")
     print(
@@ -61,7 +61,7 @@ def main() -> None:
     print("\n== history (spark-merge history demo.accounts)")
     for e in history(spark, "demo.accounts", limit=3):
         print(f"   {e['finished_at']}  {e['merge_id']}  {e['kind']}  {e['metrics']['executionTimeMs']} ms")
-    print("\n" + result.summary())
+    print("\n== the plan (spark-merge explain; --verbose prints each step's SQL)\n" + explain(spark, sql))
 
 
 if __name__ == "__main__":

@@ -4,16 +4,22 @@ on first use (lazy_loader.attach_stub reads this file)."""
 from .api.functions import (
     adopt as adopt,
     compact as compact,
+    drop_table as drop_table,
     explain as explain,
     history as history,
     jdbc_target as jdbc_target,
     merge as merge,
+    read_as_of as read_as_of,
     recover as recover,
     repair_history as repair_history,
     repair_journal as repair_journal,
     rollback as rollback,
+    table_changes as table_changes,
     to_spec as to_spec,
     vacuum as vacuum,
+)
+from .api.streaming import (
+    foreach_batch as foreach_batch,
 )
 from .api.writer import (
     MergeIntoWriter as MergeIntoWriter,

@@ -16,6 +16,9 @@ import pytest
 from tests.cluster import app_conf
 
 _counter = itertools.count()
+# a command of the suite (in this process or a subprocess) starts no warm server by itself: the tests
+# that exercise that start and stop their own (test_server.py)
+os.environ["SPARK_MERGE_AUTO_SERVER"] = "0"
 
 
 @pytest.fixture(scope="session")

@@ -266,7 +266,10 @@ def test_hook_reads_the_connection(airflow_home):
         "warehouse": "/shared/w",
         "metastore": "thrift://hms:9083",
     }
-    assert SparkMergeHook().session_args() == {"warehouse": str(Path(airflow_home) / "spark-merge")}
+    # without a connection: the warehouse of the project, as the command line and the Python API use it
+    from merge_core.spark.session import home_dir
+
+    assert SparkMergeHook().session_args() == {"warehouse": str(home_dir())}
     assert SparkMergeHook("sm_form").session_args() == {
         "conf": {"spark.a": "1"},
         "master": "spark://m:7077",

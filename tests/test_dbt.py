@@ -970,3 +970,86 @@ def test_a_long_lived_thrift_session_sees_each_commit(projects):
         assert rows(reader, log) == rows(project.sql, log)
     finally:
         reader.close()
+
+
+INCREMENTAL_MERGE = """{{{{ config(materialized='incremental', incremental_strategy='merge', file_format='{file_format}', {config}) }}}}
+select * from values {{{{ var('rows') }}}} as s(id, name, amount, region)"""
+
+
+@pytest.mark.parametrize("file_format", ["parquet", pytest.param("orc", marks=pytest.mark.extended)])
+def test_dbt_sparks_incremental_merge_runs_on_parquet_and_orc_as_on_delta(project, file_format):
+    """A model in dbt-spark's own spelling (materialized='incremental', incremental_strategy='merge'), which
+    dbt-spark refuses unless the format is delta, iceberg or hudi, runs through spark-merge with dbt's
+    configs: unique_key, incremental_predicates, merge_update_columns, partition_by, on_schema_change.
+    The rows are the ones dbt-databricks' merge gives on a Delta table: matched rows get the listed
+    columns, the others are inserted, a row the predicate excludes from the match is inserted again."""
+    db, t = project.sql, project.table("inc_merge")
+    config = (
+        "unique_key='id', partition_by=['region'], merge_update_columns=['amount'], "
+        "incremental_predicates=[\"DBT_INTERNAL_DEST.region <> 'frozen'\"], on_schema_change='fail'"
+    )
+    project.model("inc_merge", INCREMENTAL_MERGE.format(file_format=file_format, config=config))
+    first = "(1, 'ann', 10, 'eu'), (2, 'bob', 20, 'us'), (3, 'cy', 30, 'frozen')"
+    project.dbt("run", "-s", "inc_merge", vars={"rows": first})
+    assert db.sql(f"DESCRIBE TABLE EXTENDED {t}").where("col_name = 'Provider'").collect()[0][1] == file_format
+    second = "(1, 'ANN', 11, 'eu'), (3, 'CY', 31, 'frozen'), (4, 'di', 40, 'us')"
+    project.dbt("run", "-s", "inc_merge", vars={"rows": second})
+    assert sorted(rows(db, t)) == [
+        (1, "ann", 11, "eu"),  # matched: only merge_update_columns (amount) change
+        (2, "bob", 20, "us"),
+        (3, "CY", 31, "frozen"),  # the predicate keeps the frozen row out of the match: inserted again
+        (3, "cy", 30, "frozen"),
+        (4, "di", 40, "us"),
+    ]
+    result = project.run_results()["inc_merge"]
+    assert result["adapter_response"]["rows_affected"] == 3 and "inserted 2, updated 1" in result["message"]
+    # on_schema_change='fail': a model whose columns change fails before anything is written
+    project.model("inc_merge", INCREMENTAL_MERGE.format(file_format=file_format, config=config).replace(
+        "as s(id, name, amount, region)", "as s(id, name, amount, region, extra)"))  # fmt: skip
+    before = snapshot(db, t)
+    project.dbt("run", "-s", "inc_merge", vars={"rows": "(5, 'eve', 50, 'us', 1)"}, ok=False)
+    assert "on_schema_change is fail" in project.run_results()["inc_merge"]["message"]
+    assert snapshot(db, t) == before
+
+
+def test_dbt_sparks_merge_without_a_unique_key_inserts_and_other_strategies_are_refused_or_dbt_sparks(project):
+    """Without unique_key, dbt-spark's merge matches nothing (ON FALSE): every row is inserted. A strategy
+    spark-merge does not run is an error, never ignored; append stays dbt-spark's."""
+    db, t = project.sql, project.table("inc_keyless")
+    project.model("inc_keyless", INCREMENTAL_MERGE.format(file_format="parquet", config="partition_by=['region']"))
+    project.dbt("run", "-s", "inc_keyless", vars={"rows": "(1, 'ann', 10, 'eu')"})
+    project.dbt("run", "-s", "inc_keyless", vars={"rows": "(1, 'ann', 10, 'eu')"})
+    assert rows(db, t) == [(1, "ann", 10, "eu"), (1, "ann", 10, "eu")]
+    assert "MERGE" in project.run_results()["inc_keyless"]["message"]
+    project.model("inc_keyless", INCREMENTAL_MERGE.format(file_format="parquet", config="unique_key='id'").replace(
+        "'merge'", "'delete+insert'"))  # fmt: skip
+    project.dbt("run", "-s", "inc_keyless", vars={"rows": "(1, 'ann', 10, 'eu')"}, ok=False)
+    assert "incremental_strategy='delete+insert' is not one spark-merge runs" in "\n".join(project.logs)
+    project.model("inc_refused", "{{ config(materialized='spark_merge', unique_key='id', incremental_strategy='append') }}\n"
+                  "select 1 as id")  # fmt: skip
+    project.dbt("run", "-s", "inc_refused", ok=False)
+    assert "incremental_strategy='append' does not apply to materialized='spark_merge'" in "\n".join(project.logs)
+    project.model("inc_append", INCREMENTAL_MERGE.format(file_format="parquet", config="partition_by=['region']").replace(
+        "'merge'", "'append'"))  # fmt: skip
+    project.dbt("run", "-s", "inc_append", vars={"rows": "(1, 'ann', 10, 'eu')"})
+    assert "MERGE" not in project.run_results()["inc_append"]["message"]  # dbt-spark's own append
+
+
+def test_a_project_without_the_override_file_merges_with_the_packages_flag(spark, tmp_path):
+    """The package's own copy of the incremental override applies when the project sets dbt's flag:
+    the model file stays as dbt-spark users write it, the project adds the package and two lines."""
+    path = example_project(tmp_path / "project")
+    (path / "macros" / "spark_merge_incremental.sql").unlink()
+    with open(path / "dbt_project.yml", "a") as f:
+        f.write("flags:\n  require_explicit_package_overrides_for_builtin_materializations: false\n")
+    schema = f"dbt_flag_{os.getpid()}"
+    p = Project(path, schema, spark, spark)
+    p.model("inc_flag", INCREMENTAL_MERGE.format(file_format="parquet", config="unique_key='id'"))
+    p.dbt("deps")
+    try:
+        p.dbt("run", "-s", "inc_flag", vars={"rows": "(1, 'ann', 10, 'eu')"})
+        p.dbt("run", "-s", "inc_flag", vars={"rows": "(1, 'ann', 11, 'eu'), (2, 'bob', 20, 'us')"})
+        assert rows(spark, p.table("inc_flag")) == [(1, "ann", 11, "eu"), (2, "bob", 20, "us")]
+        assert "inserted 1, updated 1" in p.run_results()["inc_flag"]["message"]
+    finally:
+        spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")

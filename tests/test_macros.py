@@ -257,10 +257,15 @@ HISTORY = [  # given newest first, as history() lists them: the plan orders by v
 
 def test_rollback_plan_restores_each_partition_to_its_directory_before_the_range():
     plan = macros.fill("rollback_plan", ROLLBACK_TABLE, HISTORY, "a")
+    a, b = "2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00"
+    # each partition's chain: the directories the range made current for it, and since when (the files
+    # written there later by anything but a merge of the range are what a rollback would drop)
     assert plan["restore"] == [
-        {"partition": {"p": "1"}, "location": "/x/p=1", "current": "/x/m2/p=1"},
-        {"partition": {"p": "2"}, "location": None, "current": "/x/m2/p=2"},  # created in the range: emptied
-    ]
+        {"partition": {"p": "1"}, "location": "/x/p=1", "current": "/x/m2/p=1", "appends": [],
+         "chain": [{"location": "/x/m1/p=1", "since": a, "merge_id": "a"}, {"location": "/x/m2/p=1", "since": b, "merge_id": "b"}]},
+        {"partition": {"p": "2"}, "location": None, "current": "/x/m2/p=2", "appends": [],  # created in the range: emptied
+         "chain": [{"location": "/x/m2/p=2", "since": b, "merge_id": "b"}]},
+    ]  # fmt: skip
     assert plan["rolled_back"] == ["a", "b"] and "error" not in plan
     assert macros.fill("rollback_plan", ROLLBACK_TABLE, HISTORY, "b")["restore"][0]["location"] == "/x/m1/p=1"
 

@@ -120,7 +120,7 @@ def test_a_condition_on_partition_columns_reads_only_those_partitions(spark, kv,
         f"MERGE INTO {t} AS t USING {s} AS s ON t.id = s.id AND t.p = s.p "
         f"WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED BY SOURCE AND t.p = 2 {{}}THEN DELETE"
     )
-    plan = explain(spark, statement.format(""))
+    plan = explain(spark, statement.format(""), verbose=True)
     assert "the target rows where (t.p = 2) are read (Spark prunes partitions" in plan
     with caplog.at_level(logging.INFO, logger="spark_merge"):
         r = merge(spark, statement.format(""))
@@ -133,7 +133,7 @@ def test_a_condition_on_partition_columns_reads_only_those_partitions(spark, kv,
     ]
 
     unconditional = statement.replace(" AND t.p = 2 {}", " ")
-    assert "every target row is read (every partition is a candidate)" in explain(spark, unconditional)
+    assert "every target row is read (every partition is a candidate)" in explain(spark, unconditional, verbose=True)
     before = {r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()}
     with pytest.raises(Exception, match="(?i)parquet"):
         merge(spark, unconditional)

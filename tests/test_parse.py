@@ -68,7 +68,7 @@ def test_subquery_and_table_sources_keep_their_column_aliases(using, source):
     "sql, error, fragment",
     [
         ("", ParseError, "empty statement"),
-        ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN DELET", ParseError, "cannot parse statement"),
+        ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN DELET", ParseError, "did you mean DELETE"),
         ("MERGE INTO t USING s WHEN MATCHED THEN DELETE", ParseError, "needs an ON condition"),
         ("MERGE INTO t USING (SELECT 1) ON true WHEN MATCHED THEN DELETE", ParseError, "needs an alias"),
         ("MERGE INTO t USING s AS t ON true WHEN MATCHED THEN DELETE", ParseError, "share the alias"),
@@ -256,3 +256,23 @@ def test_one_sided_clauses_get_their_side_s_alias():
     assert not_matched["insert_values"][:2] == ["`s`.`id`", "TRANSFORM(`s`.`arr`, x -> x + `s`.`n`)"]
     assert "o.j = id" in not_matched["insert_values"][2]
     assert by_source["condition"] == "nope IS NULL" and by_source["assignments"] == [["n", "`t`.`n` + 1"]]
+
+
+@pytest.mark.parametrize(
+    "sql, message",
+    [
+        (
+            "UPDATE t SET amount = WHERE id = 1",
+            "syntax error at line 1, column 27 after `UPDATE t SET amount =`: a value is missing after = (found `WHERE`)",
+        ),
+        ("UPDATE t SET a = 1 WHERE id IN (1, 2", "expected ) at the end of the statement"),
+        ("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDAT SET a = 1", "did you mean UPDATE?"),
+        ("DELET FROM t WHERE id = 1", "expected MERGE INTO, UPDATE or DELETE FROM, got 'DELET'; did you mean DELETE?"),
+    ],
+)
+def test_a_syntax_error_says_where_and_what_in_one_line_without_the_parser_s_names(sql, message):
+    with pytest.raises(ParseError) as caught:
+        parse(sql)
+    text = str(caught.value)
+    assert message in text and "\n" not in text
+    assert "sqlglot" not in text and "<class" not in text and "Required keyword" not in text

@@ -56,7 +56,7 @@ def test_without_it_the_star_needs_every_target_column_and_nothing_changes(spark
 def test_explain_shows_the_columns_a_dry_run_refuses_and_an_invalid_statement_adds_none(spark, tables):
     t, s = tables
     schema = columns(spark, t)
-    plan = explain(spark, STAR.format(evolve="", t=t, s=s), schema_evolution=True)
+    plan = explain(spark, STAR.format(evolve="", t=t, s=s), schema_evolution=True, verbose=True)
     assert "ADD COLUMNS (`extra` bigint)" in plan
     with pytest.raises(MergeError, match="a dry run's plan reads them"):
         merge(spark, STAR.format(evolve="WITH SCHEMA EVOLUTION ", t=t, s=s), dry_run=True)

@@ -324,7 +324,7 @@ def test_explain_runs_nothing_and_history_records_runs(spark, kv):
 
     root = json.loads(location)["location"]
     files_before = tree(root)
-    plan = explain(spark, UPSERT.format(t=t, s=s))
+    plan = explain(spark, UPSERT.format(t=t, s=s), verbose=True)
     assert "CACHE LAZY TABLE" in plan and "RIGHT JOIN" in plan and "SET LOCATION" in plan
     assert tree(root) == files_before
     assert history(spark, t) == []

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from .conftest import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
@@ -178,3 +182,69 @@ def test_stop_signals_no_process_a_stale_state_file_names(tmp_path):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_the_first_command_starts_a_server_every_entry_point_uses_and_it_stops_when_idle(tmp_path):
+    """One warehouse per project, whichever folder a command runs from; the first command starts its
+    warm server in the background (like Gradle's daemon); get_session(), the Airflow hook and a dbt
+    session profile then go through it; it stops by itself once idle."""
+    import os
+
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("")
+    env = {**os.environ, "SPARK_MERGE_AUTO_SERVER": "1", "SPARK_MERGE_SERVER_IDLE_MINUTES": "0.25",
+           "SPARK_MERGE_SERVER_WARM_UP": "0"}  # fmt: skip
+    env.pop("SPARK_MERGE_HOME", None)
+    home = project / "var"
+    from merge_core.spark import server
+
+    def run(*args: str, cwd=project, ok: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert (done.returncode == 0) == ok, done.stdout + done.stderr[-3000:]
+        return done
+
+    try:
+        first = run(
+            sys.executable, "-m", "merge_core", "run", "--sql", "UPDATE d.t SET v = 1", cwd=project / "sub", ok=False
+        )
+        assert f"starting a warm spark-merge server for {home}" in first.stderr, first.stderr
+        assert "MERGE_TARGET_ERROR: target table d.t not found" in first.stderr
+        setup = (
+            "import logging; logging.basicConfig(level=logging.INFO); from merge_core import get_session; "
+            "s = get_session(); print(type(s).__module__); s.sql('CREATE DATABASE d'); "
+            "s.sql('CREATE TABLE d.t (id INT, v INT) USING parquet'); s.sql('INSERT INTO d.t VALUES (1, 1)')"
+        )
+        made = run(sys.executable, "-c", setup, cwd=project / "sub")
+        assert "pyspark.sql.connect" in made.stdout and "this session is a Spark Connect session to it" in made.stderr
+        second = run(sys.executable, "-m", "merge_core", "run", "--sql", "UPDATE d.t SET v = 2")
+        assert "updated 1" in second.stdout and "starting a warm" not in second.stderr
+        hook = run(
+            sys.executable,
+            "-c",
+            "from airflow_provider.hooks import SparkMergeHook; print(SparkMergeHook().session_args())",
+        )
+        url = server.status(str(home))
+        assert f"'remote': '{url}'" in hook.stdout
+        # the example dbt project's session profile, in a folder of the project: through the server
+        dbt_dir = project / "dbt"
+        shutil.copytree(
+            ROOT / "examples" / "dbt_project", dbt_dir, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages")
+        )
+        (dbt_dir / "packages.yml").write_text(f"packages:\n  - local: {ROOT / 'dbt_macros'}\n")
+        dbt = [str(Path(sys.executable).parent / "dbt"), "--project-dir", str(dbt_dir), "--profiles-dir", str(dbt_dir)]
+        run(dbt[0], "deps", *dbt[1:], cwd=dbt_dir)
+        shown = run(dbt[0], "show", *dbt[1:], "--inline", "select count(*) as n from d.t", cwd=dbt_dir)
+        assert f"spark-merge: the warehouse {home}, through its spark-merge server at {url}" in shown.stdout, (
+            shown.stdout
+        )
+        assert "| 1 |" in shown.stdout, shown.stdout
+    except BaseException:
+        server.stop(str(home))
+        raise
+    idle_since = time.monotonic()
+
+    while server.status(str(home)) and time.monotonic() - idle_since < 120:
+        time.sleep(2)
+    assert server.status(str(home)) is None and not (home / server.STATE).exists()
+    assert "idle for 0.25 minutes: stopping the server" in (home / "connect-logs" / "server.log").read_text()

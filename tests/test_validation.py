@@ -134,7 +134,7 @@ CASES = [
         "unparsable SQL",
         lambda T: f"MERGE INTO {T[0]} t USING {T[1]} s ON t.id = s.id WHEN MATCHED THEN DELET",
         ParseError,
-        ["cannot parse statement"],
+        ["syntax error at line 1", "unexpected word `DELET`; did you mean DELETE?"],
     ),
     (
         "MERGE without ON",

@@ -24,6 +24,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,8 +36,12 @@ from merge_core.common.errors import MergeError, SpecError
 from merge_core.common.result import MergeResult
 from merge_core.request import options
 from merge_core.spark import server
-from merge_core.spark.session import home_dir
+from merge_core.spark.session import METASTORE_ENV, home_dir
 
+WAREHOUSE_HELP = (
+    "folder of the embedded warehouse and metastore (default: $SPARK_MERGE_HOME, else the project's var/: the "
+    "nearest one above the working directory, or var/ beside the project's .git or pyproject.toml)"
+)
 # the options `run` and `explain` pass on to merge() when given (the declared ones have their flags)
 STATEMENT_OPTIONS = ("duplicate_rule", "dialect", "partition_filter", "lossy_assignments", "schema_evolution")
 JDBC_OPTIONS = ("jdbc_url", "jdbc_user", "jdbc_password")
@@ -85,7 +90,7 @@ def _spark_options(sp: argparse.ArgumentParser) -> None:
     where = sp.add_mutually_exclusive_group()
     where.add_argument("--master", help="Spark master URL (default: local[*] or the spark-submit job's)")
     where.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002")
-    sp.add_argument("--warehouse", help="folder for the embedded warehouse and metastore (default ./var)")
+    sp.add_argument("--warehouse", help=WAREHOUSE_HELP)
     sp.add_argument(
         "--metastore",
         metavar="THRIFT_URI",
@@ -141,7 +146,9 @@ def _statement_parsers(sub: Any) -> None:
         help="how often to plan again when another merge committed elsewhere in the table meanwhile "
         "(default 3; raise it for many concurrent writers)",
     )
-    _statement_parser(sub, "explain", "print the plan's SQL without running it").add_argument(
+    _statement_parser(
+        sub, "explain", "print the plan without running it (with -v/--verbose: each step's SQL)"
+    ).add_argument(
         "--counts",
         action="store_true",
         help="after the plan, run its planning jobs (as run --dry-run), print the statements they ran "
@@ -155,7 +162,7 @@ def _upsert_parser(sub: Any) -> None:
         help="primary-key upsert: guarded by a watermark key (idempotent, out-of-order safe), or combined by "
         "a merge engine (deduplicate, partial-update, ...)",
     )
-    sp.add_argument("--target", required=True)
+    sp.add_argument("--target", required=True, help="the table to upsert into (database.table)")
     sp.add_argument("--source", required=True, help="a table name or a SELECT")
     for name in upsert_flags():
         declared(sp, options.option(name), required=name == "primary_key")
@@ -197,8 +204,21 @@ TABLE_COMMANDS: list[tuple[str, str, list[tuple[tuple[str, ...], dict]]]] = [
       (("--dry-run",), {"action": "store_true", "help": "list what would be removed, remove nothing"}),
       (("--keep-layout",), {"action": "store_true", "help": "skip the first step, which puts partitions no "
        "retained version needs elsewhere back at their canonical directory (so path readers see current rows)"})]),
+    ("changes", "the table's change feed: one row per row change of each commit in the range",
+     [(("--since",), {"metavar": "MERGE_ID", "help": "after this commit (default: from the first)"}),
+      (("--until",), {"metavar": "MERGE_ID", "help": "up to this commit, included (default: the latest)"}),
+      (("--limit",), {"type": int, "default": 100, "help": "rows to print (default 100)"})]),
+    ("show", "print a table's rows, now or as they were right after a commit (time travel)",
+     [(("--as-of",), {"metavar": "MERGE_ID|TIMESTAMP", "help": "right after this commit, or after the latest commit "
+       "at or before this time (ISO; UTC unless it says otherwise)"}),
+      (("--limit",), {"type": int, "default": 100, "help": "rows to print (default 100)"})]),
+    ("drop", "drop a table with every version and its history (a plain DROP TABLE of a merged unpartitioned table "
+     "leaves its root behind); after a plain DROP TABLE, remove the root it left",
+     [(("--dry-run",), {"action": "store_true", "help": "say what would be dropped and removed, change nothing"})]),
     ("rollback", "point the table back at the version before a merge",
-     [(("--to",), {"required": True, "metavar": "MERGE_ID", "help": "the merge to undo, with every later one"})]),
+     [(("--to",), {"required": True, "metavar": "MERGE_ID", "help": "the merge to undo, with every later one"}),
+      (("--discard-later-writes",), {"action": "store_true", "help": "drop rows that a write bypassing spark-merge "
+       "(a plain INSERT) added after those merges to a partition the rollback restores (refused otherwise)"})]),
 ]  # fmt: skip
 
 
@@ -211,19 +231,40 @@ def _parser() -> argparse.ArgumentParser:
     _upsert_parser(sub)
     for name, text, flags in TABLE_COMMANDS:
         sp = sub.add_parser(name, help=text)
-        sp.add_argument("table")
+        sp.add_argument("table", help="the table (database.table)")
         for names, kwargs in flags:
             sp.add_argument(*names, **kwargs)
         _spark_options(sp)
+    _server_parsers(sub)
+    sp = sub.add_parser("options", help="every option: what it applies to, its values, its CLI flag and dbt config")
+    sp.add_argument("-q", "--quiet", action="store_true")
+    sp.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def _server_parsers(sub: Any) -> None:
+    """server and merge-service."""
     sp = sub.add_parser(
         "server",
         help="start, stop or show a warm local Spark over the warehouse (its merge service and Spark Connect); while "
         "it is up, commands on that warehouse use it",
     )
     sp.add_argument("action", choices=["start", "stop", "status"])
-    sp.add_argument("--warehouse", help="folder of the embedded warehouse and metastore (default ./var)")
-    sp.add_argument("--port", type=int, default=15002)
-    sp.add_argument("--merges-port", type=int, default=server.DEFAULT_MERGES_PORT, help="the merge service's port")
+    sp.add_argument("--warehouse", help=WAREHOUSE_HELP)
+    sp.add_argument("--port", type=int, default=server.DEFAULT_PORT, help="start: Spark Connect's port (default 15002)")
+    sp.add_argument(
+        "--merges-port",
+        type=int,
+        default=server.DEFAULT_MERGES_PORT,
+        help="start: the merge service's port (default 15003)",
+    )
+    sp.add_argument(
+        "--idle-minutes",
+        type=float,
+        metavar="MINUTES",
+        help="start: stop after this many minutes without work (default: stay up; a server a command started "
+        f"itself stops after ${server.IDLE_ENV}, default {server.AUTO_IDLE_MINUTES:g})",
+    )
     sp.add_argument(
         "--warm-up",
         type=int,
@@ -239,9 +280,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     where = sp.add_mutually_exclusive_group()
     where.add_argument("--remote", help="run merges on this Spark Connect server, sc://host:port")
-    where.add_argument(
-        "--warehouse", help="own the Spark driver of this embedded warehouse (what `server start` runs; default ./var)"
-    )
+    where.add_argument("--warehouse", help="own the Spark driver of this embedded warehouse (what `server start` runs)")
     sp.add_argument("--master", default="local[*]", help="with --warehouse: the Spark master")
     sp.add_argument(
         "--connect-port", type=int, default=server.DEFAULT_PORT, help="with --warehouse: serve Spark Connect here"
@@ -249,14 +288,21 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--warm-up", type=int, default=server.WARM_UP_MERGES, metavar="N", help="with --warehouse: as `server start`'s"
     )
+    sp.add_argument("--idle-minutes", type=float, metavar="MINUTES", help="with --warehouse: as `server start`'s")
     sp.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only)")
-    sp.add_argument("--port", type=int, default=server.DEFAULT_MERGES_PORT)
+    sp.add_argument(
+        "--port", type=int, default=server.DEFAULT_MERGES_PORT, help="the port to listen on (default 15003)"
+    )
     sp.add_argument("-q", "--quiet", action="store_true")
     sp.add_argument("-v", "--verbose", action="store_true")
-    sp = sub.add_parser("options", help="every option: what it applies to, its values, its CLI flag and dbt config")
-    sp.add_argument("-q", "--quiet", action="store_true")
-    sp.add_argument("-v", "--verbose", action="store_true")
-    return p
+
+
+def _starts_server(args: argparse.Namespace) -> bool:
+    """Whether this command starts the warehouse's warm server first (server.ensure): a Spark command on
+    the embedded warehouse and metastore, not in a spark-submit job, with SPARK_MERGE_AUTO_SERVER on."""
+    if args.master or args.remote or args.metastore or os.environ.get(METASTORE_ENV) or not server.auto_start():
+        return False
+    return "PYSPARK_GATEWAY_PORT" not in os.environ  # set by spark-submit: the job's own Spark
 
 
 def _session(args: argparse.Namespace) -> Any:
@@ -307,7 +353,9 @@ def _merge(spark: Any, request: Any, **kwargs: Any) -> MergeResult:
 
 def _server(args: argparse.Namespace) -> int:
     if args.action == "start":
-        url = server.start(args.warehouse, args.port, merges_port=args.merges_port, warm_up=args.warm_up)
+        url = server.start(
+            args.warehouse, args.port, merges_port=args.merges_port, warm_up=args.warm_up, idle=args.idle_minutes
+        )
         print(f"Spark Connect server for {home_dir(args.warehouse)}: {url}")
         print(f"merge service (run, upsert, deferrable Airflow tasks): {server.merges_url(args.warehouse)}")
     elif args.action == "stop":
@@ -387,11 +435,54 @@ def _vacuum(spark: Any, args: argparse.Namespace) -> int:
 def _rollback(spark: Any, args: argparse.Namespace) -> int:
     from merge_core.api.functions import rollback
 
-    entry = rollback(spark, args.table, args.to)
+    entry = rollback(spark, args.table, args.to, discard_later_writes=args.discard_later_writes)
     print(
         f"{args.table}: rolled back to before {args.to} ({len(entry['repoints'])} partition(s) repointed; "
         f"undo with: spark-merge rollback {args.table} --to {entry['merge_id']})"
     )
+    for path in entry.get("discarded") or []:
+        print(f"  dropped the rows of {path} (written by a write that bypassed spark-merge)")
+    return 0
+
+
+def _changes(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import table_changes
+
+    _print_rows(table_changes(spark, args.table, args.since, args.until), args.limit)
+    return 0
+
+
+def _show(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import read_as_of
+
+    if args.as_of is None:
+        frame = spark.table(args.table)
+    elif re.fullmatch(r"(adopted_)?\d{14}_[0-9a-f]{8}", args.as_of):
+        frame = read_as_of(spark, args.table, merge_id=args.as_of)
+    else:
+        frame = read_as_of(spark, args.table, timestamp=args.as_of)
+    _print_rows(frame, args.limit)
+    return 0
+
+
+def _print_rows(frame: Any, limit: int) -> None:
+    """The rows, one per line, tab-separated under a header of the column names."""
+    print("\t".join(frame.columns))
+    for row in frame.limit(limit).collect():
+        print("\t".join("NULL" if v is None else str(v) for v in row))
+
+
+def _drop(spark: Any, args: argparse.Namespace) -> int:
+    from merge_core.api.functions import drop_table
+
+    done = drop_table(spark, args.table, dry_run=args.dry_run)
+    verb = "would" if args.dry_run else ""
+    if done["dropped"]:
+        print(f"{done['table']}: {verb + ' be ' if verb else ''}dropped")
+    for path in done["removed"]:
+        print(f"  {verb + ' remove' if verb else 'removed'} {path}")
+    if done["kept"]:
+        print(f"  {done['kept']}")
     return 0
 
 
@@ -440,7 +531,7 @@ def _statement(spark: Any, args: argparse.Namespace) -> int:
     if args.command == "explain":
         from merge_core.api.functions import explain
 
-        print(explain(spark, sql, **chosen))
+        print(explain(spark, sql, verbose=args.verbose or args.counts, **chosen))
         if not args.counts:
             return 0
         # --counts: the dry run, and the planning statements it ran
@@ -453,7 +544,7 @@ def _statement(spark: Any, args: argparse.Namespace) -> int:
     if not args.json:
         print(result.summary())
         return 0
-    fields = ("merge_id", "target", "paradigm", "plan_hash", "metrics", "partitions", "dry_run")
+    fields = ("merge_id", "target", "paradigm", "plan_hash", "metrics", "partitions", "noop", "dry_run")
     print(json.dumps({k: getattr(result, k) for k in fields}, indent=2))
     return 0
 
@@ -461,7 +552,8 @@ def _statement(spark: Any, args: argparse.Namespace) -> int:
 HANDLERS: dict[str, Callable[[Any, argparse.Namespace], int]] = {
     "run": _statement, "explain": _statement, "upsert": _upsert, "recover": _recover,
     "repair-journal": _repair_journal, "adopt": _adopt, "repair-history": _repair_history, "vacuum": _vacuum,
-    "rollback": _rollback, "history": _history, "compact": _compact,
+    "rollback": _rollback, "history": _history, "compact": _compact, "drop": _drop, "changes": _changes,
+    "show": _show,
 }  # fmt: skip
 
 
@@ -493,12 +585,20 @@ def main(argv: list[str] | None = None) -> int:
                 merge_service.serve(args.remote, args.host, args.port)
             else:
                 merge_service.serve_driver(
-                    args.warehouse, args.master, args.connect_port, args.host, args.port, args.warm_up
+                    args.warehouse,
+                    args.master,
+                    args.connect_port,
+                    args.host,
+                    args.port,
+                    args.warm_up,
+                    args.idle_minutes,
                 )
             return 0
         if args.command == "options":  # no Spark needed
             print(options.markdown())
             return 0
+        if _starts_server(args):
+            server.ensure(args.warehouse)
         return HANDLERS[args.command](_warm_merges(args) or _session(args), args)
     except MergeError as e:
         print(f"error: {e}", file=sys.stderr)

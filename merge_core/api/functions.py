@@ -173,14 +173,16 @@ def explain(
     jdbc_url: str | None = None,
     jdbc_user: str | None = None,
     jdbc_password: str | None = None,
+    verbose: bool = False,
     **options: Any,
 ) -> str:
-    """Validate and return the plan's SQL without running it."""
+    """Validate and return the plan without running it: the statement and each step's title, or
+    (``verbose``) each step's SQL in order."""
     merge_run = MergeRun(spark, to_spec(sql_or_spec, **options), jdbc_target(jdbc_url, jdbc_user, jdbc_password))
     merge_run.schema_changes = "preview"  # show the columns schema evolution would add; add none
     try:
         merge_run.begin()
-        return merge_run.explain()
+        return merge_run.explain(verbose=verbose)
     finally:
         merge_run.close()
 
@@ -214,11 +216,45 @@ def vacuum(
 
 
 @reports_spark_errors
-def rollback(spark: SparkSession, table: str, to_merge_id: str) -> dict:
-    """Point ``table`` back at the version before ``to_merge_id``; returns the rollback's history entry."""
+def rollback(spark: SparkSession, table: str, to_merge_id: str, discard_later_writes: bool = False) -> dict:
+    """Point ``table`` back at the version before ``to_merge_id``; returns the rollback's history entry.
+    Rows another writer added (a plain INSERT) to a partition it restores after those merges make it
+    refuse, unless ``discard_later_writes`` (the entry's ``discarded`` lists their files)."""
     from merge_core.maintenance.rollback import rollback as _rollback
 
-    return _rollback(spark, table, to_merge_id)
+    return _rollback(spark, table, to_merge_id, discard_later_writes)
+
+
+@reports_spark_errors
+def read_as_of(spark: SparkSession, table: str, merge_id: str | None = None, timestamp: Any = None):
+    """The rows of ``table`` right after commit ``merge_id``, or after the latest commit at or before
+    ``timestamp`` (a datetime; a naive one is read as UTC), as a DataFrame of exactly the table's
+    columns, read from that version's files without touching the table. A version vacuum removed, or
+    an id not in the history, is a MergeError."""
+    from merge_core.maintenance.time_travel import read_as_of as _read_as_of
+
+    return _read_as_of(spark, table, merge_id, timestamp)
+
+
+@reports_spark_errors
+def table_changes(spark: SparkSession, table: str, since: str | None = None, until: str | None = None):
+    """The change feed: one row per row change of every commit after merge ``since`` (exclusive) up
+    to merge ``until`` (inclusive), None meaning from the first or to the latest; the table's
+    columns, ``_change_type`` (insert, update_preimage, update_postimage, delete), ``_merge_id`` and
+    ``_commit_timestamp``. The table records them when its property spark_merge.change_feed is true."""
+    from merge_core.maintenance.change_feed import table_changes as _table_changes
+
+    return _table_changes(spark, table, since, until)
+
+
+@reports_spark_errors
+def drop_table(spark: SparkSession, table: str, dry_run: bool = False) -> dict:
+    """Drop ``table`` with every version and its history (Spark's DROP TABLE of a merged unpartitioned
+    table leaves its root, which blocks the name), or, when a plain DROP TABLE already ran, remove the
+    root it left under the name's directory. Returns {'table', 'dropped', 'removed', 'kept'}."""
+    from merge_core.maintenance.drop import drop
+
+    return drop(spark, table, dry_run)
 
 
 @reports_spark_errors

@@ -139,6 +139,7 @@ class MergeService:
         self.runs: dict[str, Run] = {}
         self.lock = threading.Lock()
         self.progress = _Progress()
+        self.last_call = time.time()  # the newest request (stop_when_idle)
         logging.getLogger("spark_merge").addHandler(self.progress)
 
     def submit(self, body: Any) -> dict:
@@ -216,6 +217,7 @@ def handler(service: MergeService, token: str | None) -> type[BaseHTTPRequestHan
             self.wfile.write(data)
 
         def _route(self, method: str) -> None:
+            service.last_call = time.time()
             given = self.headers.get("Authorization") or ""
             if token and not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
                 return self._answer(HTTPStatus.UNAUTHORIZED, {"error": "a bearer token is required"})
@@ -260,10 +262,12 @@ def serve_driver(
     host: str = "127.0.0.1",
     port: int = server.DEFAULT_MERGES_PORT,
     warm_up_merges: int = server.WARM_UP_MERGES,
+    idle_minutes: float | None = None,
 ) -> None:
     """Own the Spark driver of the embedded ``warehouse`` (``spark-merge server start``): merges run in
     its sessions, and Spark Connect clients reach it on ``connect_port``; ``warm_up_merges`` (0: none)
-    warm it up meanwhile. SIGTERM stops both."""
+    warm it up meanwhile. SIGTERM stops both, and so does ``idle_minutes`` without work
+    (stop_when_idle; None: never)."""
     from merge_core.spark.session import get_session
 
     spark = get_session(
@@ -279,10 +283,41 @@ def serve_driver(
     service = MergeService(driver_sessions(spark))
     if warm_up_merges > 0:
         threading.Thread(target=warm_up, args=(service, warm_up_merges), name="warm-up", daemon=True).start()
+    if idle_minutes is not None:
+        threading.Thread(
+            target=stop_when_idle, args=(service, spark, idle_minutes * 60), name="idle", daemon=True
+        ).start()
     try:
         _serve(service, host, port, f"Spark Connect on {server.connect_url(connect_port)}")
     finally:
         spark.stop()
+        server.forget(warehouse, os.getpid())
+
+
+def stop_when_idle(service: MergeService, spark: Any, seconds: float, every: float = 10) -> None:
+    """Stop the server (as SIGTERM does) once ``seconds`` passed since its last work: a request to the
+    merge service, a merge running, a Spark job running, or a Spark Connect session's last call."""
+    last = time.time()
+    while True:
+        time.sleep(min(every, seconds))
+        active = service.busy() or bool(spark.sparkContext.statusTracker().getActiveJobsIds())
+        last = max(last, service.last_call, connect_last_call(spark), time.time() if active else 0)
+        if time.time() - last >= seconds:
+            log.warning("idle for %g minutes: stopping the server", seconds / 60)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+
+
+def connect_last_call(spark: Any) -> float:
+    """When a Spark Connect client last called this driver (its sessions' last access), in seconds
+    since the epoch; 0 when none has or the Connect service cannot tell."""
+    try:
+        sessions = spark._jvm.org.apache.spark.sql.connect.service.SparkConnectService.sessionManager()
+        active = sessions.listActiveSessions()
+        return max((active.apply(i).lastAccessTimeMs() / 1000 for i in range(active.size())), default=0)
+    except Exception as e:  # the service stops on merges and jobs alone
+        log.debug("Spark Connect sessions: %s", e)
+        return 0
 
 
 def warm_up(service: MergeService, merges: int = server.WARM_UP_MERGES, seconds: float = WARM_UP_SECONDS) -> None:
@@ -318,6 +353,7 @@ def warm_up(service: MergeService, merges: int = server.WARM_UP_MERGES, seconds:
             waiting = False
             merge(spark, statements["merge"])
             done += 1
+            service.last_call = time.time()  # work: the server is not idle meanwhile
         spark.sql(macros.drop_database_sql(db))
         log.warning("warm-up: %d merges in %.1f s", done, time.monotonic() - started)
     except Exception as e:  # the service serves without it; a stop during it ends here too

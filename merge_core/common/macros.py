@@ -12,6 +12,7 @@ loaded here.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from typing import Any, TypedDict, cast
 
@@ -33,8 +34,14 @@ def _module() -> Any:
         bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )
     env.globals["fromjson"] = _fromjson
+    env.globals["local_md5"] = _local_md5
     env.globals["spark_merge"] = _Package()
     return env.get_template("spark_merge").module
+
+
+def _local_md5(text: str) -> str:
+    """dbt's local_md5: the MD5 of the text, as hex."""
+    return hashlib.md5(str(text).encode("utf-8")).hexdigest()
 
 
 def _fromjson(text: str, default: Any = None) -> Any:
@@ -338,6 +345,10 @@ def lifecycle_unchanged(host: Any, s: Record) -> Record:
 
 
 # lifecycle/records.sql
+def changed_target(s: Record, version_after: Any) -> bool:
+    return _render("changed_target", s, version_after) == "True"
+
+
 def history_entry(s: Record, version_after: Any) -> Record:
     return _fill("history_entry", s, version_after)
 
@@ -468,8 +479,29 @@ def entry_errors(table: Record, entry: Record | None, path: str) -> list[Any]:
     return _fill_list("entry_errors", table, entry, path)
 
 
-def identity(props: dict[str, str], name: str, location: str) -> Record:
-    return _fill("identity", props, name, location)
+def changes_location(table: Record, merge_id: str) -> str:
+    return _render("changes_location", table, merge_id)
+
+
+def changes_range(table: Record, entries: list[Record], since: str | None, until: str | None) -> Record:
+    return _fill("changes_range", table, entries, since, until)
+
+
+def changes_read_sql(table: Record, entries: list[Record]) -> str:
+    return _render("changes_read_sql", table, entries)
+
+
+def identity_sign(table_id: str, created: str | None) -> str:
+    return _render("identity_sign", table_id, created)
+
+
+def rebase_entry(table: Record, entry: Record) -> Record:
+    _render("rebase_entry", table, entry)
+    return entry
+
+
+def identity(props: dict[str, str], name: str, location: str, created: str | None = None) -> Record:
+    return _fill("identity", props, name, location, created=created)
 
 
 def is_id(value: Any) -> str:

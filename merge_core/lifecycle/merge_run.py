@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 from pyspark.sql import SparkSession
 
@@ -20,7 +21,7 @@ from merge_core.lifecycle.merge_host import MergeHost
 from merge_core.lifecycle.run import Lifecycle, drive
 from merge_core.request.evolution import extra_field_errors, missing_field_values
 from merge_core.request.parse import direct_assignments, direct_source_columns
-from merge_core.request.spec import MergeSpec
+from merge_core.request.spec import MergeSpec, WhenClause
 
 log = logging.getLogger("spark_merge")
 
@@ -115,8 +116,14 @@ class MergeRun(Lifecycle):
         self.host.run(macros.add_columns_sql(self.table, self.added_columns))
         self.table = self.host.describe(self.table)
 
-    def explain(self, placeholder_id: bool = False) -> str:
-        """The plan's SQL, in order, before anything runs."""
+    def explain(self, placeholder_id: bool = False, verbose: bool = True) -> str:
+        """The plan, before anything runs: each step's SQL in order (``verbose``), or the statement
+        and each step's title (outline)."""
+        parts = self._plan_parts(placeholder_id)
+        return ";\n\n".join(parts) + ";\n" if verbose else outline(parts, self.spec_data)
+
+    def _plan_parts(self, placeholder_id: bool) -> list[str]:
+        """The plan's steps: a comment saying what a step does, then its statements."""
         spec, table = self.spec_data, self.table
         ctx = macros.context(spec, table, "<id>") if placeholder_id else self.ctx
         parts = [
@@ -173,7 +180,7 @@ class MergeRun(Lifecycle):
                 dup,
             ]
         parts += self.paradigm.explain(self.spark, self.s, ctx)
-        return ";\n\n".join(parts) + ";\n"
+        return parts
 
     def _prunes_by_matches(self) -> bool:
         """A partitioned target merged with a source: find the matched partitions first (step 1)."""
@@ -199,6 +206,8 @@ class MergeRun(Lifecycle):
             return
         if any(self.metrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")):
             self.paradigm.write(self.host, self.s)
+        else:  # nothing to change: the history row alone, where the target keeps its history
+            self.paradigm.record(self.host, self.s)
         self.state = "committed"
 
     def discard_staged(self) -> None:
@@ -211,6 +220,21 @@ class MergeRun(Lifecycle):
             from merge_core.targets import postgres
 
             postgres.forget(self.spark, self.table)
+
+
+def outline(parts: list[str], spec: dict) -> str:
+    """The plan for a person: its first line, the statement's ON and clauses, each step's title (its
+    comment up to the first parenthesis or full stop), without the SQL and the plan's own columns."""
+    comments = [p.removeprefix("-- ") for p in parts if p.startswith("-- ")]
+    lines = [comments[0], f"  ON {spec['on']}"]
+    lines += [f"  {i}. {WhenClause(**c).describe()}" for i, c in enumerate(spec["clauses"], 1)]
+    lines.append("steps:")
+    for text in comments[1:]:
+        number, dot, rest = text.partition(". ")
+        if number.isdigit() and dot:
+            lines.append(f"  {number}. " + re.split(r" \(|\. ", rest, maxsplit=1)[0])
+    lines.append("(explain(..., verbose=True), or spark-merge explain --verbose, prints each step's SQL)")
+    return "\n".join(lines) + "\n"
 
 
 def _with_columns(table: dict, columns: list[list[str]]) -> dict:

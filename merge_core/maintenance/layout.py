@@ -189,5 +189,5 @@ def canonicalize(
             out.files, out.bytes = out.files + n, out.bytes + size
     else:
         out.files, out.bytes = result.metrics["numTargetFilesAdded"], result.metrics["numTargetBytesAdded"]
-    log.info(out.summary())
+    logging.getLogger("spark_merge.summary").info(out.summary())  # the CLI prints it itself
     return out

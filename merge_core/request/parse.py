@@ -7,6 +7,7 @@ WHERE becomes ON and their single clause is an unconditional WHEN MATCHED.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 import sqlglot
@@ -40,7 +41,7 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
         tree, used = statements[0], d
         break
     if tree is None:
-        raise ParseError(f"cannot parse statement: {_ANSI.sub('', str(first_error))}")
+        raise ParseError(syntax_error(sql, first_error))
 
     if isinstance(tree, (exp.Merge, exp.Update, exp.Delete)):
         tree = _inline_ctes(tree)
@@ -56,6 +57,81 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
     spec.sql = original.strip()
     spec.schema_evolution = bool(evolve)
     return spec
+
+
+STATEMENTS = ("MERGE", "UPDATE", "DELETE", "WITH")
+_KEYWORDS = (
+    "UPDATE",
+    "DELETE",
+    "INSERT",
+    "SET",
+    "VALUES",
+    "MATCHED",
+    "THEN",
+    "WHEN",
+    "USING",
+    "INTO",
+    "WHERE",
+    "SOURCE",
+)
+# the expressions sqlglot names when one lacks an operand, as the user wrote their operator
+_OPERATORS = {
+    "EQ": "=", "NEQ": "<>", "NullSafeEQ": "<=>", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "And": "AND",
+    "Or": "OR", "Not": "NOT", "Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%", "In": "IN",
+    "Like": "LIKE", "Between": "BETWEEN", "Is": "IS", "DPipe": "||", "Alias": "AS",
+}  # fmt: skip
+
+
+def syntax_error(sql: str, error: Exception | None) -> str:
+    """The parser's complaint in the user's words, one line: where (line, column, the text around it)
+    and what was expected; no parser class names. A statement that does not start with MERGE, UPDATE,
+    DELETE or WITH is told which it may have meant."""
+    first = (sql.split() or [""])[0].upper()
+    if first not in STATEMENTS:
+        close = difflib.get_close_matches(first, STATEMENTS, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        return f"expected MERGE INTO, UPDATE or DELETE FROM, got {first or 'nothing'!r}{hint}"
+    found = (getattr(error, "errors", None) or [{}])[0]
+    if not found:
+        return f"cannot read the statement: {_ANSI.sub('', str(error)).splitlines()[0]}"
+    before = _ANSI.sub("", found.get("start_context") or "").strip()
+    at = _ANSI.sub("", found.get("highlight") or "").strip()
+    if not (found.get("end_context") or "").strip():  # the parser ran out of statement: say so
+        before, at = f"{before} {at}".strip(), ""
+    where = f"line {found.get('line')}, column {found.get('col')}"
+    around = f" after `{before[-40:]}`" if before else ""
+    return f"syntax error at {where}{around}: {_expected(found.get('description') or '', at)}"
+
+
+def _expected(description: str, at: str) -> str:
+    """sqlglot's description of a syntax error, as what the statement lacks at ``at``."""
+    missing = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]+\.(\w+)'>", description)
+    if missing:
+        side, node = missing.groups()
+        op = _OPERATORS.get(node)
+        if op:
+            where = f" (found `{at}`)" if at else " at the end of the statement"
+            return f"a value is missing {'after' if side == 'expression' else 'before'} {op}{where}"
+        return f"the {node.lower()} is incomplete" + (f" at `{at}`" if at else "")
+    expecting = re.match(r"Expecting (.+)", description)
+    if expecting:
+        return f"expected {expecting.group(1)}" + (f", found `{at}`" if at else " at the end of the statement")
+    unknown = re.match(r"Unknown option (\S+)", description)
+    if unknown:
+        word = unknown.group(1)
+        close = difflib.get_close_matches(word.upper(), _KEYWORDS, n=1, cutoff=0.7)
+        return f"unexpected word `{word}`" + (f"; did you mean {close[0]}?" if close else "")
+    if description.startswith("Invalid expression"):
+        return f"unexpected `{at}`" if at else "unexpected end of the statement"
+    got = re.match(r"Expected (.+?) but got <Token token_type: TokenType\.(\w+), text: ([^,]*),", description)
+    if got:
+        what, kind, text = got.groups()
+        keyword = " (a keyword: quote a name that is one with backticks)" if kind.upper() == text.upper() else ""
+        return f"expected {what}, found `{text}`{keyword}"
+    description = re.sub(r"<Token token_type: [\w.]+, text: ([^,]*),[^>]*>", r"`\1`", description)
+    return re.sub(r"<class '[\w.]+\.(\w+)'>", r"\1", description).replace("Expected ", "expected ") + (
+        f" at `{at}`" if at else ""
+    )
 
 
 # Spark 4's `MERGE WITH SCHEMA EVOLUTION INTO t ...` (sqlglot does not read it): the option schema_evolution

@@ -86,6 +86,7 @@ class SparkHost:
         # directory found: which files a rewrite carries over (carry), and what the check under the
         # commit lock saw, so that files appended to a replaced directory after it are carried too
         self.seen: dict[str, dict[str, tuple[int, int]]] = {}
+        self.strays: set[str] = set()  # files no scan reads, said once (_read_files)
 
     # -- statements -----------------------------------------------------------
     def run(self, sql: str, tolerate: bool = False) -> None:
@@ -257,7 +258,8 @@ class SparkHost:
         utils = self.spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
         null, pcols = utils.DEFAULT_PARTITION_NAME(), [c.lower() for c in table["partition_columns"]]
         base, rows = location.rstrip("/"), []
-        for d, (n, size, count) in files.data_files(location, table["provider"], self.seen).items():
+        depth = len(table["partition_columns"])
+        for d, (n, size, count) in files.data_files(location, table["provider"], self.seen, depth).items():
             levels = [level.partition("=") for level in d[len(base) :].strip("/").split("/") if level]
             values = {utils.unescapePathName(k).lower(): utils.unescapePathName(v) for k, _, v in levels}
             if sorted(values) != sorted(pcols) or len(levels) != len(pcols):
@@ -295,8 +297,26 @@ class SparkHost:
                 "rows": rows,
             }
             for part, location in found[0]
-            for d, (n, size, rows) in files.data_files(location, table["provider"], self.seen).items()
+            for d, (n, size, rows) in self._read_files(table, location).items()
         ]
+
+    def _read_files(self, table: dict, location: str) -> dict[str, list[int]]:
+        """files.data_files of a partition's (or the table's) directory; the files in it that no scan
+        reads (copied into a subdirectory) are said once per merge and otherwise left alone."""
+        strays: list[str] = []
+        found = files.data_files(location, table["provider"], self.seen, strays=strays)
+        new = [p for p in strays if p not in self.strays]
+        if new:
+            self.strays.update(new)
+            log.warning(
+                "[%s] %d file(s) in the directories of %s are not read by Spark's scan of the table (they are in a "
+                "subdirectory), so they are not the table's rows: left where they are, not merged, not carried: %s",
+                self.merge_id,
+                len(new),
+                table["name"],
+                ", ".join(new[:5]),
+            )
+        return found
 
     def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
         _trace("repoint", str(len(repoints)))

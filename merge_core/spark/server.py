@@ -3,22 +3,31 @@
 Every CLI call otherwise starts a JVM and a Derby metastore (10-20 s before any work). The server is
 one long-lived process, the merge service (merge_core/api/merge_service.py, ``serve_driver``), that
 owns a Spark driver over the same warehouse and metastore as the embedded session
-(session.embedded_conf) and serves Spark Connect from that driver. While it is up, CLI commands on
-that warehouse use it instead of starting their own Spark (Derby admits one process, so they must):
-`run` and `upsert` submit their merge to the service, which runs the lifecycle's statements inside
-the driver's own process; the other commands connect over Spark Connect. Deferrable Airflow tasks
-submit to the same service. Its state (its ports and process) is `<warehouse>/connect-server.json`.
+(session.embedded_conf) and serves Spark Connect from that driver. While it is up, every entry point
+on that warehouse uses it instead of starting its own Spark (Derby admits one process, so they
+must): the CLI's `run` and `upsert` submit their merge to the service, which runs the lifecycle's
+statements inside the driver's own process; the CLI's other commands, ``get_session()``, the Airflow
+hook and a dbt session profile connect over Spark Connect. Deferrable Airflow tasks submit to the
+same service. Its state (its ports and process) is `<warehouse>/connect-server.json`.
+
+The command line starts one by itself (``ensure``), like Gradle's daemon: its first command on an
+embedded warehouse starts the server in the background on free ports, and the server stops after
+``SPARK_MERGE_SERVER_IDLE_MINUTES`` (60) minutes without a merge, a Spark job or a Spark Connect
+call. ``SPARK_MERGE_AUTO_SERVER=0`` turns that off; `server start` starts one that stays up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +40,11 @@ DEFAULT_MERGES_PORT = 15003  # the merge service's (merge_core/api/merge_service
 # the small merges a new server's merge service warms it up with, at most (merge_service.warm_up): a
 # small merge keeps getting faster over its first 20-30 runs in a new driver
 WARM_UP_MERGES = 24
+AUTO_ENV = "SPARK_MERGE_AUTO_SERVER"  # "0", "false", "off" or "no": commands start no server
+IDLE_ENV = "SPARK_MERGE_SERVER_IDLE_MINUTES"
+WARM_UP_ENV = "SPARK_MERGE_SERVER_WARM_UP"  # the warm-up merges of a server a command starts (default 24)
+AUTO_IDLE_MINUTES = 60.0
+LOCK = "connect-server.lock"
 
 
 def _listening(port: int) -> bool:
@@ -79,27 +93,87 @@ def merges_url(warehouse: str | None = None) -> str | None:
     return f"http://127.0.0.1:{port}" if port and _listening(port) else None
 
 
-def start(
-    warehouse: str | None = None,
-    port: int = DEFAULT_PORT,
-    master: str = "local[*]",
-    timeout: float = 180,
-    merges_port: int = DEFAULT_MERGES_PORT,
-    warm_up: int = WARM_UP_MERGES,
-) -> str:
-    """Start the server (or return the running one's URL) and wait until it accepts connections on
-    both ports; it then warms itself up with up to ``warm_up`` merges of its own while idle."""
+def auto_start() -> bool:
+    """Whether commands start a server by themselves (``SPARK_MERGE_AUTO_SERVER``, default on)."""
+    return os.environ.get(AUTO_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def idle_minutes() -> float:
+    """How long a server the command line started stays up without work (``SPARK_MERGE_SERVER_IDLE_MINUTES``)."""
+    text = os.environ.get(IDLE_ENV, "")
+    try:
+        return float(text) if text.strip() else AUTO_IDLE_MINUTES
+    except ValueError:
+        raise MergeError(f"{IDLE_ENV} must be a number of minutes, got {text!r}") from None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ensure(warehouse: str | None = None) -> str:
+    """The running server of this warehouse, or one started now in the background on free ports,
+    which stops after ``idle_minutes()`` without work."""
     running = status(warehouse)
     if running:
         return running
-    for p, flag in ((port, "--port"), (merges_port, "--merges-port")):
-        if _listening(p):
-            raise MergeError(f"port {p} is in use by another process; choose another with {flag}")
+    minutes = idle_minutes()
+    logging.getLogger("spark_merge").warning(
+        "starting a warm spark-merge server for %s (later commands reuse it; it stops after %g idle minutes, "
+        "or now with `spark-merge server stop`)",
+        home_dir(warehouse),
+        minutes,
+    )
+    warm_up = int(os.environ.get(WARM_UP_ENV) or WARM_UP_MERGES)
+    return start(warehouse, port=None, merges_port=None, warm_up=warm_up, idle=minutes)
+
+
+@contextlib.contextmanager
+def _starting(home: Path) -> Iterator[None]:
+    """One start at a time per warehouse: two commands that start at once start one server (the
+    second waits on the first's lock, then finds it up)."""
+    import fcntl
+
+    with open(home / LOCK, "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        yield
+
+
+def start(
+    warehouse: str | None = None,
+    port: int | None = DEFAULT_PORT,
+    master: str = "local[*]",
+    timeout: float = 180,
+    merges_port: int | None = DEFAULT_MERGES_PORT,
+    warm_up: int = WARM_UP_MERGES,
+    idle: float | None = None,
+) -> str:
+    """Start the server (or return the running one's URL) and wait until it accepts connections on
+    both ports (None: a free one); it then warms itself up with up to ``warm_up`` merges of its own
+    while idle, and stops after ``idle`` minutes without work (None: it stays up)."""
     home = home_dir(warehouse)
+    with _starting(home):
+        running = status(str(home))
+        if running:
+            return running
+        port, merges_port = port or free_port(), merges_port or free_port()
+        for p, flag in ((port, "--port"), (merges_port, "--merges-port")):
+            if _listening(p):
+                raise MergeError(f"port {p} is in use by another process; choose another with {flag}")
+        return _launch(home, port, master, timeout, merges_port, warm_up, idle)
+
+
+def _launch(
+    home: Path, port: int, master: str, timeout: float, merges_port: int, warm_up: int, idle: float | None
+) -> str:
     logs = home / "connect-logs"
     logs.mkdir(exist_ok=True)
     command = [sys.executable, "-m", "merge_core", "merge-service", "--warehouse", str(home), "--master", master]
     command += ["--connect-port", str(port), "--port", str(merges_port), "--warm-up", str(warm_up)]
+    if idle is not None:
+        command += ["--idle-minutes", str(idle)]
     with open(logs / "server.log", "ab") as out:
         process = subprocess.Popen(
             command,
@@ -111,13 +185,20 @@ def start(
     deadline = time.monotonic() + timeout
     while not (_listening(port) and _listening(merges_port)):
         if time.monotonic() > deadline or process.poll() is not None:
-            stop(warehouse)
+            stop(str(home))
             raise MergeError(
                 f"the server (Spark Connect on port {port}, the merge service on port {merges_port}) did not "
                 f"listen within {timeout:.0f} s; see {logs / 'server.log'}"
             )
         time.sleep(0.5)
     return connect_url(port)
+
+
+def forget(warehouse: str | None, pid: int) -> None:
+    """Remove the state file of a server that is stopping (``pid``: its process), if it is that one's."""
+    state = _state(warehouse)
+    if state is not None and state.get("pid") == pid:
+        (home_dir(warehouse) / STATE).unlink(missing_ok=True)
 
 
 def stop(warehouse: str | None = None, timeout: float = 60) -> bool:
@@ -134,5 +215,5 @@ def stop(warehouse: str | None = None, timeout: float = 60) -> bool:
             time.sleep(0.25)
         if _serving(pid, home):
             os.killpg(pid, signal.SIGKILL)  # its session: the service and the JVM it started
-    (home / STATE).unlink()
+    (home / STATE).unlink(missing_ok=True)  # a server that stops removes it itself
     return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -39,11 +40,39 @@ def local_cores(master: str) -> int | None:
     return (os.cpu_count() or 1) if threads == "*" else int(threads)
 
 
-def home_dir(warehouse: str | None = None) -> Path:
-    """The embedded warehouse's folder: ``warehouse``, else $SPARK_MERGE_HOME, else ./var (created)."""
-    home = Path(warehouse or os.environ.get("SPARK_MERGE_HOME", DEFAULT_HOME)).resolve()
+HOME_ENV = "SPARK_MERGE_HOME"
+# what makes a folder a project's top, where its warehouse goes when it has none yet
+PROJECT_MARKERS = (".git", "pyproject.toml")
+
+
+def home_dir(warehouse: str | None = None, start: Path | None = None) -> Path:
+    """The embedded warehouse's folder (created): ``warehouse``, else $SPARK_MERGE_HOME, else the
+    project's ``var/`` as seen from ``start`` (the working directory; project_home)."""
+    chosen = warehouse or os.environ.get(HOME_ENV)
+    home = Path(chosen).resolve() if chosen else project_home((start or Path.cwd()).resolve())
     home.mkdir(parents=True, exist_ok=True)
     return home
+
+
+def project_home(start: Path) -> Path:
+    """The warehouse of the project ``start`` lies in, so that the command line, the Python API, the
+    example DAGs and a dbt project inside the project share one, whichever of its folders a command
+    runs from: the nearest ``var/`` at or above ``start`` that holds a warehouse already; else
+    ``var/`` in the nearest folder that is a project's top (it holds ``.git`` or ``pyproject.toml``);
+    else ``start/var``."""
+    folders = [start, *start.parents]
+    for folder in folders:
+        if is_warehouse(folder / DEFAULT_HOME):
+            return folder / DEFAULT_HOME
+    for folder in folders:
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder / DEFAULT_HOME
+    return start / DEFAULT_HOME
+
+
+def is_warehouse(folder: Path) -> bool:
+    """Whether ``folder`` holds an embedded warehouse (its metastore or its tables' folder)."""
+    return (folder / "metastore_db").is_dir() or (folder / "warehouse").is_dir()
 
 
 def metastore_conf(home: Path, metastore: str | None) -> dict[str, str]:
@@ -103,6 +132,34 @@ def embedded_conf(home: Path, master_url: str, metastore: str | None = None) -> 
     return conf
 
 
+def session_conf(warehouse: str | None = None, start: Path | None = None) -> tuple[dict[str, str], str]:
+    """The conf of a session on the embedded warehouse (home_dir(warehouse, start)), and what it is in
+    words: Spark Connect to the warehouse's `spark-merge server` while one is up, else the embedded
+    conf (for a session some other code starts: dbt-spark's session profile)."""
+    from merge_core.spark import server
+
+    home = home_dir(warehouse, start)
+    url = server.status(str(home))
+    if url:
+        return {"spark.remote": url}, f"the warehouse {home}, through its spark-merge server at {url}"
+    return embedded_conf(home, "local[*]"), f"the warehouse {home}"
+
+
+def warm_server(warehouse: str | None = None) -> str | None:
+    """The Spark Connect URL of the `spark-merge server` up for this embedded warehouse, or None; says
+    in one log line that the session goes through it."""
+    from merge_core.spark import server
+
+    url = server.status(warehouse)
+    if url:
+        logging.getLogger("spark_merge").info(
+            "spark-merge server is up for %s: this session is a Spark Connect session to it (%s)",
+            home_dir(warehouse),
+            url,
+        )
+    return url
+
+
 def get_session(
     master: str | None = None,
     remote: str | None = None,
@@ -114,7 +171,10 @@ def get_session(
     """A SparkSession with a persistent catalog.
 
     Embedded default: ``local[*]`` with the warehouse and a Derby metastore under
-    ``$SPARK_MERGE_HOME`` (default ``./var``), so tables survive between runs.
+    ``$SPARK_MERGE_HOME``, else the project's ``var/`` (home_dir), so tables survive between runs and
+    every entry point of a project sees the same ones. While `spark-merge server` is up for that
+    warehouse (it holds the embedded metastore, which admits one application), the session is a
+    Spark Connect session to it, and one log line says so.
     ``metastore='thrift://host:9083'`` (or $SPARK_MERGE_METASTORE) uses a shared Hive metastore
     instead, so several applications can merge into the same tables at once.
     ``remote='sc://host:port'`` uses Spark Connect; the server owns the catalog.
@@ -122,6 +182,8 @@ def get_session(
     """
     from pyspark.sql import SparkSession  # here, not above: the command line imports this module without Spark
 
+    if not (remote or master or metastore or os.environ.get(METASTORE_ENV)):
+        remote = warm_server(warehouse)
     if remote:
         builder = SparkSession.builder.remote(remote)
         for k, v in (conf or {}).items():

@@ -93,7 +93,8 @@
 {%- do spark_merge.spark_merge__engine_names(raw.get('sequence_field'), seq) -%}
 {%- if not pk -%}{%- do errors.append('merge_engine: primary_key (one or more columns) is required') -%}{%- endif -%}
 {%- for name in pk + seq if (name | lower) not in table.columns_by_name -%}
-  {%- do errors.append('merge_engine: unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+  {%- do errors.append('merge_engine: unknown column ' ~ name ~ spark_merge.spark_merge__did_you_mean(name, table.columns | map(attribute='name')) ~
+      ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
 {%- endfor -%}
 {%- set pk_l = pk | map('lower') | list -%}
 {%- for name in seq if (name | lower) in table.columns_by_name -%}
@@ -128,7 +129,8 @@
   {%- set lname = name | lower -%}
   {%- set f = f | lower -%}
   {%- if lname not in table.columns_by_name -%}
-    {%- do errors.append('aggregate_function: unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+    {%- do errors.append('aggregate_function: unknown column ' ~ name ~ spark_merge.spark_merge__did_you_mean(name, table.columns |
+        map(attribute='name')) ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
   {%- elif lname in pk_l -%}
     {%- do errors.append('aggregate_function: ' ~ name ~ ' is a primary key column and cannot be aggregated') -%}
   {%- elif f not in functions -%}
@@ -155,7 +157,8 @@
   {%- do spark_merge.spark_merge__engine_names(members, gfields) -%}
   {%- for name in gseq + gfields -%}
     {%- if (name | lower) not in table.columns_by_name -%}
-      {%- do errors.append('sequence_group ' ~ key ~ ': unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+      {%- do errors.append('sequence_group ' ~ key ~ ': unknown column ' ~ name ~ spark_merge.spark_merge__did_you_mean(name, table.columns |
+          map(attribute='name')) ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
     {%- elif (name | lower) in pk_l -%}
       {%- do errors.append('sequence_group ' ~ key ~ ': ' ~ name ~ ' is a primary key column') -%}
     {%- elif (name | lower) in grouped -%}

@@ -36,7 +36,8 @@
 {%- set cols_text = table.columns | map(attribute='name') | join(', ') -%}
 {%- for name in u.primary_key + u.watermark_key + ([u.tombstone_key] if u.tombstone_key else []) -%}
   {%- if (name | lower) not in table.columns_by_name -%}
-    {%- do errors.append('upsert: unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+    {%- do errors.append('upsert: unknown column ' ~ name ~ spark_merge.spark_merge__did_you_mean(name, table.columns | map(attribute='name')) ~
+        ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
   {%- endif -%}
 {%- endfor -%}
 {%- if source_columns is not none -%}

@@ -91,7 +91,8 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
       {%- set lname = pair[0] | lower -%}
       {%- set top = lname.split('.')[0] -%}
       {%- if lname not in table.columns_by_name and (top == lname or top not in table.columns_by_name) -%}
-        {%- do errors.append(label ~ ': SET assigns unknown column ' ~ pair[0] ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~
+        {%- do errors.append(label ~ ': SET assigns unknown column ' ~ pair[0] ~ spark_merge.spark_merge__did_you_mean(pair[0], table.columns |
+            map(attribute='name')) ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~
             '; a qualifier must be the target alias ' ~ spec.target_alias ~ ')') -%}
       {%- elif lname not in table.columns_by_name -%}
         {%- if top in outputs -%}
@@ -124,7 +125,8 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
       {%- for name in names -%}
         {%- set lname = name | lower -%}
         {%- if lname not in table.columns_by_name -%}
-          {%- do errors.append(label ~ ': INSERT names unknown column ' ~ name ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+          {%- do errors.append(label ~ ': INSERT names unknown column ' ~ name ~ spark_merge.spark_merge__did_you_mean(name, table.columns |
+              map(attribute='name')) ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
         {%- elif lname in outputs -%}
           {%- do errors.append(label ~ ': column ' ~ name ~ ' is listed more than once in INSERT') -%}
         {%- else -%}

@@ -48,6 +48,16 @@ SHOW PARTITIONS {{ relation }}{{ ' ' ~ partition_spec if partition_spec }}
 {%- endmacro %}
 
 {#- A read of a directory that Spark refuses when the path does not exist (analysis only: no file is read). -#}
+{#- The data files Spark reads in a table's directory that were written after `since` (an ISO instant),
+    but not during one of the periods `during` ([start, end]). -#}
+{% macro spark_merge__written_after_sql(table, location, since, during=[]) -%}
+{%- set t = '_metadata.file_modification_time' -%}
+SELECT DISTINCT _metadata.file_path FROM {{ table.provider }}.{{ spark_merge.spark_merge__quote(location) }}
+WHERE {{ t }} > CAST({{ spark_merge.spark_merge__literal(since) }} AS TIMESTAMP)
+{%- for a, b in during %} AND NOT ({{ t }} BETWEEN CAST({{ spark_merge.spark_merge__literal(a) }} AS TIMESTAMP)
+    AND CAST({{ spark_merge.spark_merge__literal(b) }} AS TIMESTAMP)){% endfor %}
+{%- endmacro %}
+
 {% macro spark_merge__path_probe_sql(location) -%}
 DESCRIBE QUERY SELECT * FROM text.{{ spark_merge.spark_merge__quote(location) }}
 {%- endmacro %}

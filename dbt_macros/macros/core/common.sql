@@ -117,3 +117,28 @@ PARTITION ({% for c in table.partition_columns -%}
 {%- else -%}false
 {%- endif -%}
 {%- endmacro %}
+
+{#- " (did you mean x?)" for a `name` the user spelled that is not among `candidates`: the closest
+    candidate by edit distance, when it is at most a third of the name's length away (at least 1);
+    nothing when none is that close. -#}
+{% macro spark_merge__did_you_mean(name, candidates) -%}
+{%- set ns = namespace(best=none, distance=1000) -%}
+{%- for c in candidates -%}
+  {%- set d = spark_merge.spark_merge__edit_distance(name | lower, c | lower) | int -%}
+  {%- if d < ns.distance -%}{%- set ns.best = c -%}{%- set ns.distance = d -%}{%- endif -%}
+{%- endfor -%}
+{%- if ns.best is not none and ns.distance <= [1, (name | length) // 3] | max %} (did you mean {{ ns.best }}?){%- endif -%}
+{%- endmacro %}
+
+{#- Levenshtein's distance between two strings: insertions, deletions and substitutions. -#}
+{% macro spark_merge__edit_distance(a, b) -%}
+{%- set ns = namespace(previous=range(b | length + 1) | list) -%}
+{%- for i in range(1, a | length + 1) -%}
+  {%- set row = [i] -%}
+  {%- for j in range(1, b | length + 1) -%}
+    {%- do row.append([ns.previous[j] + 1, row[j - 1] + 1, ns.previous[j - 1] + (0 if a[i - 1] == b[j - 1] else 1)] | min) -%}
+  {%- endfor -%}
+  {%- set ns.previous = row -%}
+{%- endfor -%}
+{{ ns.previous[b | length] }}
+{%- endmacro %}

@@ -71,6 +71,8 @@
    'cli': 'list-agg-delimiter', 'dbt': 'listagg_delimiter', 'help': 'listagg: the delimiter'},
   {'name': 'retention_hours', 'kind': 'number', 'group': 'table', 'choices': none, 'default': none,
    'cli': none, 'dbt': 'retention_hours', 'help': 'how long old versions stay for readers and rollback (table property; default 168, 7 days)'},
+  {'name': 'change_feed', 'kind': 'bool', 'group': 'table', 'choices': none, 'default': none,
+   'cli': none, 'dbt': 'change_feed', 'help': 'record each commit\'s row changes, read by table_changes (table property spark_merge.change_feed)'},
   {'name': 'file_format', 'kind': 'choice', 'group': 'dbt', 'choices': ['parquet', 'orc'], 'default': 'parquet',
    'cli': none, 'dbt': 'file_format', 'help': 'the table\'s format (delta, iceberg and hudi have their own merge)'},
   {'name': 'on_schema_change', 'kind': 'choice', 'group': 'dbt', 'choices': ['ignore', 'fail', 'append_new_columns', 'sync_all_columns'], 'default': 'ignore',

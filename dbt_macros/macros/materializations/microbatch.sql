@@ -7,7 +7,11 @@
 
     {% materialization incremental, adapter='spark' %}{{ return(spark_merge.incremental()) }}{% endmaterialization %}
 
-  Other incremental models keep dbt-spark's own materialization. Each batch is one spark_merge run:
+  The same file runs incremental_strategy='merge' models on parquet and ORC through spark-merge
+  (dbt-spark refuses them), with dbt's configs (unique_key, incremental_predicates,
+  merge_update_columns, merge_exclude_columns, on_schema_change, partition_by). Other incremental
+  models (append, insert_overwrite, any strategy on delta, iceberg or hudi) keep dbt-spark's own
+  materialization. Each batch is one spark_merge run:
   the first creates the table (or, with --full-refresh, replaces its rows in one commit), every later
   one is a journaled merge that replaces exactly the batch's window of event_time:
 
@@ -21,11 +25,34 @@
   fails the batch before anything is written.
 -#}
 
+{#- The same override inside the package: dbt uses it only when the project sets
+    flags: {require_explicit_package_overrides_for_builtin_materializations: false} (a project's own
+    file, as above, needs no flag and wins over it). -#}
+{% materialization incremental, adapter='spark' %}{{ return(spark_merge.incremental()) }}{% endmaterialization %}
+
 {% macro incremental() -%}
-{%- if config.get('incremental_strategy') == 'microbatch' -%}
+{%- set strategy = (config.get('incremental_strategy') or '') | lower -%}
+{%- set file_format = (config.get('file_format') or 'parquet') | lower -%}
+{%- if strategy == 'microbatch' or (strategy == 'merge' and file_format in ['parquet', 'orc']) -%}
   {{ return(spark_merge.materialization_spark_merge_spark()) }}
 {%- endif -%}
+{%- if strategy == 'delete+insert' and file_format in ['parquet', 'orc'] -%}
+  {{ spark_merge.spark_merge__dbt_fail("incremental_strategy='delete+insert' is not one spark-merge runs (dbt-spark has none either): "
+     ~ "use 'merge', which updates the rows whose unique_key the model has and inserts the others in one commit") }}
+{%- endif -%}
 {{ return(dbt.materialization_incremental_spark()) }}
+{%- endmacro %}
+
+{#- The incremental strategy a spark-merge model runs: none, 'merge' (materialized='incremental' with
+    incremental_strategy='merge', dbt-spark's spelling, or a spark_merge model, which merges anyway) or
+    'microbatch'. Any other on a spark_merge model is refused, never ignored. -#}
+{% macro spark_merge__dbt_strategy() -%}
+{%- set strategy = (config.get('incremental_strategy') or '') | lower -%}
+{%- if config.get('materialized') == 'spark_merge' and strategy not in ['', 'merge', 'microbatch'] -%}
+  {{ spark_merge.spark_merge__dbt_fail("incremental_strategy='" ~ strategy ~ "' does not apply to materialized='spark_merge', "
+     ~ "which merges: drop it, or use materialized='incremental' for dbt-spark's " ~ strategy) }}
+{%- endif -%}
+{{ return(strategy or none) }}
 {%- endmacro %}
 
 {#- The batch dbt runs (none outside a microbatch model): its id, window and the window as a

@@ -18,7 +18,7 @@
 
 {#- Point a table back at the version it had before merge `to` (and undo the later ones), as
     `spark-merge rollback` does: the same lifecycle (lifecycle/rollback.sql), one journaled commit. -#}
-{% macro rollback(relation, to) -%}
+{% macro rollback(relation, to, discard_later_writes=false) -%}
 {%- set parts = (relation | string).replace('`', '').split('.') -%}
 {%- if parts | length != 2 -%}
   {{ spark_merge.spark_merge__dbt_fail("rollback needs relation as schema.table, got " ~ relation) }}
@@ -27,7 +27,8 @@
 {%- set started = host.now() -%}
 {%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ relation ~ started)) | trim -%}
 {%- set s = {} -%}
-{%- do spark_merge.spark_merge__run_state(merge_id, {'target': parts, 'to_merge_id': to | string, 'kind': 'rollback', 'started': started}, s) -%}
+{%- do spark_merge.spark_merge__run_state(merge_id, {'target': parts, 'to_merge_id': to | string, 'kind': 'rollback', 'started': started,
+    'discard_later_writes': discard_later_writes}, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_begin_rollback(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_execute_rollback(host, s) -%}
 {%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
@@ -70,4 +71,28 @@
 {%- do spark_merge.spark_merge__lifecycle_finish(host, s) -%}
 {%- do log(spark_merge.spark_merge__message(merge_id, m) | trim, info=true) -%}
 {{ return(m) }}
+{%- endmacro %}
+
+{#- The change feed of a spark-merge table, for a model that reads only what changed:
+      select * from {{ spark_merge.changes(ref('accounts'), since=last_merge_id) }}
+    a subquery of the table's columns, _change_type (insert, update_preimage, update_postimage,
+    delete), _merge_id and _commit_timestamp, of the commits after `since` (a merge id; none: from
+    the first) up to `until` (none: the latest); the same query as merge_core.table_changes. -#}
+{% macro changes(relation, since=none, until=none) -%}
+{%- if not execute -%}{{ return('(SELECT 1 AS __sm_not_run)') }}{%- endif -%}
+{%- set table = spark_merge.spark_merge__dbt_describe(relation.identifier, relation.schema) -%}
+{%- set chosen = {} -%}
+{%- do spark_merge.spark_merge__changes_range(table, spark_merge.spark_merge__dbt_host().history(table), since, until, chosen) -%}
+{%- if chosen.get('error') -%}
+  {{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code(chosen.error[0]) ~ ': ' ~ chosen.error[1]) }}
+{%- endif -%}
+{{ return('(' ~ spark_merge.spark_merge__changes_read_sql(table, chosen.entries) ~ ')') }}
+{%- endmacro %}
+
+{#- The newest _merge_id a model built from the change feed holds (none on its first run or a full
+    refresh): the `since` of spark_merge.changes for its next increment. -#}
+{% macro last_merge_id(relation) -%}
+{%- if not execute or not is_incremental() -%}{{ return(none) }}{%- endif -%}
+{%- set found = run_query('SELECT _merge_id FROM ' ~ relation ~ ' ORDER BY _commit_timestamp DESC LIMIT 1') -%}
+{{ return(found.rows[0][0] if found.rows else none) }}
 {%- endmacro %}

@@ -33,6 +33,7 @@
        ~ "{% macro is_incremental() %}{{ return(spark_merge.is_incremental()) }}{% endmacro %} and run again") }}
   {%- endif -%}
   {%- set creating = existing is none or should_full_refresh() -%}
+  {%- if not creating and cfg.change_feed and not existing.is_view -%}{%- do spark_merge.spark_merge__dbt_change_feed_on() -%}{%- endif -%}
   {%- set swap = false -%}
   {%- if creating -%}
     {%- set model_types = [] -%}
@@ -87,6 +88,15 @@
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
 
+{#- change_feed=true on a model whose table exists: its property, set before the merge records anything. -#}
+{% macro spark_merge__dbt_change_feed_on() -%}
+{%- set rel = spark_merge.spark_merge__dbt_relation() -%}
+{%- set props = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]).get('table_properties') or {} -%}
+{%- if (props.get('spark_merge.change_feed') or '') | lower != 'true' -%}
+  {%- do run_query('ALTER TABLE ' ~ rel ~ " SET TBLPROPERTIES ('spark_merge.change_feed' = 'true')") -%}
+{%- endif -%}
+{%- endmacro %}
+
 {% macro spark_merge__dbt_relation(identifier=none, schema=none) -%}
 {{ spark_merge.spark_merge__quote(schema or this.schema) }}.{{ spark_merge.spark_merge__quote(identifier or this.identifier) }}
 {%- endmacro %}
@@ -94,6 +104,7 @@
 {% macro spark_merge__dbt_create_sql(cfg, sql, empty=false, not_null=[], identifier=none, location=none) -%}
 {%- set props = [] -%}
 {%- if cfg.retention_hours is not none -%}{%- do props.append("'spark_merge.retention_hours' = '" ~ cfg.retention_hours ~ "'") -%}{%- endif -%}
+{%- if cfg.change_feed -%}{%- do props.append("'spark_merge.change_feed' = 'true'") -%}{%- endif -%}
 {%- if not_null -%}{%- do props.append("'spark_merge.not_null' = " ~ spark_merge.spark_merge__literal(not_null | join(','))) -%}{%- endif -%}
 CREATE TABLE {{ spark_merge.spark_merge__dbt_relation(identifier) }}
 USING {{ cfg.file_format }}
@@ -254,6 +265,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
     enforced contract) as a re-created table would have them. -#}
 {% macro spark_merge__dbt_refresh_properties(cfg, not_null, table) -%}
 {%- set want = {'spark_merge.retention_hours': cfg.retention_hours | string if cfg.retention_hours is not none else none,
+                'spark_merge.change_feed': 'true' if cfg.change_feed else none,
                 'spark_merge.not_null': not_null | join(',') if not_null else none} -%}
 {%- set sets, unsets = [], [] -%}
 {%- for k, v in want.items() if table.properties.get(k) != v -%}
@@ -304,7 +316,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set desc = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]) -%}
 {%- set identity = {} -%}
 {%- do spark_merge.spark_merge__identity(desc.get('table_properties') or {}, this.schema ~ '.' ~ (identifier or this.identifier),
-    desc.get('location'), identity) -%}
+    desc.get('location'), identity, desc.get('created_time')) -%}
 {#- a root copied from another table's DDL is that table's: dropping it would delete the other table's files -#}
 {%- set root = (desc.get('table_properties') or {}).get('spark_merge.root') if not identity.trust_errors else none -%}
 {%- if root and root != desc.get('location') and (desc.get('type') or '') | upper == 'MANAGED' -%}

@@ -110,6 +110,11 @@
   {{ spark_merge.spark_merge__dbt_fail("a watermark upsert needs unique_key (the primary key) and generates its own ON and clauses: "
       ~ "drop merge_on and merge_clauses") }}
 {%- endif -%}
+{%- set strategy = spark_merge.spark_merge__dbt_strategy() -%}
+{%- if not cfg.unique_key and not cfg.merge_on and strategy == 'merge' and config.get('materialized') == 'incremental' -%}
+  {#- dbt-spark's merge without a unique_key: ON FALSE, every row inserted -#}
+  {%- do cfg.update({'merge_on': 'FALSE'}) -%}
+{%- endif -%}
 {%- if not cfg.unique_key and not cfg.merge_on -%}
   {{ spark_merge.spark_merge__dbt_fail("set unique_key (a column or a list) or merge_on (an ON condition over DBT_INTERNAL_DEST and DBT_INTERNAL_SOURCE)") }}
 {%- endif -%}

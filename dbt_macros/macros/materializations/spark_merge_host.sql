@@ -28,6 +28,7 @@
   'on_keys': spark_merge.spark_merge__dbt_host_on_keys, 'target_begin': spark_merge.spark_merge__dbt_host_target_begin,
   'analyze': spark_merge.spark_merge__dbt_host_analyze, 'history': spark_merge.spark_merge__dbt_host_history,
   'partition_location': spark_merge.spark_merge__dbt_host_partition_location, 'require': spark_merge.spark_merge__dbt_host_require,
+  'written_after': spark_merge.spark_merge__dbt_host_written_after,
 }) }}
 {%- endmacro %}
 
@@ -298,6 +299,7 @@
        ' (merge ' ~ row[0] ~ ') cannot be used: ' ~ problems[0] ~ '; nothing was changed. `spark-merge repair-history ' ~ table.name ~
        '` moves it aside') }}
   {%- endif -%}
+  {%- do spark_merge.spark_merge__rebase_entry(table, entry) -%}
   {%- do entries.append(entry) -%}
 {%- endfor -%}
 {{ return(entries) }}
@@ -320,6 +322,14 @@
 {% macro spark_merge__dbt_host_require(location, message) -%}
 {%- do spark_merge.spark_merge__dbt_trace('require') -%}
 {%- do run_query(spark_merge.spark_merge__path_probe_sql(location)) -%}
+{%- endmacro %}
+
+{#- Spark's _metadata names the files a query of the directory reads, with their modification times. -#}
+{% macro spark_merge__dbt_host_written_after(table, location, since, during) -%}
+{%- do spark_merge.spark_merge__dbt_trace('written_after') -%}
+{%- set out = [] -%}
+{%- for row in run_query(spark_merge.spark_merge__written_after_sql(table, location, since, during)).rows -%}{%- do out.append(row[0]) -%}{%- endfor -%}
+{{ return(out) }}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_host_source_types(spec) -%}

@@ -1,3 +1,3 @@
-{#- microbatch models (incremental_strategy='microbatch') run on spark-merge: each batch one commit
-    replacing its window; other incremental models keep dbt-spark's materialization -#}
+{#- incremental models with incremental_strategy='merge' (on parquet or ORC) or 'microbatch' run on
+    spark-merge; other incremental models keep dbt-spark's materialization -#}
 {% materialization incremental, adapter='spark' %}{{ return(spark_merge.incremental()) }}{% endmaterialization %}
