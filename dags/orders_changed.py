@@ -50,17 +50,18 @@ with DAG(
     @task
     def changed_rows(merges: list[dict]) -> dict:
         """The change rows of each merge that triggered the run, counted by kind."""
-        from pyspark.sql import functions as F
-
         from airflow_provider.hooks import SparkMergeHook
-        from merge_core import table_changes
+        from merge_core import history, table_changes
 
         spark = SparkMergeHook().get_conn()
         counts: dict = {}
         for m in merges:
             if m.get("noop") or m.get("replayed"):
                 continue
-            rows = table_changes(spark, m["table"], until=m["merge_id"]).where(F.col("_merge_id") == m["merge_id"])
+            # exactly this merge's changes: those after the commit before it (history lists newest first)
+            ids = [e["merge_id"] for e in history(spark, m["table"], limit=10_000)]
+            since = ids[ids.index(m["merge_id"]) + 1] if ids.index(m["merge_id"]) + 1 < len(ids) else None
+            rows = table_changes(spark, m["table"], since=since, until=m["merge_id"])
             for kind, n in rows.groupBy("_change_type").count().collect():
                 counts[kind] = counts.get(kind, 0) + n
         logging.getLogger(__name__).info("change rows of the merge(s): %s", counts)

@@ -733,6 +733,11 @@ def test_example_dags_run_out_of_the_box(spark, airflow_home):
         changed = load_dag("orders_changed").test(logical_date=DAY + timedelta(days=3))
         assert changed.state == "success"
         assert xcom(changed, "what_changed", "return_value") == [events[-1]]
+        # and reads exactly that merge's change rows from the feed, not the earlier merges' ones
+        last = events[-1]
+        kinds = ("insert", "rows_inserted"), ("update_preimage", "rows_updated"), ("update_postimage", "rows_updated")
+        expected = {kind: last[n] for kind, n in (*kinds, ("delete", "rows_deleted")) if last[n]}
+        assert expected and xcom(changed, "changed_rows", "return_value") == expected
 
         gdpr = load_dag("gdpr_delete")
         idle = gdpr.test(logical_date=DAY)  # no ids: the delete is skipped

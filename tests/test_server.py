@@ -193,7 +193,7 @@ def test_the_first_command_starts_a_server_every_entry_point_uses_and_it_stops_w
     project = tmp_path / "project"
     (project / "sub").mkdir(parents=True)
     (project / "pyproject.toml").write_text("")
-    env = {**os.environ, "SPARK_MERGE_AUTO_SERVER": "1", "SPARK_MERGE_SERVER_IDLE_MINUTES": "0.25",
+    env = {**os.environ, "SPARK_MERGE_AUTO_SERVER": "1", "SPARK_MERGE_SERVER_IDLE_MINUTES": "0.5",
            "SPARK_MERGE_SERVER_WARM_UP": "0"}  # fmt: skip
     env.pop("SPARK_MERGE_HOME", None)
     home = project / "var"
@@ -247,4 +247,4 @@ def test_the_first_command_starts_a_server_every_entry_point_uses_and_it_stops_w
     while server.status(str(home)) and time.monotonic() - idle_since < 120:
         time.sleep(2)
     assert server.status(str(home)) is None and not (home / server.STATE).exists()
-    assert "idle for 0.25 minutes: stopping the server" in (home / "connect-logs" / "server.log").read_text()
+    assert "idle for 0.5 minutes: stopping the server" in (home / "connect-logs" / "server.log").read_text()

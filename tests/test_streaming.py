@@ -43,16 +43,19 @@ def test_a_killed_and_restarted_query_merges_every_batch_exactly_once(tmp_path):
         )
     paths = (source, checkpoint)
     _driver(home, "setup", *paths)
-    rng = random.Random(int(os.environ.get("SPARK_MERGE_STREAM_SEED", random.randrange(10**6))))
+    seed = int(os.environ.get("SPARK_MERGE_STREAM_SEED", random.randrange(10**6)))
+    rng = random.Random(seed)
     kills = 0
     while True:
-        proc = subprocess.Popen(
-            [sys.executable, str(DRIVER), str(home), "run", *map(str, paths)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        # its log goes to a file: a pipe nobody reads while the test waits fills up and stops the query
+        log = tmp_path / f"run-{kills}.log"
+        with open(log, "w") as err:
+            proc = subprocess.Popen(
+                [sys.executable, str(DRIVER), str(home), "run", *map(str, paths)],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+            )
         if kills < KILLS:
             _wait_for_spark(home, proc)
             time.sleep(rng.uniform(1.0, 12.0))  # somewhere in a batch: reading it, merging it, committing
@@ -61,11 +64,16 @@ def test_a_killed_and_restarted_query_merges_every_batch_exactly_once(tmp_path):
                 proc.wait(timeout=60)
                 kills += 1
                 continue
-        assert proc.wait(timeout=900) == 0, proc.stderr.read()[-3000:]
+        try:
+            code = proc.wait(timeout=900)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            code = None
+        assert code == 0, f"seed {seed}, after {kills} kill(s), exit {code}: {log.read_text()[-3000:]}"
         break
     result = json.loads(_driver(home, "read", *paths).stdout.strip().splitlines()[-1])
     total = sum(range(1, BATCHES + 1))
-    assert result["rows"] == [[k, total] for k in KEYS], f"after {kills} kill(s): {result}"
+    assert result["rows"] == [[k, total] for k in KEYS], f"seed {seed}, after {kills} kill(s): {result}"
     keys = [k for k in result["run_keys"] if k]
     assert len(keys) == len(set(keys)) == BATCHES and all(k.startswith("stream:") for k in keys), keys
     print(f"{kills} kill(s); {BATCHES} batches merged once each")

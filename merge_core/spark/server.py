@@ -93,6 +93,19 @@ def merges_url(warehouse: str | None = None) -> str | None:
     return f"http://127.0.0.1:{port}" if port and _listening(port) else None
 
 
+def keep_up(warehouse: str | None = None) -> None:
+    """Tell this warehouse's server a client is about to use it: a request to its merge service counts
+    as work, so the server does not stop for idleness between a session finding it and that session's
+    first Spark Connect call (a dbt run parses its project in between). A server that does not answer
+    is left to the session to find out."""
+    url = merges_url(warehouse)
+    if url:
+        import urllib.request
+
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(f"{url}/merges/_session", timeout=5).close()
+
+
 def auto_start() -> bool:
     """Whether commands start a server by themselves (``SPARK_MERGE_AUTO_SERVER``, default on)."""
     return os.environ.get(AUTO_ENV, "1").strip().lower() not in ("0", "false", "off", "no")

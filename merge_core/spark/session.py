@@ -141,6 +141,7 @@ def session_conf(warehouse: str | None = None, start: Path | None = None) -> tup
     home = home_dir(warehouse, start)
     url = server.status(str(home))
     if url:
+        server.keep_up(str(home))
         return {"spark.remote": url}, f"the warehouse {home}, through its spark-merge server at {url}"
     return embedded_conf(home, "local[*]"), f"the warehouse {home}"
 
@@ -152,6 +153,7 @@ def warm_server(warehouse: str | None = None) -> str | None:
 
     url = server.status(warehouse)
     if url:
+        server.keep_up(warehouse)
         logging.getLogger("spark_merge").info(
             "spark-merge server is up for %s: this session is a Spark Connect session to it (%s)",
             home_dir(warehouse),
