@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from pyspark.sql.types import TimestampType
 
-from merge_core import MergeError, history, merge, read_as_of, rollback, table_changes, vacuum
+from merge_core import MergeError, compact, history, merge, read_as_of, rollback, table_changes, vacuum
 
 from .conftest import rows
 
@@ -141,6 +141,48 @@ def test_each_merge_engine_records_the_changelog_paimon_would(spark, db, engine,
     assert sorted((row[:-1] for row in found), key=str) == sorted(expected, key=str)
     assert {row[-1] for row in found} == {r.merge_id}
     assert replay([(1, 10, "x"), (2, 20, "y")], found) == sorted(rows(spark, t), key=str)
+
+
+def test_a_merge_on_read_upsert_records_the_views_changes(spark, db):
+    """Merge-on-read upserts append to a log under a view; their change rows are the view's (Paimon's
+    lookup producer), read under the table's own name: each upsert's rows take the view from what it
+    was to what it is, across a compaction (which records nothing): inserts, a fresher row's update, a
+    tombstone's delete, a deleted key coming back; a stale row, a row sent again and a tombstone of an
+    unknown key record nothing."""
+    t = f"{db}.mor_fed"
+    spark.sql(
+        f"CREATE TABLE {t} (id INT, v STRING, ts INT, deleted BOOLEAN) USING parquet "
+        "TBLPROPERTIES ('spark_merge.change_feed' = 'true')"
+    )
+    batches = [
+        ([(1, "a", 1, False), (2, "b", 1, False), (3, "c", 1, False)], {"insert": 3}),
+        ([(1, "a2", 2, False), (2, "x", 2, True), (3, "stale", 0, False), (4, "d", 1, False)],
+         {"update_preimage": 1, "update_postimage": 1, "delete": 1, "insert": 1}),
+        ([(2, "back", 3, False), (4, "d", 1, False), (9, "gone", 1, True)], {"insert": 1}),
+        ([(1, "a3", 3, False), (1, "a4", 4, False)], {"update_preimage": 1, "update_postimage": 1}),
+    ]  # fmt: skip
+    state: list[tuple] = []
+    since = None
+    for i, (batch, kinds) in enumerate(batches):
+        if i == 2:
+            compact(spark, t)
+        source = (
+            "SELECT * FROM VALUES "
+            + ", ".join(f"({k}, '{v}', {ts}, {str(d).lower()})" for k, v, ts, d in batch)
+            + " AS s(id, v, ts, deleted)"
+        )
+        r = merge(
+            spark, {"target": t, "source": source}, primary_key="id", watermark_key="ts",
+            tombstone_key="deleted", upsert_mode="merge-on-read",
+        )  # fmt: skip
+        found = feed_rows(spark, t, since=since)
+        assert {row[-1] for row in found} == {r.merge_id}
+        assert Counter(row[-2] for row in found) == kinds, found
+        state = replay(state, found)
+        assert state == sorted(rows(spark, t), key=str)
+        since = r.merge_id
+    assert [row[0] for row in state] == [1, 2, 3, 4] and state[0][1] == "a4"
+    assert len(feed_rows(spark, t)) == 10  # every upsert's rows, the compaction's none
 
 
 def test_read_as_of_reads_each_version_without_touching_the_table(spark, recorded):

@@ -21,6 +21,7 @@ from merge_core.common.errors import TargetError, ValidationError
 from merge_core.common.result import MergeResult
 from merge_core.lifecycle.run import Lifecycle, drive
 from merge_core.request.spec import MergeSpec
+from merge_core.spark import files
 from merge_core.spark.catalog import describe_table
 
 log = logging.getLogger("spark_merge")
@@ -61,6 +62,11 @@ class UpsertRun(Lifecycle):
     def plan(self) -> dict:
         macros.lifecycle_plan_log(self.host, self.s)
         return self._planned_info(self.metrics["numTargetRowsInserted"])
+
+    def discard_staged(self) -> None:
+        """An upsert stages only its change rows (a table with the change feed on), in its own
+        directory of the log: ``<root>/_merge_<id>``."""
+        files.remove(macros.changes_location(self.s["table"], self.merge_id).rsplit("/", 1)[0])
 
     def explain(self, placeholder_id: bool = False) -> str:
         macros.lifecycle_plan_log(_Explaining(), self.s)

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from merge_core.common import macros
 from merge_core.common.errors import UnsupportedError, codes, error_for
+from merge_core.lifecycle.merge_on_read import LOG_SUFFIX
 from merge_core.maintenance import history_store
 from merge_core.spark import files
 from merge_core.spark.catalog import describe_table
@@ -22,7 +23,11 @@ def table_changes(
 ) -> DataFrame:
     """The change rows of the commits after ``since`` up to ``until`` (history.py's order), as one
     DataFrame (spark_merge__changes_read_sql, the query dbt's spark_merge.changes runs too)."""
-    table = describe_table(spark, [p.strip("`") for p in table_name.split(".")])
+    parts = [p.strip("`") for p in table_name.split(".")]
+    log_parts = [*parts[:-1], parts[-1] + LOG_SUFFIX]
+    if spark.catalog.tableExists(".".join(log_parts)):  # a merge-on-read table: its log takes the commits
+        parts = log_parts
+    table = describe_table(spark, parts)
     entries = history_store.load(table).require_readable("the change feed").entries
     chosen = macros.changes_range(table, entries, since, until)
     if chosen.get("error"):

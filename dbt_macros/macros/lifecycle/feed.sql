@@ -31,6 +31,31 @@ LATERAL VIEW explode(CASE __sm_op WHEN {{ op('insert') }} THEN array('insert') W
 WHERE __sm_op IN ({{ op('insert', 'delete', 'update') }})
 {%- endmacro %}
 
+{#- A merge-on-read upsert's change rows (Paimon's `lookup` producer): the view's rows of the source's
+    keys before the append and after it, each the view's own reduction (upsert_reduce_sql) of the log's
+    rows of those keys, without and with the source's; a row only before is a delete, only after an
+    insert, a key with both an update. Run under the commit lock, so the rows before are the ones the
+    append follows. -#}
+{% macro spark_merge__feed_log_sql(table, spec, plan, merge_id) -%}
+{%- set cols = spark_merge.spark_merge__column_list(table.columns | map(attribute='name') | list) -%}
+{%- set on = [] -%}{%- for k in plan.pk -%}{%- do on.append('__sm_a.' ~ k ~ ' <=> __sm_b.' ~ k) -%}{%- endfor -%}
+{%- set live = spark_merge.spark_merge__upsert_live_filter(plan) -%}
+{%- set sides = [('update_preimage', '__sm_gone', '__sm_came', 'SEMI'), ('delete', '__sm_gone', '__sm_came', 'ANTI'),
+                 ('update_postimage', '__sm_came', '__sm_gone', 'SEMI'), ('insert', '__sm_came', '__sm_gone', 'ANTI')] -%}
+INSERT OVERWRITE DIRECTORY {{ spark_merge.spark_merge__literal(spark_merge.spark_merge__changes_location(table, merge_id) | trim) }}
+USING {{ table.provider }}
+WITH __sm_src AS ({{ spark_merge.spark_merge__mor_rows_sql(table, spec) }}),
+__sm_keyed AS (SELECT __sm_a.* FROM {{ table.relation }} AS __sm_a LEFT SEMI JOIN __sm_src AS __sm_b ON {{ on | join(' AND ') }}),
+__sm_before AS (SELECT {{ cols }} FROM ({{ spark_merge.spark_merge__upsert_reduce_sql(plan, '__sm_keyed') }}) AS __sm_r WHERE {{ live }}),
+__sm_after AS (SELECT {{ cols }} FROM ({{ spark_merge.spark_merge__upsert_reduce_sql(plan,
+    '(SELECT * FROM __sm_keyed UNION ALL SELECT * FROM __sm_src)') }}) AS __sm_r WHERE {{ live }}),
+__sm_gone AS (SELECT * FROM __sm_before EXCEPT ALL SELECT * FROM __sm_after),
+__sm_came AS (SELECT * FROM __sm_after EXCEPT ALL SELECT * FROM __sm_before)
+{% for kind, a, b, join in sides -%}
+{{ 'UNION ALL ' if not loop.first }}SELECT __sm_a.*, '{{ kind }}' AS _change_type FROM {{ a }} AS __sm_a LEFT {{ join }} JOIN {{ b }} AS __sm_b ON {{ on | join(' AND ') }}
+{% endfor -%}
+{%- endmacro %}
+
 {#- A rollback's change rows, as statements into `out`: per partition it points back, the rows of the
     version it leaves that the restored one lacks (delete) and the other way round (insert), each
     directory read through a temporary view of the table's columns (an empty one reads as no rows).
@@ -92,6 +117,9 @@ WHERE __sm_op IN ({{ op('insert', 'delete', 'update') }})
   {%- set changed = e.get('kind') == 'rollback' or (e.get('kind') not in ['compact', 'canonicalize'] and (m.get('numTargetRowsInserted') or 0) +
       (m.get('numTargetRowsUpdated') or 0) + (m.get('numTargetRowsDeleted') or 0) > 0) -%}
   {%- if e.get('change_feed') -%}{%- do chosen.append(e) -%}
+  {%- elif changed and e.get('status', 'committed') == 'committed' and e.get('kind') == 'rollback' and (table.get('properties') or {}).get('spark_merge.upsert') -%}
+    {%- do out.update({'error': ['unsupported', 'commit ' ~ e.merge_id ~ ' of ' ~ table.name ~ ' is a rollback of a merge-on-read table, which ' ~
+        'records no change rows; read the changes after it (since=' ~ e.merge_id ~ ')']}) -%}
   {%- elif changed and e.get('status', 'committed') == 'committed' -%}
     {%- do out.update({'error': ['unsupported', 'commit ' ~ e.merge_id ~ ' of ' ~ table.name ~ ' changed rows without recording them: its change ' ~
         'feed was off then (ALTER TABLE ' ~ table.name ~ " SET TBLPROPERTIES ('spark_merge.change_feed' = 'true') records the changes of later " ~

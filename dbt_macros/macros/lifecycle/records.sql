@@ -81,6 +81,9 @@
                  'append_statements': [spark_merge.spark_merge__mor_append_sql(s.table, s.spec),
                      spark_merge.spark_merge__mor_view_sql(s.view, s.table, s.log_plan)],
                  'properties': {'spark_merge.upsert': options | tojson}}) -%}
+{%- if spark_merge.spark_merge__feed_on(s.table) == 'True' -%}
+  {%- do s.update({'feed_statements': [spark_merge.spark_merge__feed_log_sql(s.table, s.spec, s.log_plan, s.merge_id)]}) -%}
+{%- endif -%}
 {%- endmacro %}
 
 {#- A file-granular rewrite's metrics, from what the host carried over (`carried`: file_stats rows):

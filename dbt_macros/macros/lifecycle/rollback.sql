@@ -68,7 +68,8 @@
   {%- do repoints.append({'partition': target.partition, 'location': location, 'old_location': now_at, 'exists': true,
       'restored': not emptied and target.location is not none}) -%}
 {%- endfor -%}
-{%- if s.ctx.get('feed') -%}
+{#- a merge-on-read table's log holds every upserted row, not the view's: its rollback records none -#}
+{%- if s.ctx.get('feed') and not (table.get('properties') or {}).get('spark_merge.upsert') -%}
   {%- set restore, statements = [], [] -%}
   {%- for r in repoints -%}
     {%- do restore.append({'partition': r.partition, 'location': r.location if r.restored else none, 'current': r.old_location}) -%}

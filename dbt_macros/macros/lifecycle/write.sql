@@ -39,6 +39,8 @@
 {%- do host.lock(s.table, s.merge_id) -%}{%- do s.update({'locked': true}) -%}
 {%- set fresh = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
+{#- a merge-on-read upsert's change rows depend on the log it appends to: read under the lock -#}
+{%- if s.get('feed_statements') -%}{%- do spark_merge.spark_merge__lifecycle_feed(host, s, s.feed_statements) -%}{%- endif -%}
 {%- do host.failpoint('before_append') -%}
 {%- for stmt in s.get('append_statements') or [spark_merge.spark_merge__append_sql(s.table, s.ctx)] -%}{%- do host.run(stmt) -%}{%- endfor -%}
 {%- do host.run(spark_merge.spark_merge__version_sql(fresh, s.merge_id, s.get('properties', {}))) -%}

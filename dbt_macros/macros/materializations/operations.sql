@@ -80,7 +80,9 @@
     the first) up to `until` (none: the latest); the same query as merge_core.table_changes. -#}
 {% macro changes(relation, since=none, until=none) -%}
 {%- if not execute -%}{{ return('(SELECT 1 AS __sm_not_run)') }}{%- endif -%}
-{%- set table = spark_merge.spark_merge__dbt_describe(relation.identifier, relation.schema) -%}
+{#- a merge-on-read model is a view over its log, which takes the commits -#}
+{%- set log = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier ~ '__sm_log') -%}
+{%- set table = spark_merge.spark_merge__dbt_describe(log.identifier if log else relation.identifier, relation.schema) -%}
 {%- set chosen = {} -%}
 {%- do spark_merge.spark_merge__changes_range(table, spark_merge.spark_merge__dbt_host().history(table), since, until, chosen) -%}
 {%- if chosen.get('error') -%}
