@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 test: $(STAMP) lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # ruff (lint and format) over the code, mypy over the public API (pyproject.toml configures both)
 lint: $(STAMP)

@@ -351,6 +351,7 @@ def lineage_events(home, job_suffix):
     return [e for e in events if e["job"]["name"].endswith(job_suffix) and e["eventType"] == "COMPLETE"]
 
 
+@pytest.mark.extended  # CI: the operator's lineage event of a PostgreSQL merge (test_operator_merges_into_a_postgres_table_...)
 def test_openlineage_reports_sources_and_target_with_row_counts(spark, airflow_home, cdc):
     from merge_core import history
 
@@ -615,7 +616,8 @@ def triggerer(airflow_home, tmp_path):
     process.wait(60)
 
 
-@pytest.mark.parametrize("mode", ["triggerer", pytest.param("inline", marks=pytest.mark.extended)])
+# CI: the trigger run inline by dag.test(); make test-all: in a real `airflow triggerer` process too
+@pytest.mark.parametrize("mode", [pytest.param("triggerer", marks=pytest.mark.extended), "inline"])
 def test_a_deferrable_task_waits_in_the_trigger_while_the_merge_service_merges(
     airflow_home, connect_server, merge_service, mode, request
 ):

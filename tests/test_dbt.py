@@ -243,6 +243,7 @@ from {{ ref('mb_events') }}
 """
 
 
+@pytest.mark.extended  # CI: the incremental materialization in test_dbt_sparks_incremental_merge_runs_on_parquet_and_orc_as_on_delta
 def test_microbatch_batches_are_commits_that_replace_their_window(project, monkeypatch):
     """A microbatch model (materialized='incremental', through the example project's override file): each batch
     a commit replacing exactly its day of `ts` in a table partitioned by region (windows and partitions do
@@ -611,6 +612,7 @@ models:
 """
 
 
+@pytest.mark.extended  # CI: the model's columns are checked by test_on_schema_change and test_config_errors_are_compilation_errors
 def test_an_enforced_contract_checks_the_columns_and_enforces_not_null(project):
     """dbt's own contract check runs before anything is written; a not_null constraint is enforced by
     spark-merge's NOT NULL check, on the first load and on merges; a check constraint is warned about."""

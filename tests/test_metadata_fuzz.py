@@ -26,7 +26,12 @@ from .conftest import rows
 
 OBJECTS = ["root", "journal", "lock", "version", "history", "not_null"]
 KINDS = ["not json", "wrong shape", "another table's"]
-SEED = int(os.environ.get("SPARK_MERGE_CORRUPTION_SEED", random.SystemRandom().randrange(1 << 30)))
+# pytest-xdist's workers must collect the same cases: they share the run's id
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+SEED = int(
+    os.environ.get("SPARK_MERGE_CORRUPTION_SEED")
+    or (random.Random(_RUN).randrange(1 << 30) if _RUN else random.SystemRandom().randrange(1 << 30))
+)
 CASES = random.Random(SEED).sample(
     [(o, k) for o in OBJECTS for k in KINDS], min(18, int(os.environ.get("SPARK_MERGE_CORRUPTION_CASES", "2")))
 )

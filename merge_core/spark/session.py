@@ -118,6 +118,13 @@ def embedded_conf(home: Path, master_url: str, metastore: str | None = None) -> 
         # period after the version that used the directory, so a TTL no longer than the retention
         # rules that out (README: "What a concurrent reader sees").
         "spark.sql.metadataCacheTTLSeconds": str(METADATA_CACHE_TTL_SECONDS),
+        # A merge runs 10-30 SQL executions with large plans, and a driver keeps the last 1000 of them
+        # (and 1000 jobs and stages) in its status store even without a UI: in a long-lived driver
+        # (the warm server, a notebook) that fills a 1 GiB heap after a few hundred merges, and the
+        # garbage collector then takes both cores. The last hundred are plenty for status and metrics.
+        "spark.sql.ui.retainedExecutions": "100",
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
     }
     cores = local_cores(master_url)
     if cores:

@@ -52,7 +52,8 @@ __sm_after AS (SELECT {{ cols }} FROM ({{ spark_merge.spark_merge__upsert_reduce
 __sm_gone AS (SELECT * FROM __sm_before EXCEPT ALL SELECT * FROM __sm_after),
 __sm_came AS (SELECT * FROM __sm_after EXCEPT ALL SELECT * FROM __sm_before)
 {% for kind, a, b, join in sides -%}
-{{ 'UNION ALL ' if not loop.first }}SELECT __sm_a.*, '{{ kind }}' AS _change_type FROM {{ a }} AS __sm_a LEFT {{ join }} JOIN {{ b }} AS __sm_b ON {{ on | join(' AND ') }}
+{{ 'UNION ALL ' if not loop.first }}SELECT __sm_a.*, '{{ kind }}' AS _change_type
+FROM {{ a }} AS __sm_a LEFT {{ join }} JOIN {{ b }} AS __sm_b ON {{ on | join(' AND ') }}
 {% endfor -%}
 {%- endmacro %}
 
@@ -117,7 +118,8 @@ __sm_came AS (SELECT * FROM __sm_after EXCEPT ALL SELECT * FROM __sm_before)
   {%- set changed = e.get('kind') == 'rollback' or (e.get('kind') not in ['compact', 'canonicalize'] and (m.get('numTargetRowsInserted') or 0) +
       (m.get('numTargetRowsUpdated') or 0) + (m.get('numTargetRowsDeleted') or 0) > 0) -%}
   {%- if e.get('change_feed') -%}{%- do chosen.append(e) -%}
-  {%- elif changed and e.get('status', 'committed') == 'committed' and e.get('kind') == 'rollback' and (table.get('properties') or {}).get('spark_merge.upsert') -%}
+  {%- elif changed and e.get('status', 'committed') == 'committed' and e.get('kind') == 'rollback'
+        and (table.get('properties') or {}).get('spark_merge.upsert') -%}
     {%- do out.update({'error': ['unsupported', 'commit ' ~ e.merge_id ~ ' of ' ~ table.name ~ ' is a rollback of a merge-on-read table, which ' ~
         'records no change rows; read the changes after it (since=' ~ e.merge_id ~ ')']}) -%}
   {%- elif changed and e.get('status', 'committed') == 'committed' -%}
