@@ -44,6 +44,7 @@ def main() -> None:
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="sm-bench-feed-"))
     spark = get_session(warehouse=str(home / "warehouse"))
+    spark.sql("CREATE DATABASE IF NOT EXISTS bench")
     generate(spark, args.rows, args.changes, home)
     out = Report("change-feed")
     out(f"CDC merges of {args.changes:,} source rows into {args.rows:,} rows (merge_cost.py's workload), "
