@@ -60,8 +60,8 @@ with DAG(
                 continue
             # exactly this merge's changes: those after the commit before it (history lists newest first)
             ids = [e["merge_id"] for e in history(spark, m["table"], limit=10_000)]
-            since = ids[ids.index(m["merge_id"]) + 1] if ids.index(m["merge_id"]) + 1 < len(ids) else None
-            rows = table_changes(spark, m["table"], since=since, until=m["merge_id"])
+            older = ids[ids.index(m["merge_id"]) + 1 :]
+            rows = table_changes(spark, m["table"], since=older[0] if older else None, until=m["merge_id"])
             for kind, n in rows.groupBy("_change_type").count().collect():
                 counts[kind] = counts.get(kind, 0) + n
         logging.getLogger(__name__).info("change rows of the merge(s): %s", counts)

@@ -26,6 +26,7 @@ log = logging.getLogger("spark_merge")
 
 def committed_run(spark: SparkSession, spec: MergeSpec, target, run_key: str) -> MergeResult | None:
     """The result of the commit recorded with ``run_key`` in the target's history, or None."""
+    from merge_core.lifecycle.merge_on_read import LOG_SUFFIX
     from merge_core.lifecycle.merge_run import merges_on_read
     from merge_core.maintenance.history_store import find_run
     from merge_core.spark import host
@@ -38,7 +39,7 @@ def committed_run(spark: SparkSession, spec: MergeSpec, target, run_key: str) ->
         )
     parts = list(spec.target)
     if merges_on_read(spec):
-        parts[-1] = f"{parts[-1]}__sm_log"
+        parts[-1] += LOG_SUFFIX
     try:
         table = describe_table(spark, parts)
     except MergeError:  # no such table yet, or one the merge refuses: it reports what is wrong
