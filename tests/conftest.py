@@ -21,6 +21,35 @@ _counter = itertools.count()
 os.environ["SPARK_MERGE_AUTO_SERVER"] = "0"
 
 
+def pytest_configure(config):
+    """Airflow reads its home and metadata database, and installs a root log handler on the output of
+    the moment, when it is first imported; more than one test file imports it (test_options.py,
+    test_airflow.py), in whatever order a worker runs them. So each process points Airflow at its own
+    home and imports it here, before any test: its handler then writes to the session's output, not to
+    one test's captured output, which is closed when that test ends. test_airflow.py's ``airflow_home``
+    fills the home in (its DAGs, its database)."""
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="sm-airflow-"))
+    os.environ.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+            # OpenLineage events of every task, one JSON per line
+            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+                {"type": "file", "log_file_path": str(home / "lineage.jsonl"), "append": True}
+            ),
+            "AIRFLOW__OPENLINEAGE__NAMESPACE": "spark_merge_tests",
+            # emit from a thread, not a fork: a forked child closes the py4j socket it shares with the task
+            "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
+        }
+    )
+    config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+    import airflow.settings  # noqa: F401  (the import is the point: see above)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from merge_core.spark.session import get_session

@@ -131,10 +131,12 @@ with DAG(dag_id="flaky_merge", schedule=None, start_date=datetime(2026, 11, 1), 
 
 
 @pytest.fixture(scope="module")
-def airflow_home(tmp_path_factory):
-    """Airflow reads its configuration when first imported: set it up before that."""
-    home = tmp_path_factory.mktemp("airflow")
-    dags = home / "dags"  # dag.test() runs DAGs of the DAGs folder: ours, and one that must fail
+def airflow_home():
+    """This process's Airflow home (conftest.py points Airflow at it before any import): its DAGs, its
+    connections and its metadata database."""
+    home = Path(os.environ["AIRFLOW_HOME"])
+    # dag.test() runs DAGs of the DAGs folder: ours, and one that must fail
+    dags = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
     shutil.copytree(DAGS, dags, ignore=shutil.ignore_patterns("__pycache__"))
     (dags / "dup_merge.py").write_text(DUP_DAG)
     (dags / "wrong_outlet.py").write_text(OUTLET_DAG)
@@ -146,17 +148,6 @@ def airflow_home(tmp_path_factory):
     (dags / "defer_slow.py").write_text(SLOW_DEFER_DAG)
     os.environ.update(
         {
-            # OpenLineage events of every task, one JSON per line
-            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
-                {"type": "file", "log_file_path": str(home / "lineage.jsonl"), "append": True}
-            ),
-            "AIRFLOW__OPENLINEAGE__NAMESPACE": "spark_merge_tests",
-            # emit from a thread, not a fork: a forked child closes the py4j socket it shares with the task
-            "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
-            "AIRFLOW_HOME": str(home),
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
             "AIRFLOW_CONN_SM_LOCAL": '{"conn_type": "spark_merge", "host": "local[1]", '
             '"extra": {"conf": {"spark.sql.shuffle.partitions": "2"}, "warehouse": "/tmp/w"}}',
             "AIRFLOW_CONN_SM_CONNECT": '{"conn_type": "spark_merge", "host": "sc://spark.internal", "port": 15002}',
