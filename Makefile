@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all lint docs bench bench-cli bench-delta bench-matrix bench-s3 bench-feed clean
+.PHONY: demo unit test test-all lint docs bench bench-cli bench-delta bench-matrix bench-s3 bench-feed clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
+
+# the unit tier (tests/unit): no JVM, dbt run or server; seconds, and the pre-commit hook runs it
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)

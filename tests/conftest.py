@@ -23,7 +23,7 @@ os.environ["SPARK_MERGE_AUTO_SERVER"] = "0"
 
 def pytest_configure(config):
     """Airflow reads its home and metadata database, and installs a root log handler on the output of
-    the moment, when it is first imported; more than one test file imports it (test_options.py,
+    the moment, when it is first imported; more than one test file imports it (unit/test_options.py,
     test_airflow.py), in whatever order a worker runs them. So each process points Airflow at its own
     home and imports it here, before any test: its handler then writes to the session's output, not to
     one test's captured output, which is closed when that test ends. test_airflow.py's ``airflow_home``

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -12,7 +11,6 @@ import pytest
 from merge_core import merge
 from merge_core.common import macros
 from merge_core.spark.host import SparkHost
-from merge_core.spark.session import local_cores
 
 from .conftest import location, rows, tree
 
@@ -259,22 +257,6 @@ def test_a_source_key_of_another_type_matches_as_on_says(spark, fifty):
     )
     assert r.metrics["numTargetRowsUpdated"] == 2
     assert rows(spark, f"(SELECT id FROM {fifty} WHERE name = 'hit')") == [(99,), (100,)]
-
-
-@pytest.mark.parametrize(
-    "master, cores",
-    [
-        ("local", 1),
-        ("local[3]", 3),
-        ("local[3,2]", 3),
-        ("local[*]", os.cpu_count()),
-        ("local-cluster[2,1,1024]", None),
-        ("spark://h:7077", None),
-        ("yarn", None),
-    ],
-)
-def test_local_cores_of_a_master(master, cores):
-    assert local_cores(master) == cores
 
 
 def test_the_local_session_lists_partitions_with_one_task_per_core(spark):

@@ -732,7 +732,7 @@ CASES = [
 def test_macros_render_the_same_sql_in_dbt_and_in_merge_core(session_project):
     """Each macro, given the same data, through dbt's jinja (run-operation) and merge_core's jinja2."""
     from merge_core import parse
-    from tests.test_macros import DESC, TYPES
+    from tests.unit.test_macros import DESC, TYPES
 
     table = macros.fill("table_info", DESC, TYPES)
     spec = parse(

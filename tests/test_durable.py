@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from merge_core import SpecError, history, merge
-from merge_core.common.result import new_merge_id, run_key_tag
 from merge_core.spark.faults import SimulatedCrash
 
 from .conftest import rows
@@ -18,12 +17,6 @@ def counter(spark, db):
     spark.sql(f"CREATE TABLE {t} (id INT, n INT, p STRING) USING parquet PARTITIONED BY (p)")
     spark.sql(f"INSERT INTO {t} VALUES (1, 0, 'a'), (2, 0, 'b')")
     return t
-
-
-def test_a_run_key_tags_the_merge_id():
-    tagged = new_merge_id("airflow:d/r/t/-1")
-    assert tagged[15:19] == run_key_tag("airflow:d/r/t/-1") and len(tagged) == len(new_merge_id())
-    assert new_merge_id("airflow:d/r/t/-1") != tagged  # still unique
 
 
 def test_a_second_run_with_the_key_returns_the_first_commit(spark, counter):

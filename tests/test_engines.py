@@ -650,28 +650,6 @@ def test_cli_engine_upsert_with_paimon_style_field_options(spark, db, capsys):
     assert "expected NAME.OPTION=VALUE" in capsys.readouterr().err
 
 
-def test_field_options_parse_paimon_names():
-    from merge_core.api.cli import field_options
-
-    assert field_options(
-        [
-            "a.aggregate-function=sum",
-            "fields.g_1,g_2.sequence-group=a,b",
-            "c.ignore-retract=true",
-            "c.distinct=true",
-            "n.nested-key=k1,k2",
-            "l.list-agg-delimiter=;",
-        ]
-    ) == {
-        "aggregate_function": {"a": "sum"},
-        "sequence_group": {"g_1,g_2": "a,b"},
-        "ignore_retract": {"c": "true"},
-        "distinct": {"c": "true"},
-        "nested_key": {"n": "k1,k2"},
-        "listagg_delimiter": {"l": ";"},
-    }
-
-
 # -- configuration errors at begin ----------------------------------------------------------------
 
 

@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 DRIVER = Path(__file__).resolve().parent / "stream_driver.py"
 KEYS = (1, 2, 3)
 # kills before the query may run to its end: 1 in CI, 10 in make test-all (with more batches to kill)
@@ -84,13 +82,3 @@ def _wait_for_spark(home: Path, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline and not (home / "metastore_db" / "db.lck").exists():
         time.sleep(0.2)
-
-
-@pytest.mark.parametrize("sql", ["MERGE INTO other.t t USING source s ON t.id = s.id WHEN MATCHED THEN DELETE"])
-def test_foreach_batch_refuses_a_statement_for_another_target(sql):
-    from merge_core import SpecError, foreach_batch
-
-    with pytest.raises(SpecError, match="its statement merges into other.t"):
-        foreach_batch("stream.acc", sql)
-    with pytest.raises(SpecError, match="primary_key"):
-        foreach_batch("stream.acc")

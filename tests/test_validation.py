@@ -298,23 +298,3 @@ def test_lossy_assignments_warn_refuse_or_pass(spark, tables, caplog):
         )  # double column; explicit CAST
         merge(spark, f"UPDATE {acc} SET amount = 1.5 WHERE id = 3", lossy_assignments="allow")
     assert not [r for r in caplog.records if "lossy" in r.getMessage()]
-
-
-@pytest.mark.parametrize(
-    "src, dst, loss",
-    [
-        ("decimal(3,1)", "bigint", "drops the fraction"),
-        ("double", "int", "drops the fraction"),
-        ("decimal(12,4)", "decimal(12,2)", "rounds it to 2 decimal place(s)"),
-        ("double", "decimal(10,2)", "rounds it to 2 decimal place(s)"),
-        ("double", "float", "rounds it to a float's precision"),
-        ("decimal(10,0)", "int", ""),  # overflow is an error in ANSI mode, not a silent loss
-        ("int", "double", ""),
-        ("decimal(12,2)", "decimal(14,4)", ""),
-        ("string", "string", ""),
-    ],
-)
-def test_narrowing_rule(src, dst, loss):
-    from merge_core.common import macros
-
-    assert macros.render("narrowing", src, dst).strip() == loss

@@ -4,7 +4,7 @@
   operation code (__sm_op: Trino's INSERT=1, DELETE=2, UPDATE=3, none=-1); every error a
   merge raises on purpose starts with its error code. The lifecycle and the plan read them
   here (spark_merge__op, spark_merge__error_code); merge_core/common/errors.py gives its exception
-  classes these codes, and tests/test_options.py checks no other code is spelled anywhere.
+  classes these codes, and tests/unit/test_options.py checks no other code is spelled anywhere.
 -#}
 {% macro spark_merge__codes(out) -%}
 {%- do out.update({

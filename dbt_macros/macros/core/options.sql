@@ -1,7 +1,7 @@
 {#-
   Every option, declared once. Python (merge_core/request/options.py: the spec, merge()'s keywords, the
   CLI's flags, the Airflow operator's docs) and dbt (the materialization's config check) read
-  this table; tests/test_options.py holds each host to it.
+  this table; tests/unit/test_options.py holds each host to it.
 
   name     merge()'s keyword and the spec's key
   kind     string | list (a string is a list of one) | choice | bool | number | fields (per-field

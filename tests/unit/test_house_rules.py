@@ -14,7 +14,7 @@ import pytest
 
 from merge_core.common import macros
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CODE = sorted(p for d in ("merge_core", "airflow_provider") for p in (ROOT / d).rglob("*.py"))
 FACADE = ROOT / "merge_core/common/macros.py"
 # the floors, lowest first: a module imports from its own floor or the ones below

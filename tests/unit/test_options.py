@@ -82,7 +82,7 @@ def test_the_options_table_is_generated_from_the_declarations(capsys):
     assert printed == options.markdown()
     for o in options.table():
         assert f"| `{o['name']}` |" in printed, o["name"]
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "python-and-cli.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "python-and-cli.md").read_text()
     section = doc.split("<!-- options:begin -->\n", 1)[1].split("\n<!-- options:end -->", 1)[0]
     assert section == printed, "docs/python-and-cli.md's options table is stale: run make docs"
 
@@ -100,7 +100,7 @@ def test_codes_are_declared_once():
 
     from merge_core.common import errors, macros
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     codes = macros.fill("codes")
     declared = set(codes["error"].values())
     assert len(declared) == len(codes["error"]) and sorted(codes["op"].values()) == [-1, 1, 2, 3]

@@ -297,3 +297,23 @@ def test_rollback_plan_refuses_what_it_cannot_undo_faithfully(history, version, 
     plan = macros.fill("rollback_plan", dict(ROLLBACK_TABLE, version=version), history, to)
     code, message = plan["error"]
     assert code == refusal[0] and refusal[1] in message, message
+
+
+@pytest.mark.parametrize(
+    "src, dst, loss",
+    [
+        ("decimal(3,1)", "bigint", "drops the fraction"),
+        ("double", "int", "drops the fraction"),
+        ("decimal(12,4)", "decimal(12,2)", "rounds it to 2 decimal place(s)"),
+        ("double", "decimal(10,2)", "rounds it to 2 decimal place(s)"),
+        ("double", "float", "rounds it to a float's precision"),
+        ("decimal(10,0)", "int", ""),  # overflow is an error in ANSI mode, not a silent loss
+        ("int", "double", ""),
+        ("decimal(12,2)", "decimal(14,4)", ""),
+        ("string", "string", ""),
+    ],
+)
+def test_narrowing_rule(src, dst, loss):
+    from merge_core.common import macros
+
+    assert macros.render("narrowing", src, dst).strip() == loss

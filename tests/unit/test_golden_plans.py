@@ -1,0 +1,89 @@
+"""The plan's SQL for every clause kind, compared with reviewed files in golden/.
+
+A change to the compiler shows here as a diff of the SQL it writes, statement by statement, before any
+Spark runs it. After a deliberate change, write the files again and review the diff:
+
+    SPARK_MERGE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/test_golden_plans.py
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from merge_core import parse
+from merge_core.common import macros
+from tests.unit.test_macros import DESC, TYPES
+
+GOLDEN = Path(__file__).parent / "golden"
+USING = "MERGE INTO db.acc t USING src s ON t.id = s.id "
+# one statement per clause kind (and the two sourceless statements), each with the options it needs
+CASES = {
+    "matched_update": USING + "WHEN MATCHED THEN UPDATE SET v = s.v",
+    "matched_update_set_star": USING + "WHEN MATCHED THEN UPDATE SET *",
+    "matched_conditional_delete": USING + "WHEN MATCHED AND s.v IS NULL THEN DELETE",
+    "not_matched_insert": USING + "WHEN NOT MATCHED THEN INSERT (id, v, dt) VALUES (s.id, s.v, s.dt)",
+    "not_matched_insert_star": USING + "WHEN NOT MATCHED AND s.id > 0 THEN INSERT *",
+    "by_source_update": USING + "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET v = 'orphan'",
+    "by_source_delete": USING + "WHEN NOT MATCHED BY SOURCE AND t.dt < DATE'2026-01-01' THEN DELETE",
+    "every_kind": USING + "WHEN MATCHED AND s.v IS NULL THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v "
+    "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE",
+    "update_statement": "UPDATE db.acc SET v = upper(v) WHERE id = 1",
+    "delete_statement": "DELETE FROM db.acc WHERE dt = DATE'2026-01-02'",
+    "null_safe_key": "MERGE INTO db.acc t USING src s ON t.id <=> s.id WHEN MATCHED THEN UPDATE SET v = s.v",
+}
+RULES = ["trino", "postgres", "strict"]  # the duplicate rules (options.sql: duplicate_rule)
+
+
+def plan(sql: str, **options) -> dict[str, str]:
+    """The statements a merge of ``sql`` into DESC's table plans, by name, as both hosts render them."""
+    spec = parse(sql).with_options(**options).to_dict()
+    table = macros.fill("table_info", DESC, TYPES)
+    resolved = macros.fill("resolve", spec, table)
+    assert resolved["errors"] == []
+    ctx = macros.fill("context", spec, table, "20261129000000_golden")
+    statements = {"changes": macros.render("changes_sql", spec, table, resolved, ctx)}
+    if spec.get("source"):
+        statements["cache_source"] = macros.cache_source_sql(spec, ctx)
+        statements["duplicates"] = macros.duplicates_sql(spec, table, resolved, ctx)
+    statements["change_summary"] = macros.change_summary_sql(spec, table, resolved, ctx)
+    partitions = [{"dt": "2026-01-02"}]
+    statements["fused_stage"] = macros.fused_stage_sql(spec, table, resolved, ctx, partitions)
+    return statements
+
+
+def text(statements: dict[str, str]) -> str:
+    return "".join(f"-- {name}\n{sql.strip()}\n\n" for name, sql in statements.items())
+
+
+def check(name: str, statements: dict[str, str]) -> None:
+    path = GOLDEN / f"{name}.sql"
+    if os.environ.get("SPARK_MERGE_UPDATE_GOLDEN"):
+        path.write_text(text(statements))
+    assert path.exists(), f"no {path.name}: write it with SPARK_MERGE_UPDATE_GOLDEN=1 and review it"
+    assert text(statements) == path.read_text(), f"{path.name} differs: review, then SPARK_MERGE_UPDATE_GOLDEN=1"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_plan_of_each_clause_kind_is_the_reviewed_sql(case):
+    check(case, plan(CASES[case]))
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_the_duplicate_check_of_each_rule_is_the_reviewed_sql(rule):
+    statements = plan(CASES["every_kind"], duplicate_rule=rule)
+    check(f"duplicate_rule_{rule}", {"duplicates": statements["duplicates"]})
+
+
+def test_the_rules_check_duplicates_differently():
+    """Not three copies of one file: each rule writes its own check."""
+    checks = {rule: plan(CASES["every_kind"], duplicate_rule=rule)["duplicates"] for rule in RULES}
+    assert len(set(checks.values())) == len(RULES)
+
+
+def test_every_golden_file_belongs_to_a_case():
+    """A case that was renamed or removed leaves no stale file that nothing compares."""
+    expected = {f"{c}.sql" for c in CASES} | {f"duplicate_rule_{r}.sql" for r in RULES}
+    assert {p.name for p in GOLDEN.glob("*.sql")} == expected
