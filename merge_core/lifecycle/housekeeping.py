@@ -34,7 +34,7 @@ def drop_dead_leftovers(spark: SparkSession) -> list[str]:
     other merge can read them; this returns their memory. A session shared by several
     processes (one Spark Connect session id used by two clients) is not supported.
     """
-    dropped = []
+    dropped: list[str] = []
     try:
         views = spark.sql(macros.show_views_sql("__sm_*")).collect()
     except SPARK_ERRORS as e:  # a catalog without views: nothing to drop

@@ -22,6 +22,7 @@ from merge_core.lifecycle.run import Lifecycle, drive
 from merge_core.request.evolution import extra_field_errors, missing_field_values
 from merge_core.request.parse import direct_assignments, direct_source_columns
 from merge_core.request.spec import MergeSpec, WhenClause
+from merge_core.targets.paradigms import RowChangeParadigm
 
 log = logging.getLogger("spark_merge")
 
@@ -35,6 +36,8 @@ def broadcasts_changed(metrics: dict) -> bool:
 class MergeRun(Lifecycle):
     """One MERGE, UPDATE, DELETE or copy-on-write upsert through the lifecycle. Use ``merge()``
     unless you need the steps."""
+
+    paradigm: RowChangeParadigm  # set by begin (MergeHost.target_begin): how rows change in the target
 
     def __init__(
         self, spark: SparkSession, spec: MergeSpec, target=None, dry_run: bool = False, run_key: str | None = None

@@ -12,6 +12,7 @@ and nothing else: its history names the table, and no table of the catalog reads
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -55,8 +56,8 @@ def _remove_left(spark: SparkSession, parts: list[str], dry_run: bool) -> dict:
     database, name = (parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()), parts[-1]
     full = f"{database}.{name}"
     where = f"{spark.catalog.getDatabase(database).locationUri.rstrip('/')}/{name.lower()}"
-    out = {"table": full, "dropped": False, "removed": [], "kept": ""}
-    probe = {
+    out: dict[str, Any] = {"table": full, "dropped": False, "removed": [], "kept": ""}
+    probe: dict[str, Any] = {
         "name": full,
         "database": database,
         "table_name": name,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -88,9 +88,8 @@ def _read(spark: SparkSession, table: dict, parts: list, moment: datetime, commi
     from pyspark.sql.types import StructType
 
     pcols = {c.lower() for c in table["partition_columns"]}
-    schema = StructType.fromDDL(
-        ", ".join(f"`{c['name']}` {c['type']}" for c in table["columns"] if c["name"].lower() not in pcols)
-    )
+    columns = ", ".join(f"`{c['name']}` {c['type']}" for c in table["columns"] if c["name"].lower() not in pcols)
+    schema = cast(StructType, StructType.fromDDL(columns))
     frames = []
     for values, location in parts:
         if files.exists(location) is False:
@@ -107,7 +106,7 @@ def _read(spark: SparkSession, table: dict, parts: list, moment: datetime, commi
     names = [c["name"] for c in table["columns"]]
     if not frames:
         return spark.createDataFrame(
-            [], StructType.fromDDL(", ".join(f"`{c['name']}` {c['type']}" for c in table["columns"]))
+            [], cast(StructType, StructType.fromDDL(", ".join(f"`{c['name']}` {c['type']}" for c in table["columns"])))
         )
     out = frames[0].select(*names)
     for frame in frames[1:]:

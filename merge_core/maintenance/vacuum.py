@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -45,7 +47,7 @@ class VacuumResult:
     files: int = 0
     bytes: int = 0
     kept_for_retention: int = 0  # replaced directories still inside the retention period
-    layout: object | None = None  # the canonical-layout step that ran first (layout.LayoutResult)
+    layout: Any = None  # the canonical-layout step that ran first (layout.LayoutResult), or None
     late_appends: list[str] = field(default_factory=list)  # data files written after their directory was replaced: kept
     outside: list[str] = field(default_factory=list)  # replaced directories outside the table's root: kept
     # data files a rollback discarded (written by a plain INSERT after the merges it undid): removed, and said
@@ -111,7 +113,7 @@ def vacuum(
     return result
 
 
-def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: list[dict] = ()) -> None:
+def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: Sequence[dict] = ()) -> None:
     """Gather what no version inside retention reads, set aside what must stay, remove the rest."""
     now = datetime.now(UTC)
     cutoff = now - timedelta(hours=result.retain_hours)
@@ -134,7 +136,7 @@ def _unused_directories(
     table: dict,
     result: VacuumResult,
     entries: dict,
-    moves: list[dict],
+    moves: Sequence[dict],
     now: datetime,
     cutoff: datetime,
 ) -> tuple[list[str], set]:

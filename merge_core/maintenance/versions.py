@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
+from typing import Any
 from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
@@ -67,6 +68,7 @@ def partition_location(spark: SparkSession, table: dict, partition: dict | None)
     """Where the metastore points a partition (the table for an unpartitioned one); None if it does not exist."""
     if not table["partition_columns"]:
         return table["location"]
+    assert partition is not None, "a partition of a partitioned table"
     spec = macros.partition_spec(table, {c: partition[c] for c in table["partition_columns"]})
     try:
         desc = spark.sql(macros.describe_json_sql(table["relation"], spec)).collect()[0][0]
@@ -93,7 +95,7 @@ def current_locations(spark: SparkSession, table: dict) -> dict[str, tuple[dict 
     depth = len(table["partition_columns"])
     by_name = {"/".join(files.key(d).split("/")[-depth:]): d for d in dirs}
     by_lower = {c.lower(): c for c in table["partition_columns"]}
-    found = {}
+    found: dict[str, tuple[dict | None, str]] = {}
     for (spec,) in spark.sql(macros.show_partitions_sql(rel)).collect():
         values = {
             by_lower[unquote(k).lower()]: None if v == NULL_PARTITION else unquote(v)
@@ -147,7 +149,8 @@ def in_use(entries: list[dict], live: set[str], cutoff: datetime) -> tuple[set[s
     wrote it, or such a commit replaced it (it was the current data at some moment of the period).
     """
     keep = set(live)
-    replaced_long_ago, replaced_recently = {}, set()
+    replaced_long_ago: dict[str, Any] = {}
+    replaced_recently = set()
     for entry in entries:
         recent = finished_at(entry) >= cutoff
         for r in entry.get("repoints") or []:

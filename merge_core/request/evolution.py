@@ -97,8 +97,10 @@ def _inserted(ref: exp.Expression, target: exp.DataType, source: exp.DataType, d
         return exp.If(this=exp.Is(this=ref.copy(), expression=exp.Null()), true=exp.Null(), false=struct)
     if _is(target, T.ARRAY) and _is(source, T.ARRAY) and target.expressions and source.expressions:
         x = f"__sm_x{depth}"
-        inner = _inserted(exp.column(x), target.expressions[0], source.expressions[0], depth + 1)
-        return None if inner is None else exp.Anonymous(this="transform", expressions=[ref.copy(), _lambda(inner, x)])
+        element = _inserted(exp.column(x), target.expressions[0], source.expressions[0], depth + 1)
+        return (
+            None if element is None else exp.Anonymous(this="transform", expressions=[ref.copy(), _lambda(element, x)])
+        )
     if _is(target, T.MAP) and _is(source, T.MAP) and len(target.expressions) == 2 == len(source.expressions):
         k, v = f"__sm_k{depth}", f"__sm_v{depth}"
         keys = _inserted(exp.column(k), target.expressions[0], source.expressions[0], depth + 1)

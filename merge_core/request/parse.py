@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -40,7 +41,7 @@ def parse(sql: str, dialect: str | None = None) -> MergeSpec:
             raise ParseError(f"expected exactly one statement, got {len(statements)}")
         tree, used = statements[0], d
         break
-    if tree is None:
+    if tree is None or used is None:
         raise ParseError(syntax_error(sql, first_error))
 
     if isinstance(tree, (exp.Merge, exp.Update, exp.Delete)):
@@ -138,7 +139,7 @@ def _expected(description: str, at: str) -> str:
 _SCHEMA_EVOLUTION = re.compile(r"\bMERGE\s+WITH\s+SCHEMA\s+EVOLUTION\s+INTO\b", re.I)
 
 
-_ACTIONS = {
+_ACTIONS: dict[TokenType, set[TokenType | None]] = {
     # an action keyword only when followed by what its action needs (a column may be named `update`)
     TokenType.UPDATE: {TokenType.SET},
     TokenType.INSERT: {TokenType.STAR, TokenType.L_PAREN, TokenType.VALUES},
@@ -192,7 +193,7 @@ def _inline_ctes(tree: exp.Expression) -> exp.Expression:
         raise UnsupportedError(
             "WITH RECURSIVE before MERGE, UPDATE or DELETE is not supported; materialize the recursive query first"
         )
-    ctes: dict[str, exp.Expression] = {}
+    ctes: dict[str, tuple[exp.Expression, list[Any]]] = {}
 
     def inline(node: exp.Expression) -> exp.Expression:
         def swap(n: exp.Expression) -> exp.Expression:
@@ -271,17 +272,17 @@ def _merge(tree: exp.Merge, dialect: str) -> MergeSpec:
     if isinstance(using, (exp.Table, exp.Subquery)) and alias_node is not None and alias_node.columns:
         # USING ... AS s(a, b): the column names live in the alias, so keep it with the relation
         source, kind = f"SELECT * FROM {_sql(using)}", "query"
-        source_alias = _alias(using)
+        source_alias = _alias(using) or ""
     elif isinstance(using, exp.Table):
         source, kind = ".".join(p.name for p in using.parts), "table"
         source_alias = _alias(using) or using.name
     elif isinstance(using, exp.Subquery):
         source, kind = _sql(using.this), "query"
-        source_alias = _alias(using)
+        source_alias = _alias(using) or ""
         if not source_alias:
             raise ParseError("USING (subquery) needs an alias, e.g. USING (SELECT ...) AS s")
     elif isinstance(using, exp.Values):
-        source_alias = _alias(using)
+        source_alias = _alias(using) or ""
         if not source_alias:
             raise ParseError("USING (VALUES ...) needs an alias, e.g. AS s(id, v)")
         source, kind = f"SELECT * FROM {_sql(using)}", "query"
@@ -524,7 +525,7 @@ def nested_field_paths(type_text: str) -> set[str]:
     return paths
 
 
-def _unqualified_columns(tree: exp.Expression, alias: str) -> list[exp.Column]:
+def _unqualified_columns(tree: Any, alias: str) -> list[exp.Column]:
     """The column references of ``tree`` not qualified by ``alias``, outside subqueries (inside one
     a name is first its own FROM's: Spark's rule, left to Spark)."""
     return [

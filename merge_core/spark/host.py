@@ -162,7 +162,7 @@ class SparkHost:
         held.__enter__()
         self._held = held
 
-    def unlock(self, table: dict = None, merge_id: str = "") -> None:
+    def unlock(self, table: dict | None = None, merge_id: str = "") -> None:
         """Release the commit lock if this host holds it (also on abort)."""
         held, self._held = self._held, None
         if held is not None:
@@ -255,7 +255,7 @@ class SparkHost:
         """file_stats_sql's rows of the files written under ``location``: each directory's
         partition values read from its name (``col=value`` per level, unescaped as Spark does),
         a directory that does not name exactly the partition columns refused."""
-        utils = self.spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+        utils = metastore.jvm(self.spark).org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
         null, pcols = utils.DEFAULT_PARTITION_NAME(), [c.lower() for c in table["partition_columns"]]
         base, rows = location.rstrip("/"), []
         depth = len(table["partition_columns"])
@@ -285,7 +285,7 @@ class SparkHost:
         found = metastore.locations(
             self.spark, table["database"], name, table["partition_columns"], partitions, count=stage
         )
-        if found is None or (stage and found[1] > len(found[0])):
+        if found is None or (stage and (found[1] or 0) > len(found[0])):
             return None
         pcols = table["partition_columns"]
         return [
@@ -386,8 +386,7 @@ class SparkHost:
         carried = []
         for r in repoints:
             old = r.get("old_location")
-            seen = self.seen.get(files.key(old)) if old else None
-            if seen is None:
+            if not old or self.seen.get(files.key(old)) is None:
                 continue
             for relative, _ in files.data_file_times(old):
                 if relative.rsplit("/", 1)[-1] in self.seen.get(

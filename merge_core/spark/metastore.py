@@ -38,24 +38,32 @@ def _catalog(spark: SparkSession) -> Any | None:
         return None
 
 
+def jvm(spark: SparkSession) -> Any:
+    """The classic session's view of its JVM (typed Optional by pyspark: a Connect session has none,
+    and the callers here run only in classic sessions)."""
+    view = spark._jvm
+    assert view is not None, "a classic SparkSession (this one has no JVM)"
+    return view
+
+
 def batch_available(spark: SparkSession) -> bool:
     return _catalog(spark) is not None
 
 
 def _scala_map(spark: SparkSession, values: dict) -> Any:
-    jvm = spark._jvm
-    java = jvm.java.util.HashMap()
+    view = jvm(spark)
+    java = view.java.util.HashMap()
     for k, v in values.items():
         java.put(k, v)  # None: the catalog's NULL partition value
-    companion = getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$")
-    return getattr(companion, "from")(jvm.scala.jdk.javaapi.CollectionConverters.asScala(java))
+    companion = getattr(getattr(view.scala.collection.immutable, "Map$"), "MODULE$")
+    return getattr(companion, "from")(view.scala.jdk.javaapi.CollectionConverters.asScala(java))
 
 
 def _with_location(spark: SparkSession, partition: Any, location: str) -> Any:
     """A copy of a CatalogTablePartition whose storage points at ``location``."""
     storage = partition.storage()
     fields = [storage.productElement(i) for i in range(storage.productArity())]
-    fields[0] = spark._jvm.scala.Option.apply(spark._jvm.org.apache.hadoop.fs.Path(location).toUri())
+    fields[0] = jvm(spark).scala.Option.apply(jvm(spark).org.apache.hadoop.fs.Path(location).toUri())
     parts = [partition.productElement(i) for i in range(partition.productArity())]
     parts[1] = storage.copy(*fields)
     return partition.copy(*parts)
@@ -68,7 +76,7 @@ def repoint(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
     if catalog is None:
         return _repoint_by_statements(spark, table, repoints)
     db, name = table["database"], table["table_name"]
-    moved, added = spark._jvm.java.util.ArrayList(), []
+    moved, added = jvm(spark).java.util.ArrayList(), []
     for r in repoints:
         spec = _scala_map(spark, {c: r["partition"][c] for c in table["partition_columns"]})
         found = catalog.getPartitionOption(db, name, spec)
@@ -78,7 +86,7 @@ def repoint(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
             added.append(r)
     t0 = time.monotonic()
     if moved.size():
-        catalog.alterPartitions(db, name, spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(moved).toSeq())
+        catalog.alterPartitions(db, name, jvm(spark).scala.jdk.javaapi.CollectionConverters.asScala(moved).toSeq())
     if moved.size() and added:
         faults.reached("between_repoints")
     if added:
@@ -116,7 +124,7 @@ def locations(
     if catalog is None:
         return None
     reads += max(len(partitions), 1) + (1 if count and partition_columns else 0)
-    to_string = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
+    to_string = jvm(spark).org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
     if not partition_columns:
         return [({}, to_string(catalog.getTable(database, name).location()))], 1
     found = []
@@ -125,7 +133,7 @@ def locations(
         p = catalog.getPartitionOption(database, name, spec)
         if p.isDefined():
             found.append((part, to_string(p.get().location())))
-    total = catalog.listPartitionNames(database, name, spark._jvm.scala.Option.empty()).size() if count else None
+    total = catalog.listPartitionNames(database, name, jvm(spark).scala.Option.empty()).size() if count else None
     return found, total
 
 
@@ -138,8 +146,8 @@ def other_tables(spark: SparkSession, table: dict) -> list[dict]:
     mine = (table["database"].lower(), table["table_name"].lower())
     out = []
     if catalog is not None:
-        java = spark._jvm.scala.jdk.javaapi.CollectionConverters
-        to_string = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
+        java = jvm(spark).scala.jdk.javaapi.CollectionConverters
+        to_string = jvm(spark).org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
         for db in java.asJava(catalog.listDatabases()):
             names = catalog.listTables(db)
             for t in java.asJava(catalog.getTablesByName(db, names)):

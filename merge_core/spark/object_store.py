@@ -22,6 +22,7 @@ insert-only merge, any append) would fail.
 from __future__ import annotations
 
 import threading
+from typing import Any
 from urllib.parse import urlparse
 
 from pyarrow import fs
@@ -56,11 +57,12 @@ def _hadoop_settings(bucket: str) -> dict[str, str]:
     key = (id(session), bucket)
     if key in _settings:
         return _settings[key]
+    hadoop: Any = None
     try:
         hadoop = session.sparkContext._jsc.hadoopConfiguration() if session is not None else None
     except Exception:  # noqa: BLE001 - a Connect session has no SparkContext
-        hadoop = None
-    out = {}
+        pass
+    out: dict[str, str] = {}
     for name in _KEYS if hadoop is not None else ():
         value = hadoop.get(f"fs.s3a.bucket.{bucket}.{name}") or hadoop.get(f"fs.s3a.{name}")
         if value:

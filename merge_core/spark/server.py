@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from merge_core.common.errors import MergeError
 from merge_core.spark.session import home_dir
@@ -52,7 +52,7 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _serving(pid: Any, home: Path) -> bool:
+def _serving(pid: Any, home: Path) -> TypeGuard[int]:
     """Whether process ``pid`` is this warehouse's server: a merge service started for ``home``. The
     state file is only a hint (a stale one, after a reboot, may name a pid another process has since
     taken), so nothing is signalled on its word alone. An exited process not yet reaped is not."""

@@ -199,7 +199,7 @@ def get_session(
             builder = builder.config(k, v)
         return builder.getOrCreate()
     home = home_dir(warehouse)
-    master_url = master or os.environ.get("SPARK_MASTER", "local[*]")
+    master_url = master or os.environ.get("SPARK_MASTER") or "local[*]"
     # Python UDFs in a source run in worker processes: this interpreter (with pyarrow and the rest
     # of the environment), not whatever `python3` is first on the PATH
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -213,7 +213,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
 
     def __init__(self, target: PostgresTarget):
         self.target = target
-        self.session = None  # holds the merge's advisory lock for its lifetime
+        self.session: Any = None  # holds the merge's advisory lock for its lifetime
 
     # -- lifecycle hooks -----------------------------------------------------------------
     def begin(self, table: dict, merge_id: str) -> None:
@@ -419,7 +419,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         ]
 
 
-def psycopg_errors() -> type:
+def psycopg_errors() -> type[Exception]:
     import psycopg
 
     return psycopg.Error
@@ -433,8 +433,8 @@ def refused(e: Exception, table: dict) -> MergeError:
     detail = f"PostgreSQL refused the merge into {table['name']}: {text} (SQLSTATE {state}); nothing was written"
     by_state = {"21000": "duplicate", "23502": "not_null", "22001": "length", "40001": "conflict", "40P01": "conflict"}
     code = codes()[by_state.get(state, "target_refused")]
-    error = error_for(code, detail)
-    error.sqlstate = state
+    error: Any = error_for(code, detail)
+    error.sqlstate = state  # TargetRefused's, and the conflict's the state maps to
     return error
 
 
