@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from merge_core.common import macros
 from merge_core.common.errors import TargetError, ValidationError
+from merge_core.common.host_contract import BeginHost
 from merge_core.lifecycle.housekeeping import drop_dead_leftovers, drop_dead_stage_tables, refuse_foreign_format
 from merge_core.request.parse import on_equalities, qualify_one_sided
 from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
@@ -39,7 +40,7 @@ class BeginState(Protocol):
     def evolve_schema(self, source_types: list[list[str]]) -> None: ...
 
 
-class MergeHost(SparkHost):
+class MergeHost(SparkHost, BeginHost):
     """SparkHost with the begin primitives of one MergeRun."""
 
     def __init__(self, run: BeginState):

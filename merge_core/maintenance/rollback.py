@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pyspark.sql import SparkSession
 
-from merge_core.common import macros
+from merge_core.common import host_contract, macros
 from merge_core.common.errors import UnsupportedError
 from merge_core.lifecycle.housekeeping import refuse_foreign_format
 from merge_core.lifecycle.run import Lifecycle, drive
@@ -25,7 +25,7 @@ from merge_core.spark.host import SparkHost, _trace
 log = logging.getLogger("spark_merge")
 
 
-class RollbackHost(SparkHost):
+class RollbackHost(SparkHost, host_contract.RollbackHost):
     """SparkHost with rollback's primitives (spark_merge__lifecycle_begin_rollback and
     spark_merge__lifecycle_execute_rollback, dbt_macros/macros/lifecycle/rollback.sql)."""
 

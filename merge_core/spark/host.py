@@ -36,6 +36,7 @@ from merge_core.common.errors import (
     codes,
     error_for,
 )
+from merge_core.common.host_contract import StatementHost
 from merge_core.spark import faults, files, lock, metastore
 from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
 
@@ -69,7 +70,7 @@ def _trace(kind: str, text: str = "") -> None:
         trace.append((kind, text))
 
 
-class SparkHost:
+class SparkHost(StatementHost):
     """Host primitives over ``spark`` for one merge (or one recovery, rollback, compaction)."""
 
     def __init__(self, spark: SparkSession, merge_id: str = "", stop_check: Callable[[], None] | None = None):

@@ -9,37 +9,8 @@
   (merge_core/spark/host.py). So both hosts issue the same statements in the same
   order; tests/test_conformance.py records both and compares them.
 
-  Host primitives:
-    run(sql, tolerate=false)    run a statement (tolerate: a failure is only a warning where the host can catch it)
-    rows(sql)                   run a query, its rows as dicts
-    file_stats(table, name, sql, partitions)   the rows of sql (file_stats_sql): dbt runs it; Python
-                                lists the partitions' files where it can (no Spark job)
-    step(text) / warn(text)     progress and warnings for the user
-    fail(code, message, rows, fields)   stop the merge with an error of that code, its structured
-                                fields given (a validation's errors, a duplicate's rule) (MERGE_VERSION_MOVED:
-                                another merge committed since begin; Python plans again, dbt fails)
-    failpoint(name)             crash tests stop here (merge_core/spark/faults.py)
-    describe(table)             the table as the catalog describes it now
-    lock(table, merge_id) / unlock(table, merge_id)   the commit lock (a live holder is waited for)
-    wait_free(table)            before planning: wait for a live commit to end, break a dead one's lock
-    release_finished(table, merge_id)   break a lock that guards no work (finished or dead holder)
-    target_rows(table)          the rows of a small unpartitioned target, when the host can count them
-                                without a Spark job (Python: a listing and the footers); dbt: none
-    stage(table, ctx, sql, select, partitions)   write the staged rows (select) under ctx.stage_location
-                                and return their file_stats_sql rows: dbt runs sql (CREATE TABLE ... AS),
-                                measures the table and drops it; Python writes the rows as files and
-                                lists them where it can (no catalog table)
-    exists(location)            true / false / none (cannot tell: dbt has no file system)
-    repoint(table, merge_id, repoints)  point partitions at their new directories (Python may batch)
-    journal(sql)                write the commit journal: the commit point (Python: not after an abort)
-    can_carry(table, old)       whether it can carry unchanged files into a new version (listed them; dbt: no)
-    carry(table, repoints, files)  link the replaced directories' files but `files` into the new ones
-    carry_late(table, repoints) after the commit, link files another writer appended to a replaced
-                                directory since the check under the lock into the new one (dbt: none)
-    now()                       the time, ISO-8601 UTC
-    elapsed_ms(s)               milliseconds since the merge began
-    hash(text)                  a hex digest of text (the plan's fingerprint)
-  and begin's own (lifecycle/begin.sql).
+  The host primitives, with their signatures and meaning, are declared once, in
+  merge_core/common/host_contract.py (StatementHost, BeginHost, RollbackHost).
 -#}
 
 {#- Every later step reads the same rows of the `kind` ('source' or 'changes'): Spark serves a

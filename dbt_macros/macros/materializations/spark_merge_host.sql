@@ -1,6 +1,6 @@
 {#-
-  dbt's host primitives for the lifecycle macros (lifecycle/phases.sql): the same
-  primitives merge_core/spark/host.py binds to a SparkSession, here made of dbt's own run_query,
+  dbt's host primitives for the lifecycle macros (declared in merge_core/common/host_contract.py): the
+  same primitives merge_core/spark/host.py binds to a SparkSession, here made of dbt's own run_query,
   log and exceptions, so they work over every dbt-spark connection (session, thrift, http).
   Each statement and primitive is logged at debug level as `spark_merge.trace [kind, text]`
   (dbt --debug shows them; tests/test_conformance.py compares them with Python's).
@@ -20,6 +20,7 @@
   'journal': spark_merge.spark_merge__dbt_host_run, 'now': spark_merge.spark_merge__dbt_host_now,
   'history_write': spark_merge.spark_merge__dbt_host_history_write,
   'carry_late': spark_merge.spark_merge__dbt_host_carry_late, 'can_carry': spark_merge.spark_merge__dbt_host_can_carry,
+  'carry': spark_merge.spark_merge__dbt_host_carry,
   'target_rows': spark_merge.spark_merge__dbt_host_target_rows,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
   'clean_dead': spark_merge.spark_merge__dbt_host_clean_dead, 'describe_target': spark_merge.spark_merge__dbt_host_describe_target,
@@ -118,6 +119,11 @@
 {% macro spark_merge__dbt_host_can_carry(table, old) -%}
 {%- do spark_merge.spark_merge__dbt_trace('can_carry') -%}
 {{ return(false) }}
+{%- endmacro %}
+
+{#- Never called: the lifecycle carries only where can_carry said it could. -#}
+{% macro spark_merge__dbt_host_carry(table, repoints, rewritten) -%}
+{%- do exceptions.raise_compiler_error('spark_merge: the dbt host cannot carry files (it has no file system)') -%}
 {%- endmacro %}
 
 {#- dbt has no file system: it cannot count a target's rows without a Spark job, so the summary's

@@ -1,0 +1,160 @@
+"""The host contract: every primitive the shared lifecycle macros call on their ``host``.
+
+The lifecycle (dbt_macros/macros/lifecycle, plan, commit) is written once, in Jinja, and run by two
+hosts: Python (merge_core/spark/host.py and its begin and rollback subclasses) and dbt (the dict of
+macros in materializations/spark_merge_host.sql). This module is where the primitives are declared,
+with their signatures and meaning. mypy holds the Python hosts to it (they subclass these protocols);
+tests/unit/test_host_contract.py holds the dbt dict to the same names, checks that each Python host
+implements every member itself, and that every ``host.<name>(`` call in the macros names one.
+
+Records (``table``, ``ctx``, ``s``, repoints, partitions) are the plain dicts the macros build.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class StatementHost(Protocol):
+    """What every lifecycle (merge, rollback, recovery) calls: statements, progress, the lock, files."""
+
+    def run(self, sql: str, tolerate: bool = False) -> None:
+        """Run a statement. ``tolerate``: a failure is a warning where the host can catch it."""
+
+    def rows(self, sql: str) -> list[dict]:
+        """Run a query; its rows as dicts."""
+
+    def analyze(self, sql: str, label: str) -> None:
+        """Have Spark analyze a statement without running it; a refusal is a validation error naming ``label``."""
+
+    def step(self, text: str) -> None:
+        """Progress for the user."""
+
+    def warn(self, text: str) -> None:
+        """A warning for the user."""
+
+    def fail(self, code: str, message: str, rows: list | None = None, fields: dict | None = None) -> None:
+        """Stop with the error of ``code`` (macros/core/codes.sql), its structured fields given (a
+        validation's errors, a duplicate's rule and example ``rows``). MERGE_VERSION_MOVED: another merge
+        committed since begin; Python plans again, dbt fails."""
+
+    def failpoint(self, name: str) -> None:
+        """Where the crash tests stop a merge (merge_core/spark/faults.py)."""
+
+    def describe(self, table: dict) -> dict:
+        """The table as the catalog describes it now."""
+
+    def lock(self, table: dict, merge_id: str) -> None:
+        """Take the commit lock (a live holder is waited for)."""
+
+    def unlock(self, table: dict | None = None, merge_id: str = "") -> None:
+        """Release the commit lock if this merge holds it (also on abort)."""
+
+    def wait_free(self, table: dict) -> None:
+        """Before planning: wait for a live commit to end, break a dead one's lock."""
+
+    def release_finished(self, table: dict, merge_id: str | None) -> None:
+        """Break a lock that guards no work (its holder finished or died)."""
+
+    def exists(self, location: str) -> bool | None:
+        """Whether ``location`` exists; None when the host cannot tell (dbt has no file system)."""
+
+    def file_stats(self, table: dict, name: str, sql: str, partitions: list[dict]) -> list[dict]:
+        """The rows of ``sql`` (file_stats_sql): dbt runs it; Python lists the files where it can."""
+
+    def target_rows(self, table: dict) -> int | None:
+        """The rows of a small unpartitioned target when countable without a Spark job; else None."""
+
+    def stage(self, table: dict, ctx: dict, sql: str, select: str, partitions: list[dict]) -> list[dict]:
+        """Write the staged rows (``select``) under ctx.stage_location; their file_stats_sql rows."""
+
+    def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
+        """Point partitions (or the table) at their new directories."""
+
+    def history_write(self, location: str, record: dict, sql: str) -> None:
+        """Write a history record at ``location`` (``sql``: the statement that writes it)."""
+
+    def can_carry(self, table: dict, old: list[dict]) -> bool:
+        """Whether unchanged files can be carried into a new version (the host listed them)."""
+
+    def carry(self, table: dict, repoints: list[dict], rewritten: list[str]) -> list[dict]:
+        """Link the replaced directories' files but ``rewritten`` into the new ones; what it carried.
+        Called only when ``can_carry`` said so."""
+
+    def carry_late(self, table: dict, repoints: list[dict]) -> None:
+        """After the commit: link files another writer appended to a replaced directory since the
+        check under the lock into the directory that replaced it."""
+
+    def journal(self, sql: str) -> None:
+        """Write the commit journal: the commit point (Python: not after an abort)."""
+
+    def now(self) -> str:
+        """The time, ISO-8601 UTC."""
+
+    def elapsed_ms(self, s: dict | None = None) -> int:
+        """Milliseconds since the run began."""
+
+    def hash(self, text: str) -> str:
+        """A hex digest of ``text`` (the plan's fingerprint)."""
+
+
+class BeginHost(StatementHost, Protocol):
+    """A merge's begin (lifecycle/begin.sql): the steps each host takes its own way."""
+
+    def clean_dead(self) -> None:
+        """Drop what merges that died left in this session."""
+
+    def describe_target(self, parts: list[str]) -> dict:
+        """The target named by ``parts``, described (a catalog table, or the host's own kind)."""
+
+    def check_files(self, table: dict) -> None:
+        """Refuse a table whose files another format manages; drop dead merges' staging tables."""
+
+    def source_types(self, spec: dict) -> list[list[str]]:
+        """The source's columns and types."""
+
+    def prepare(self, s: dict, table: dict, source_types: list[list[str]]) -> dict:
+        """The request shaped for the table (names qualified, schema evolved): ``{'spec', 'table'}``."""
+
+    def part_types(self, spec: dict, table: dict, parts: list[dict]) -> dict:
+        """The types of the statement's parts (``{'types', 'errors'}``), each part named in its error."""
+
+    def on_keys(self, s: dict, spec: dict) -> list[dict]:
+        """ON's equalities: ``[{'target', 'source', 'null_safe'}]``."""
+
+    def target_begin(self, table: dict) -> str:
+        """Choose the row-change paradigm for the target; its name."""
+
+
+class RollbackHost(StatementHost, Protocol):
+    """A rollback (lifecycle/rollback.sql): the history and the files it restores."""
+
+    def describe_target(self, parts: list[str]) -> dict:
+        """The table named by ``parts``, described."""
+
+    def check_files(self, table: dict) -> None:
+        """Refuse a table whose files another format manages."""
+
+    def history(self, table: dict) -> list[dict]:
+        """The table's history entries, checked; refused while one is unreadable."""
+
+    def partition_location(self, table: dict, partition: dict | None) -> str | None:
+        """Where the catalog points a partition (the table, unpartitioned); None if it has none."""
+
+    def require(self, location: str, message: str) -> None:
+        """Stop with ``message`` when ``location`` is known to be gone."""
+
+    def written_after(self, table: dict, location: str, since: str, during: list[list[str]]) -> list[str]:
+        """The data files in ``location`` written after ``since`` but not during one of ``during``."""
+
+
+def primitives(*protocols: type) -> set[str]:
+    """The names a host of these protocols provides (their own members and their bases')."""
+    return {
+        name
+        for p in protocols
+        for c in p.__mro__
+        if c.__module__ == __name__
+        for name in vars(c)
+        if not name.startswith("_")
+    }
