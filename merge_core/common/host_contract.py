@@ -7,12 +7,15 @@ with their signatures and meaning. mypy holds the Python hosts to it (they subcl
 tests/unit/test_host_contract.py holds the dbt dict to the same names, checks that each Python host
 implements every member itself, and that every ``host.<name>(`` call in the macros names one.
 
-Records (``table``, ``ctx``, ``s``, repoints, partitions) are the plain dicts the macros build.
+Records (``table``, ``ctx``, repoints, partitions) are the plain dicts the macros build; ``s`` is the
+run state (common/run_state.py).
 """
 
 from __future__ import annotations
 
 from typing import Protocol
+
+from merge_core.common.run_state import RunState
 
 
 class StatementHost(Protocol):
@@ -91,7 +94,7 @@ class StatementHost(Protocol):
     def now(self) -> str:
         """The time, ISO-8601 UTC."""
 
-    def elapsed_ms(self, s: dict | None = None) -> int:
+    def elapsed_ms(self, s: RunState | None = None) -> int:
         """Milliseconds since the run began."""
 
     def hash(self, text: str) -> str:
@@ -113,13 +116,13 @@ class BeginHost(StatementHost, Protocol):
     def source_types(self, spec: dict) -> list[list[str]]:
         """The source's columns and types."""
 
-    def prepare(self, s: dict, table: dict, source_types: list[list[str]]) -> dict:
+    def prepare(self, s: RunState, table: dict, source_types: list[list[str]]) -> dict:
         """The request shaped for the table (names qualified, schema evolved): ``{'spec', 'table'}``."""
 
     def part_types(self, spec: dict, table: dict, parts: list[dict]) -> dict:
         """The types of the statement's parts (``{'types', 'errors'}``), each part named in its error."""
 
-    def on_keys(self, s: dict, spec: dict) -> list[dict]:
+    def on_keys(self, s: RunState, spec: dict) -> list[dict]:
         """ON's equalities: ``[{'target', 'source', 'null_safe'}]``."""
 
     def target_begin(self, table: dict) -> str:

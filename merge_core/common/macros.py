@@ -14,11 +14,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 import jinja2
 
 from dbt_macros import MACRO_DIR
+from merge_core.common.run_state import PlannedChanges, RunState
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,16 +87,6 @@ _render, _fill, _fill_list = render, fill, fill_list
 # (dbt_macros/macros/<folder>/<file>.sql). A Record is the plain dict a macro reads or fills: the
 # table (spark_merge__table_info), the request (spec), the run's state (s), a context, a plan.
 Record = dict[str, Any]
-
-
-class PlannedChanges(TypedDict):
-    """What the plan hands the write (spark_merge__planned_changes): the partitions the changes touch
-    (values by partition column), the rows each gains and loses (None: not checked row by row) and
-    the files holding a changed row (None: whole partitions are rewritten)."""
-
-    partitions: list[dict[str, Any]]
-    deltas: list[Record] | None
-    files: list[str] | None
 
 
 # begin/upsert.sql
@@ -291,11 +282,11 @@ def option_table() -> list[Any]:
 
 
 # lifecycle/begin.sql
-def lifecycle_begin(host: Any, s: Record) -> None:
+def lifecycle_begin(host: Any, s: RunState) -> None:
     _render("lifecycle_begin", host, s)
 
 
-def lifecycle_begin_log(host: Any, s: Record) -> None:
+def lifecycle_begin_log(host: Any, s: RunState) -> None:
     _render("lifecycle_begin_log", host, s)
 
 
@@ -307,11 +298,11 @@ def where_in(table: Record, partition: dict[str, Any] | None) -> str:
     return _render("where_in", table, partition)
 
 
-def lifecycle_begin_rollback(host: Any, s: Record) -> None:
+def lifecycle_begin_rollback(host: Any, s: RunState) -> None:
     _render("lifecycle_begin_rollback", host, s)
 
 
-def lifecycle_execute_rollback(host: Any, s: Record) -> None:
+def lifecycle_execute_rollback(host: Any, s: RunState) -> None:
     _render("lifecycle_execute_rollback", host, s)
 
 
@@ -324,15 +315,15 @@ def new_merge_id(now: str, entropy: str) -> str:
 
 
 # lifecycle/phases.sql
-def lifecycle_cleanup(host: Any, s: Record) -> None:
+def lifecycle_cleanup(host: Any, s: RunState) -> None:
     _render("lifecycle_cleanup", host, s)
 
 
-def lifecycle_finish(host: Any, s: Record) -> None:
+def lifecycle_finish(host: Any, s: RunState) -> None:
     _render("lifecycle_finish", host, s)
 
 
-def lifecycle_plan(host: Any, s: Record) -> None:
+def lifecycle_plan(host: Any, s: RunState) -> None:
     _render("lifecycle_plan", host, s)
 
 
@@ -340,20 +331,20 @@ def lifecycle_settle(host: Any, table: Record) -> Record:
     return _fill("lifecycle_settle", host, table)
 
 
-def lifecycle_unchanged(host: Any, s: Record) -> Record:
+def lifecycle_unchanged(host: Any, s: RunState) -> Record:
     return _fill("lifecycle_unchanged", host, s)
 
 
 # lifecycle/records.sql
-def changed_target(s: Record, version_after: Any) -> bool:
+def changed_target(s: RunState, version_after: Any) -> bool:
     return _render("changed_target", s, version_after) == "True"
 
 
-def history_entry(s: Record, version_after: Any) -> Record:
+def history_entry(s: RunState, version_after: Any) -> Record:
     return _fill("history_entry", s, version_after)
 
 
-def lifecycle_plan_log(host: Any, s: Record) -> None:
+def lifecycle_plan_log(host: Any, s: RunState) -> None:
     _render("lifecycle_plan_log", host, s)
 
 
@@ -363,8 +354,8 @@ def planned_changes(
     return cast(PlannedChanges, _fill("planned_changes", partitions, deltas, files))
 
 
-def run_state(merge_id: str, fields: Record) -> Record:
-    return _fill("run_state", merge_id, fields)
+def run_state(merge_id: str, fields: Record) -> RunState:
+    return cast(RunState, _fill("run_state", merge_id, fields))
 
 
 def zero_metrics() -> Record:
@@ -376,7 +367,7 @@ def lifecycle_recover(host: Any, table: Record) -> Record:
     return _fill("lifecycle_recover", host, table)
 
 
-def lifecycle_write(host: Any, s: Record) -> None:
+def lifecycle_write(host: Any, s: RunState) -> None:
     _render("lifecycle_write", host, s)
 
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from merge_core.common import macros
 from merge_core.common.errors import TargetError, ValidationError
 from merge_core.common.host_contract import BeginHost
+from merge_core.common.run_state import RunState
 from merge_core.lifecycle.housekeeping import drop_dead_leftovers, drop_dead_stage_tables, refuse_foreign_format
 from merge_core.request.parse import on_equalities, qualify_one_sided
 from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
@@ -77,7 +78,7 @@ class MergeHost(SparkHost, BeginHost):
         except SPARK_ERRORS as e:
             raise ValidationError([f"source {spec['source']}: {spark_message(e)}"]) from None
 
-    def prepare(self, s: dict, table: dict, source_types: list[list[str]]) -> dict:
+    def prepare(self, s: RunState, table: dict, source_types: list[list[str]]) -> dict:
         """The parsed spec for ``table``: the names a one-sided clause leaves unqualified qualified
         (sqlglot), and with schema evolution the columns it adds (MergeRun.evolve_schema)."""
         _trace("prepare")
@@ -110,7 +111,7 @@ class MergeHost(SparkHost, BeginHost):
                 errors.append(f"{part['label']}: {spark_message(e)}")
         return {"types": types, "errors": errors}
 
-    def on_keys(self, s: dict, spec: dict) -> list[dict]:
+    def on_keys(self, s: RunState, spec: dict) -> list[dict]:
         """ON's equalities of a target column and a source column (sqlglot), which narrow the plan."""
         _trace("on_keys")
         return on_equalities(spec["on"], spec["target_alias"], spec["source_alias"])

@@ -58,7 +58,12 @@ class MergeRun(Lifecycle):
         self._tag(True)
         self._start(spec=self.spec_data, kind=self.spec.kind, statement=self.spec.sql)
         macros.lifecycle_begin(self.host, self.s)
-        self.table, self.spec_data, self.resolved, self.ctx = (self.s[k] for k in ("table", "spec", "resolved", "ctx"))
+        self.table, self.spec_data, self.resolved, self.ctx = (
+            self.s["table"],
+            self.s["spec"],
+            self.s["resolved"],
+            self.s["ctx"],
+        )
         self.plan_hash = self.s["plan_hash"]
         info = self._begun()
         log.debug("BEGIN %s", json.dumps(info))

@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 from merge_core.common import macros
 from merge_core.common.errors import ConflictError, MergeError, RetryableConflict
 from merge_core.common.result import MergeResult, new_merge_id
+from merge_core.common.run_state import RunState
 from merge_core.spark import files
 from merge_core.spark.host import SparkHost
 
@@ -66,7 +67,7 @@ class Lifecycle:
         # the lifecycle macros' primitives (host.py); its guard keeps an abort from another thread
         # away from a journal being written
         self.host = SparkHost(spark, self.merge_id, stop_check=self.check_not_stopped)
-        self.s: dict = {}  # the planned changes the lifecycle macros read and fill
+        self.s: RunState = {}  # the run state the lifecycle macros read and fill (common/run_state.py)
         self.metrics: dict[str, Any] = zero_metrics()
 
     # -- what differs ------------------------------------------------------------
@@ -90,7 +91,7 @@ class Lifecycle:
         except Exception as e:  # a session without tags can still merge; only on_kill is coarser
             log.debug("[%s] job tag: %s", self.merge_id, e)
 
-    def _start(self, **fields: Any) -> dict:
+    def _start(self, **fields: Any) -> RunState:
         """This run's state (spark_merge__run_state, as dbt starts it) with its metrics dict."""
         extra = {"entry_extra": {"run_key": self.run_key}} if self.run_key else {}
         self.s = macros.run_state(self.merge_id, {"metrics": self.metrics, **extra, **fields})

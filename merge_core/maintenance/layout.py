@@ -157,7 +157,7 @@ class CanonicalizeRun(Lifecycle):
             repoints.append(
                 {"partition": m["partition"], "location": m["canonical"], "old_location": m["location"], "exists": True}
             )
-        s.update(repoints=repoints)
+        s["repoints"] = repoints
         self.metrics["numTargetPartitionsRewritten"] = len(repoints)
         super().execute()
 

@@ -37,6 +37,7 @@ from merge_core.common.errors import (
     error_for,
 )
 from merge_core.common.host_contract import StatementHost
+from merge_core.common.run_state import RunState
 from merge_core.spark import faults, files, lock, metastore
 from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
 
@@ -417,7 +418,7 @@ class SparkHost(StatementHost):
     def now(self) -> str:
         return datetime.now(UTC).isoformat(timespec="milliseconds")
 
-    def elapsed_ms(self, s: dict | None = None) -> int:
+    def elapsed_ms(self, s: RunState | None = None) -> int:
         return int((time.monotonic() - self._t0) * 1000)
 
     def hash(self, text: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from merge_core.common import macros
+from merge_core.common.run_state import RunState
 from merge_core.spark import files, metastore
 
 log = logging.getLogger("spark_merge")
@@ -28,26 +29,26 @@ class RowChangeParadigm:
 
     name = ""
 
-    def write(self, host: Any, s: dict) -> None:
+    def write(self, host: Any, s: RunState) -> None:
         """Apply the planned changes (``s['metrics']`` holds the counts) and commit them."""
         raise NotImplementedError
 
-    def record(self, host: Any, s: dict) -> None:
+    def record(self, host: Any, s: RunState) -> None:
         """Record a run that changes nothing where the target keeps its history (a target that is no
         file table: its history is not under a table root)."""
         raise NotImplementedError
 
-    def explain(self, spark: SparkSession, s: dict, ctx: dict) -> list[str]:
+    def explain(self, spark: SparkSession, s: RunState, ctx: dict) -> list[str]:
         """The write and commit SQL, as comments and statements, for ``explain``."""
         raise NotImplementedError
 
     def begin(self, table: dict, merge_id: str) -> None:
         """Called once the target is known, before planning."""
 
-    def release(self, spark: SparkSession, s: dict) -> None:
+    def release(self, spark: SparkSession, s: RunState) -> None:
         """Called when the merge ends, committed or not."""
 
-    def discard_staged(self, s: dict) -> None:
+    def discard_staged(self, s: RunState) -> None:
         """Remove what ``write`` staged before its commit point (on abort)."""
         files.remove(s["ctx"]["stage_location"])
 
@@ -58,7 +59,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
 
     name = "DELETE_ROW_AND_INSERT_ROW"
 
-    def explain(self, spark: SparkSession, s: dict, ctx: dict) -> list[str]:
+    def explain(self, spark: SparkSession, s: RunState, ctx: dict) -> list[str]:
         table = s["table"]
         if s["insert_only"]:
             return ["-- 5. insert-only: append, no rewrite", macros.append_sql(table, ctx)]

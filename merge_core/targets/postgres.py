@@ -44,6 +44,7 @@ from merge_core.common.errors import (
     codes,
     error_for,
 )
+from merge_core.common.run_state import RunState
 from merge_core.targets import pg_merge
 from merge_core.targets.paradigms import RowChangeParadigm
 
@@ -238,21 +239,21 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
                 self.session.execute(f"DROP TABLE IF EXISTS {sql_identifier(schema, name)}")
                 self.session.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
-    def release(self, spark, s: dict) -> None:
+    def release(self, spark, s: RunState) -> None:
         if self.session is not None:
             self.session.close()  # releases the advisory lock
             self.session = None
 
-    def discard_staged(self, s: dict) -> None:
+    def discard_staged(self, s: RunState) -> None:
         with self.target.connect() as conn:
             conn.execute(f"DROP TABLE IF EXISTS {self._stage(s)}")
 
     # -- write -------------------------------------------------------------------------
     @staticmethod
-    def _stage(s: dict) -> str:
+    def _stage(s: RunState) -> str:
         return sql_identifier(s["table"]["database"], STAGE_PREFIX + s["merge_id"])
 
-    def staged(self, host: Any, s: dict) -> pg_merge.Staged:
+    def staged(self, host: Any, s: RunState) -> pg_merge.Staged:
         """The staging table's columns: the source's, as Spark types them (none for UPDATE/DELETE)."""
         if s["spec"]["source_kind"] == "none":
             return pg_merge.Staged(self._stage(s))
@@ -266,7 +267,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             ],
         )
 
-    def _write_stage(self, host: Any, s: dict, staged: pg_merge.Staged) -> None:
+    def _write_stage(self, host: Any, s: RunState, staged: pg_merge.Staged) -> None:
         """The source's rows into the staging table, created first with the types transport() chose."""
         if not staged.columns:
             return
@@ -288,7 +289,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             self.target.jdbc_url(), staged.table, mode="append", properties=self.target.jdbc_properties()
         )
 
-    def write(self, host: Any, s: dict) -> None:
+    def write(self, host: Any, s: RunState) -> None:
         table = s["table"]
         host.step("execute: stage the source's rows in PostgreSQL")
         s["staged"] = True
@@ -336,7 +337,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             self.discard_staged(s)
         s["journaled"] = True  # the transaction held the history row: finish writes no other
 
-    def record(self, host: Any, s: dict) -> None:
+    def record(self, host: Any, s: RunState) -> None:
         """A merge that changes nothing: its history row (status no-op), in PostgreSQL's history table
         like every other merge into the table; finish writes no other."""
         with self.target.connect(autocommit=False) as conn, conn.transaction():
@@ -345,7 +346,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         s["journaled"] = True
 
     @staticmethod
-    def _count(s: dict, counts: dict[int, int]) -> None:
+    def _count(s: RunState, counts: dict[int, int]) -> None:
         """The metrics from the rows PostgreSQL gave each clause (not Spark's plan: PostgreSQL decided)."""
         m = s["metrics"]
         for k in (
@@ -374,7 +375,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             }
         )
 
-    def _history(self, host: Any, s: dict) -> list[tuple[str, tuple]]:
+    def _history(self, host: Any, s: RunState) -> list[tuple[str, tuple]]:
         """The history row (spark_merge__history_entry, the one builder), written in the merge's own
         transaction, so it exists iff the merge does."""
         s["metrics"]["executionTimeMs"] = host.elapsed_ms()
@@ -392,7 +393,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             ),
         ]
 
-    def explain(self, spark, s: dict, ctx: dict) -> list[str]:
+    def explain(self, spark, s: RunState, ctx: dict) -> list[str]:
         table = s["table"]
         staged = (
             pg_merge.Staged(self._stage(s), [])
