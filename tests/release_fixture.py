@@ -8,7 +8,7 @@ Run with the release's own code first on the path (not this checkout's), e.g. fo
 The tables live under ROOT, a fixed path, because a release records absolute locations in the
 table's properties and history; test_upgrade.py unpacks the files there again. The zip holds the
 files under ROOT and manifest.json: the statements that rebuild the catalog entries (the metastore
-DDL), and each table's rows after each of the release's merges.
+DDL), the files' modification times, and each table's rows after each of the release's merges.
 """
 
 from __future__ import annotations
@@ -94,11 +94,13 @@ def main(version: str) -> None:
         manifest["ddl"] += catalog_ddl(spark, table)
     spark.stop()
     FIXTURES.mkdir(exist_ok=True)
+    kept = [p for p in sorted((ROOT / "db").rglob("*")) if p.is_file() and not p.name.endswith(".crc")]
+    # rollback and vacuum read the files' modification times: kept exactly (a zip keeps them to 2 s)
+    manifest["mtimes_ns"] = {p.relative_to(ROOT).as_posix(): p.stat().st_mtime_ns for p in kept}
     with zipfile.ZipFile(FIXTURES / f"release-{version}.zip", "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("manifest.json", json.dumps(manifest, indent=1))
-        for path in sorted((ROOT / "db").rglob("*")):
-            if path.is_file() and not path.name.endswith(".crc"):
-                z.write(path, path.relative_to(ROOT).as_posix())
+        for path in kept:
+            z.write(path, path.relative_to(ROOT).as_posix())
     print(f"wrote {FIXTURES / f'release-{version}.zip'}")
 
 
