@@ -257,6 +257,38 @@ CI_LEAVES_OUT = {
     "test_corruption.py::test_null_partitions_through_merge_on_read_compaction_and_a_merge_engine": "the NULL partition tests",
     "test_corruption.py::test_an_integer_null_partition_with_upsert_rollback_and_vacuum": "the NULL partition tests",
     "test_fused_write.py::test_a_source_too_large_to_broadcast_is_joined_once_and_spread[t.id = s.id AND": "[t.id = s.id]",
+    # the end-to-end streaming kill and the DataFrame API over a Connect server of its own
+    "test_streaming.py::test_a_killed_and_restarted_query_merges_every_batch_exactly_once": "test_a_batch_replayed_from_the_checkpoint_...",
+    "test_dataframe_api.py::test_over_spark_connect": "test_docs.py's README and test_server.py's first command (the warm server is a Connect server)",
+    # a scenario under each duplicate rule: one rule per scenario in CI; every rule against DuckDB in test_differential.py,
+    # and each rule's check SQL in tests/unit/golden
+    "test_corruption.py::test_two_source_rows_choosing_different_clauses_for_one_row_are_refused[UPDATE SET a = 200-postgres]": "[...-trino], [DELETE-postgres]",
+    "test_corruption.py::test_two_source_rows_choosing_different_clauses_for_one_row_are_refused[DELETE-trino]": "[DELETE-postgres], [...-trino]",
+    "test_corruption.py::test_two_source_rows_choosing_different_clauses_for_one_row_are_refused[DELETE-strict]": "[UPDATE SET a = 200-strict]",
+    "test_corruption.py::test_one_update_and_one_unchosen_match_differ_only_by_rule[postgres": "[trino-False], [strict-True]",
+    "test_corruption.py::test_a_lone_unconditional_delete_matched_twice[postgres": "[trino-True], [strict-False]",
+    "test_corruption.py::test_only_not_matched_clauses_with_a_repeated_match[postgres": "[trino-True], [strict-False]",
+    "test_fused_write.py::test_a_row_joined_with_several_source_rows_is_written_once[postgres": "[trino-...], [strict-...]",
+    # more cases of one rule
+    "test_trust.py::test_a_journal_that_cannot_be_used_is_refused_and_repair_journal_clears_it[[1, 2]": "the other journal cases, unit/test_metadata_shapes.py",
+    'test_trust.py::test_a_journal_that_cannot_be_used_is_refused_and_repair_journal_clears_it[{"merge_id": "x", "repoints": [{"a": 1}]}': "the other journal cases, unit/test_metadata_shapes.py",
+    "test_trust.py::test_a_history_entry_that_cannot_be_used_stops_vacuum_and_rollback_until_repaired[not json]": "[another table's], test_metadata_fuzz.py",
+    "test_fused_write.py::test_a_write_without_a_shuffled_join_keeps_rows_in_their_scan_tasks[DELETE": "the UPDATE cases",
+    "test_fused_write.py::test_a_write_without_a_shuffled_join_keeps_rows_in_their_scan_tasks[UPDATE {t} SET v = 'u' WHERE id IN": "[UPDATE {t} SET v = 'u' WHERE id = 1-1]",
+    "test_fused_write.py::test_a_small_target_is_broadcast_to_the_summary_and_the_inserts[by source": "[partitioned-False], [unpartitioned-True]",
+    "test_fused_write.py::test_a_small_target_is_broadcast_to_the_summary_and_the_inserts[too many rows": "[partitioned-False]",
+    "test_upsert.py::test_bad_upsert_options_are_rejected_before_anything_is_touched[options1": "[options0-...], unit/test_options.py",
+    "test_upsert.py::test_bad_upsert_options_are_rejected_before_anything_is_touched[options2": "[options0-...], unit/test_options.py",
+    "test_upsert.py::test_bad_upsert_options_are_rejected_before_anything_is_touched[options4": "[options3-...], unit/test_options.py",
+    "test_upsert.py::test_each_tombstone_type[INT": "the BOOLEAN and STRING cases",
+    "test_upsert.py::test_each_tombstone_type[TIMESTAMP": "the BOOLEAN and STRING cases",
+    "test_cost_and_commit.py::test_a_merge_leaves_no_cached_data_and_no_view_behind[cached]": "[written_once]",
+    "test_conformance.py::test_dbt_and_python_issue_the_same_statements[engine_upsert]": "[upsert] (the log's begin and plan), test_engines.py",
+    # a statement that does not parse is refused before any Spark call: its messages are unit/test_parse.py's
+    "test_validation.py::test_rejected_before_anything_is_touched[unparsable SQL]": "unit/test_parse.py::test_bad_statements",
+    "test_validation.py::test_rejected_before_anything_is_touched[not a DML statement]": "unit/test_parse.py::test_bad_statements",
+    "test_validation.py::test_rejected_before_anything_is_touched[MERGE without ON]": "unit/test_parse.py::test_bad_statements",
+    "test_validation.py::test_rejected_before_anything_is_touched[two statements]": "unit/test_parse.py::test_bad_statements",
 }
 
 

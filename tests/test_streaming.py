@@ -82,3 +82,47 @@ def _wait_for_spark(home: Path, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline and not (home / "metastore_db" / "db.lck").exists():
         time.sleep(0.2)
+
+
+def test_a_batch_replayed_from_the_checkpoint_is_merged_once(spark, db, tmp_path):
+    """A restart after a crash, without the crash: the checkpoint loses its last batch's commit mark (as
+    a process killed after that batch's merge committed, before the mark, leaves it), and the restarted
+    query runs that batch again with the same id. The replay returns the first merge's commit; an
+    additive update shows a second merge. (The kill itself: the test above, in make test-all.)"""
+    from merge_core import foreach_batch, history
+
+    table = f"{db}.acc"
+    spark.sql(f"CREATE TABLE {table} (id INT, amount BIGINT) USING parquet")
+    add = (
+        f"MERGE INTO {table} t USING (SELECT id, sum(amount) AS amount FROM source GROUP BY id) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET amount = t.amount + s.amount WHEN NOT MATCHED THEN INSERT *"
+    )
+    source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
+    source.mkdir()
+    for b in range(3):  # batch b adds b + 1 to every key
+        (source / f"batch-{b}.json").write_text("".join(json.dumps({"id": k, "amount": b + 1}) + "\n" for k in KEYS))
+
+    def run() -> None:
+        query = (
+            spark.readStream.schema("id INT, amount BIGINT")
+            .option("maxFilesPerTrigger", 1)
+            .json(str(source))
+            .writeStream.foreachBatch(foreach_batch(table, add))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(300), "the query did not finish in 300 s"
+        assert query.exception() is None, query.exception()
+
+    run()
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {table}").collect()) == [(k, 6) for k in KEYS]
+    marks = sorted((checkpoint / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
+    assert [p.name for p in marks] == ["0", "1", "2"]
+    marks[-1].unlink()  # the crash's effect: batch 2 merged, its mark never written
+    (checkpoint / "commits" / ".2.crc").unlink(missing_ok=True)
+    run()
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {table}").collect()) == [(k, 6) for k in KEYS]
+    keys = [e["run_key"] for e in history(spark, table, limit=100)]
+    assert len(keys) == 3 and len(set(keys)) == 3 and all(k.startswith("stream:") for k in keys), keys
+    assert (checkpoint / "commits" / "2").exists()  # the replay ran, and the query marked it done

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from merge_core import NotNullViolation, ParseError, SpecError, TargetError, UnsupportedError, ValidationError, merge
@@ -9,8 +11,7 @@ from merge_core import NotNullViolation, ParseError, SpecError, TargetError, Uns
 from .conftest import snapshot
 
 
-@pytest.fixture
-def tables(spark, db):
+def make_tables(spark, db: str) -> tuple[str, str]:
     spark.sql(
         f"CREATE TABLE {db}.acc (id INT, name STRING, amount DOUBLE, opened DATE, dt STRING) "
         f"USING parquet PARTITIONED BY (dt) TBLPROPERTIES ('spark_merge.not_null' = 'id')"
@@ -19,6 +20,21 @@ def tables(spark, db):
     spark.sql(f"CREATE TABLE {db}.src (id INT, name STRING, amount DOUBLE, tags ARRAY<STRING>) USING parquet")
     spark.sql(f"INSERT INTO {db}.src VALUES (1, 'A', 1.5, array('t')), (3, 'c', 3.0, NULL)")
     return f"{db}.acc", f"{db}.src"
+
+
+@pytest.fixture
+def tables(spark, db):
+    return make_tables(spark, db)
+
+
+@pytest.fixture(scope="module")
+def refused_tables(spark):
+    """One pair of tables for every refusal case: each must leave them as they were, which each case
+    checks against its own snapshot, so sharing them hides nothing and saves making them 31 times."""
+    name = f"refused_{os.getpid()}"
+    spark.sql(f"CREATE DATABASE {name}")
+    yield make_tables(spark, name)
+    spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
 
 
 def M(tables, clauses: str, on: str = "t.id = s.id") -> str:
@@ -223,14 +239,14 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_rejected_before_anything_is_touched(spark, tables, case):
+def test_rejected_before_anything_is_touched(spark, refused_tables, case):
     _, build, error, fragments = case
-    before = snapshot(spark, tables[0])
+    before = snapshot(spark, refused_tables[0])
     with pytest.raises(error) as e:
-        merge(spark, build(tables))
+        merge(spark, build(refused_tables))
     for fragment in fragments:
         assert fragment in str(e.value)
-    assert snapshot(spark, tables[0]) == before
+    assert snapshot(spark, refused_tables[0]) == before
 
 
 def test_unknown_option_and_rule(spark, tables):
