@@ -198,6 +198,10 @@ def describe_query_sql(select: str) -> str:
     return _render("describe_query_sql", select)
 
 
+def select_sql(columns: list[list[str]], relation: str) -> str:
+    return _render("select_sql", columns, relation)
+
+
 def drop_table_sql(relation: str) -> str:
     return _render("drop_table_sql", relation)
 

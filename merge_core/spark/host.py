@@ -250,7 +250,7 @@ class SparkHost(StatementHost):
             return self._staged_stats(table, location)
         self._sql(sql)
         rows = self._file_stats(table, ctx["stage_name"], macros.file_stats_sql(table, ctx["stage"], None), partitions)
-        self._sql(f"DROP TABLE IF EXISTS {ctx['stage']}")
+        self._sql(macros.drop_table_sql(ctx["stage"]))
         return rows
 
     def _staged_stats(self, table: dict, location: str) -> list[dict]:

@@ -283,9 +283,8 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
                 + ", ".join(f"{pg_merge.ident(name)} {types[name][0]}" for name, _, _ in staged.columns)
                 + ")"
             )
-        quote = lambda n: "`" + n.replace("`", "``") + "`"  # noqa: E731
-        select = ", ".join(f"{types[name][1].format(quote(name))} AS {quote(name)}" for name, _, _ in staged.columns)
-        host._sql(f"SELECT {select} FROM {s['ctx']['source']}").write.jdbc(
+        columns = [[types[name][1].format(macros.quote(name)), name] for name, _, _ in staged.columns]
+        host._sql(macros.select_sql(columns, s["ctx"]["source"])).write.jdbc(
             self.target.jdbc_url(), staged.table, mode="append", properties=self.target.jdbc_properties()
         )
 

@@ -111,7 +111,7 @@ def _inline_sql(paths: list[Path]) -> list[str]:
             literal = isinstance(first, ast.JoinedStr) or (
                 isinstance(first, ast.Constant) and isinstance(first.value, str)
             )
-            if node.func.attr in ("sql", "rows", "run_sql") and literal:
+            if node.func.attr in ("sql", "_sql", "rows", "run_sql") and literal:
                 found.append(f"{path.name}:{node.lineno}")
     return found
 
@@ -127,8 +127,9 @@ def test_the_checks_catch_a_breach(tmp_path):
     breach = tmp_path / "breach.py"
     breach.write_text(
         'spark.sql(f"DROP TABLE {t}")\nhost.rows("SHOW TABLES")\nmacros.render("quote", "x")\nmacros.nope()\n'
+        'self._sql(f"DROP TABLE {t}")\n'
     )
-    assert _inline_sql([breach]) == ["breach.py:1", "breach.py:2"]
+    assert _inline_sql([breach]) == ["breach.py:1", "breach.py:2", "breach.py:5"]
     assert _by_name([breach]) == ["breach.py:3: macros.render", "breach.py:4: macros.nope"]
 
 
@@ -146,6 +147,43 @@ def test_functions_and_macro_files_stay_small():
         f"{p.name}:{i}" for p in macro_files for i, line in enumerate(p.read_text().splitlines(), 1) if len(line) > 160
     ]
     assert not wide, wide
+
+
+# Macros over 60 lines, with their length when the rule came: none may grow, and none may join them.
+# Split one and take it off the list (the test says when a listed one fits).
+LONG_MACROS = {
+    "spark_merge__engine_options": 169,
+    "spark_merge__resolve": 121,
+    "spark_merge__changes_sql": 116,
+    "spark_merge__lifecycle_plan": 98,
+    "spark_merge__engine_step": 88,
+    "spark_merge__dbt_config": 87,
+    "spark_merge__upsert_plan": 83,
+    "spark_merge__lifecycle_rewrite": 83,
+    "spark_merge__table_info": 75,
+    "spark_merge__option_table": 64,
+    "spark_merge__engine_reduce_sql": 61,
+}
+
+
+def macro_lengths() -> dict[str, int]:
+    """Each macro's lines, from its `{% macro` line to its `{% endmacro %}` line."""
+    lengths = {}
+    for path in sorted((ROOT / "dbt_macros/macros").rglob("*.sql")):
+        text = path.read_text()
+        for m in re.finditer(
+            r"^{%-?\s*(?:macro|materialization)\s+(\w+).*?{%-?\s*end(?:macro|materialization)\s*-?%}", text, re.M | re.S
+        ):
+            lengths[m.group(1)] = m.group(0).count("\n") + 1
+    return lengths
+
+
+def test_macros_stay_small():
+    lengths = macro_lengths()
+    assert len(lengths) > 100
+    too_long = {name: n for name, n in lengths.items() if n > 60 and n > LONG_MACROS.get(name, 60)}
+    assert not too_long, f"over 60 lines (split them): {too_long}"
+    assert not [name for name in LONG_MACROS if lengths.get(name, 0) <= 60], "fits now: take it off LONG_MACROS"
 
 
 def test_every_macro_name_is_defined_once():

@@ -89,6 +89,12 @@ DROP DATABASE IF EXISTS {{ spark_merge.spark_merge__quote(database) }} CASCADE
 }) -%}
 {%- endmacro %}
 
+{#- SELECT of `columns` (each [expression, name]) from `relation`. -#}
+{% macro spark_merge__select_sql(columns, relation) -%}
+SELECT {% for expression, name in columns %}{{ expression }} AS {{ spark_merge.spark_merge__quote(name) }}{% if not loop.last %}, {% endif %}
+{%- endfor %} FROM {{ relation }}
+{%- endmacro %}
+
 {% macro spark_merge__drop_table_sql(relation) -%}
 DROP TABLE IF EXISTS {{ relation }}
 {%- endmacro %}
