@@ -16,6 +16,12 @@
            without them it is refused (option_errors), never ignored
 -#}
 {% macro spark_merge__option_table(out) -%}
+{%- do spark_merge.spark_merge__statement_options(out) -%}
+{%- do spark_merge.spark_merge__engine_and_table_options(out) -%}
+{%- endmacro %}
+
+{#- The options of a statement and of an upsert (groups merge, upsert). -#}
+{% macro spark_merge__statement_options(out) -%}
 {%- do out.extend([
   {'name': 'duplicate_rule', 'kind': 'choice', 'group': 'merge', 'choices': ['trino', 'postgres', 'strict'], 'default': 'trino',
    'cli': '--duplicate-rule', 'dbt': 'duplicate_rule',
@@ -46,6 +52,12 @@
        'copy-on-write (the default: rewrite touched partitions now) or merge-on-read (append to a log that a view and compaction reduce)'},
   {'name': 'merge_engine', 'kind': 'choice', 'group': 'upsert', 'choices': ['deduplicate', 'partial-update', 'aggregation', 'first-row'], 'default': none,
    'cli': '--merge-engine', 'dbt': 'merge_engine', 'help': 'how records of one key combine (Paimon merge engines)'},
+]) -%}
+{%- endmacro %}
+
+{#- The options of a merge engine, of the table and of dbt (groups engine, table, dbt). -#}
+{% macro spark_merge__engine_and_table_options(out) -%}
+{%- do out.extend([
   {'name': 'sequence_field', 'kind': 'list', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
    'cli': '--sequence-field', 'dbt': 'sequence_field', 'help': 'orders records of a key'},
   {'name': 'row_kind_field', 'kind': 'string', 'group': 'engine', 'needs': ['merge_engine'], 'choices': none, 'default': none,
