@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from merge_core import parse
+from merge_core import parse, to_spec
 from merge_core.common import macros
 from tests.unit.test_macros import DESC, TYPES
 
@@ -83,7 +83,37 @@ def test_the_rules_check_duplicates_differently():
     assert len(set(checks.values())) == len(RULES)
 
 
+# each merge engine (Paimon's), with the options that shape its fold
+ENGINES = {
+    "deduplicate": {"merge_engine": "deduplicate", "sequence_field": ["dt"], "row_kind_field": "v"},
+    "partial_update": {"merge_engine": "partial-update", "sequence_group": {"dt": "v"}},
+    "aggregation": {"merge_engine": "aggregation", "aggregate_function": {"v": "max"}, "input_order": "values"},
+    "first_row": {"merge_engine": "first-row"},
+    # a function that cannot retract, under a row kind: the fold refuses a retraction of it
+    "aggregation_retracting": {
+        "merge_engine": "aggregation",
+        "aggregate_function": {"dt": "max"},
+        "row_kind_field": "v",
+    },
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_each_merge_engine_folds_the_source_with_the_reviewed_sql(engine):
+    """The engine's upsert as a MERGE (spark_merge__engine_spec): the source folded to one row per key."""
+    options = dict(ENGINES[engine])
+    input_order = options.pop("input_order", None)
+    data = to_spec({"target": "db.acc", "source": "src"}, primary_key=["id"], **options).to_dict()
+    if input_order:
+        data["input_order"] = input_order
+    out = macros.fill("engine_spec", data, macros.fill("table_info", DESC, TYPES))
+    assert out["errors"] == []
+    clauses = "\n".join(f"{c['action']} when {c['condition']}" for c in out["clauses"])
+    check(f"engine_{engine}", {"source": out["source"], "on": out["on"], "clauses": clauses})
+
+
 def test_every_golden_file_belongs_to_a_case():
     """A case that was renamed or removed leaves no stale file that nothing compares."""
     expected = {f"{c}.sql" for c in CASES} | {f"duplicate_rule_{r}.sql" for r in RULES}
+    expected |= {f"engine_{e}.sql" for e in ENGINES}
     assert {p.name for p in GOLDEN.glob("*.sql")} == expected

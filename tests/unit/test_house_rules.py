@@ -161,7 +161,6 @@ LONG_MACROS = {
     "spark_merge__upsert_plan": 83,
     "spark_merge__lifecycle_rewrite": 83,
     "spark_merge__table_info": 75,
-    "spark_merge__engine_reduce_sql": 61,
 }
 
 

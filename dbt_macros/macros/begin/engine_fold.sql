@@ -293,6 +293,12 @@ WITH __sm_in AS (
   FROM (SELECT * FROM __sm_in UNION ALL SELECT * FROM __sm_old) AS __sm_all
   GROUP BY {% for k in e.pk %}__sm_p{{ loop.index0 }}{{ ', ' if not loop.last }}{% endfor %}
 )
+{{ spark_merge.spark_merge__engine_rows_sql(table, e, checks, keys) }}
+{%- endmacro %}
+
+{#- The folded rows of __sm_keys (engine_reduce_sql's last CTE): each key's row and whether it is
+    deleted, a check the engine refuses raised with the key (`keys`: its named_struct fields). -#}
+{% macro spark_merge__engine_rows_sql(table, e, checks, keys) -%}
 SELECT {% for c in table.columns %}__sm_v.__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}, {% endfor %}NOT __sm_v.__sm_n AS __sm_del
 FROM (SELECT {% for k in e.pk %}__sm_p{{ loop.index0 }}, {% endfor %}{{ spark_merge.spark_merge__engine_result(e, table) }} AS __sm_v
 {%- for chk in checks %},
