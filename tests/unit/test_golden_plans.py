@@ -71,6 +71,22 @@ def test_the_plan_of_each_clause_kind_is_the_reviewed_sql(case):
     check(case, plan(CASES[case]))
 
 
+def test_the_value_checks_of_char_and_not_null_struct_fields_are_the_reviewed_sql():
+    """CHAR/VARCHAR lengths and a NOT NULL struct field (spark_merge.not_null) checked in each value."""
+    rows = [["id", "int"], ["code", "varchar(3)"], ["s", "struct<a:int,b:string>"], ["dt", "date"]]
+    desc = dict(
+        DESC,
+        columns=[{"name": r[0], "nullable": True} for r in rows],
+        table_properties={"spark_merge.not_null": "id, s.a"},
+    )
+    table = macros.fill("table_info", desc, rows)
+    spec = parse(USING + "WHEN MATCHED THEN UPDATE SET code = s.code, s = s.s WHEN NOT MATCHED THEN INSERT *").to_dict()
+    resolved = macros.fill("resolve", spec, table)
+    assert resolved["errors"] == []
+    ctx = macros.fill("context", spec, table, "20261129000000_golden")
+    check("value_checks", {"changes": macros.render("changes_sql", spec, table, resolved, ctx)})
+
+
 @pytest.mark.parametrize("rule", RULES)
 def test_the_duplicate_check_of_each_rule_is_the_reviewed_sql(rule):
     statements = plan(CASES["every_kind"], duplicate_rule=rule)
@@ -115,5 +131,5 @@ def test_each_merge_engine_folds_the_source_with_the_reviewed_sql(engine):
 def test_every_golden_file_belongs_to_a_case():
     """A case that was renamed or removed leaves no stale file that nothing compares."""
     expected = {f"{c}.sql" for c in CASES} | {f"duplicate_rule_{r}.sql" for r in RULES}
-    expected |= {f"engine_{e}.sql" for e in ENGINES}
+    expected |= {f"engine_{e}.sql" for e in ENGINES} | {"value_checks.sql"}
     assert {p.name for p in GOLDEN.glob("*.sql")} == expected

@@ -196,36 +196,8 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
 {%- for k in table.get('primary_key') or [] -%}{%- do plain.append('__sm_pk' ~ loop.index0) -%}{%- endfor -%}
 {%- do plain.extend(['__sm_case', '__sm_op']) -%}
 SELECT {{ plain | join(', ') }}
-{%- for c in table.columns %}
-{%- set i = loop.index0 -%}
-{#- the checks of what the column is given (NOT NULL, a struct field listed in spark_merge.not_null,
-    CHAR/VARCHAR length) are part of its value __sm_c<i>, so every statement reading the value checks it -#}
-{%- set checks, vc = [], {} -%}
-{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
-{%- if vc.not_null -%}
-  {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
-  {%- set writers_of_c = [] -%}
-  {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor -%}
-  {%- do checks.append(('__sm_case IN (' ~ (writers_of_c or [-2]) | join(', ') ~ ')' if c.get('has_default') else '__sm_op IN (' ~
-      spark_merge.spark_merge__op('insert', 'update') ~ ')')
-                       ~ ' AND __sm_x' ~ i ~ ' IS NULL THEN raise_error(' ~
-                           spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~
-                               ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) ~ ')') -%}
-{%- endif -%}
-{%- for path in vc.fields -%}
-  {%- set parts = [] -%}{%- for p in path.split('.') -%}{%- do parts.append(spark_merge.spark_merge__quote(p) | trim) -%}{%- endfor -%}
-  {%- set outer = [] -%}{%- for n in range(1, parts | length) -%}{%- do outer.append(' AND __sm_x' ~ i ~ '.' ~ parts[:n] | join('.') ~
-      ' IS NOT NULL') -%}{%- endfor -%}
-  {%- do checks.append('__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ') AND __sm_x' ~ i ~ ' IS NOT NULL' ~ outer | join('')
-                       ~ ' AND __sm_x' ~ i ~ '.' ~ parts | join('.') ~ ' IS NULL THEN raise_error(' ~
-                           spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~
-                               ' would write NULL into NOT NULL field ' ~ c.name ~ '.' ~ path ~ ' of ' ~ table.name) ~ ')') -%}
-{%- endfor -%}
-{%- set value = spark_merge.spark_merge__char_checked(spec, table, c, '__sm_x' ~ i) if vc.length
-    else spark_merge.spark_merge__nested_char_checked(spec, table, 'field ' ~ c.name, '__sm_x' ~ i, c.nested_chars) if vc.nested
-    else '__sm_x' ~ i -%}
-{%- set value = spark_merge.spark_merge__partition_value(table, c, value) -%},
-  {% if checks %}CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE {{ value }} END{% else %}{{ value }}{% endif %} AS __sm_c{{ i }}
+{%- for c in table.columns %},
+  {{ spark_merge.spark_merge__checked_value(spec, table, c, loop.index0, writers) }} AS __sm_c{{ loop.index0 }}
 {%- endfor %}
 FROM (
 SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAST({{ s }}) */
@@ -276,6 +248,37 @@ FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS
 WHERE ({{ spec.on }})
 {%- endif %}
 ) AS __sm_j0
+{%- endmacro %}
+
+{#- Column `c`'s value in the changes, __sm_x<i>, with the checks of what it is given (NOT NULL, a struct
+    field listed in spark_merge.not_null, CHAR/VARCHAR length), so every statement reading it checks it. -#}
+{% macro spark_merge__checked_value(spec, table, c, i, writers) -%}
+{%- set checks, vc = [], {} -%}
+{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
+{%- if vc.not_null -%}
+  {#- a column with a database default is written only by the clauses that name it (jdbc targets) -#}
+  {%- set writers_of_c = [] -%}
+  {%- for cl in writers if (c.name | lower) in cl.outputs or cl.action == 'update' -%}{%- do writers_of_c.append(cl.index) -%}{%- endfor -%}
+  {%- do checks.append(('__sm_case IN (' ~ (writers_of_c or [-2]) | join(', ') ~ ')' if c.get('has_default') else '__sm_op IN (' ~
+      spark_merge.spark_merge__op('insert', 'update') ~ ')')
+                       ~ ' AND __sm_x' ~ i ~ ' IS NULL THEN raise_error(' ~
+                           spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~
+                               ' would write NULL into NOT NULL column ' ~ c.name ~ ' of ' ~ table.name) ~ ')') -%}
+{%- endif -%}
+{%- for path in vc.fields -%}
+  {%- set parts = [] -%}{%- for p in path.split('.') -%}{%- do parts.append(spark_merge.spark_merge__quote(p) | trim) -%}{%- endfor -%}
+  {%- set outer = [] -%}{%- for n in range(1, parts | length) -%}{%- do outer.append(' AND __sm_x' ~ i ~ '.' ~ parts[:n] | join('.') ~
+      ' IS NOT NULL') -%}{%- endfor -%}
+  {%- do checks.append('__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ') AND __sm_x' ~ i ~ ' IS NOT NULL' ~ outer | join('')
+                       ~ ' AND __sm_x' ~ i ~ '.' ~ parts | join('.') ~ ' IS NULL THEN raise_error(' ~
+                           spark_merge.spark_merge__literal(spark_merge.spark_merge__error_code('not_null') ~ ': a ' ~ spec.kind | upper ~
+                               ' would write NULL into NOT NULL field ' ~ c.name ~ '.' ~ path ~ ' of ' ~ table.name) ~ ')') -%}
+{%- endfor -%}
+{%- set value = spark_merge.spark_merge__char_checked(spec, table, c, '__sm_x' ~ i) if vc.length
+    else spark_merge.spark_merge__nested_char_checked(spec, table, 'field ' ~ c.name, '__sm_x' ~ i, c.nested_chars) if vc.nested
+    else '__sm_x' ~ i -%}
+{%- set value = spark_merge.spark_merge__partition_value(table, c, value) -%}
+{% if checks %}CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE {{ value }} END{% else %}{{ value }}{% endif %}
 {%- endmacro %}
 
 {#- Whether the summary's join reads the target through matched_target_rows: a source of at most
