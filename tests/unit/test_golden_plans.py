@@ -8,6 +8,7 @@ Spark runs it. After a deliberate change, write the files again and review the d
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -87,6 +88,32 @@ def test_the_value_checks_of_char_and_not_null_struct_fields_are_the_reviewed_sq
     check("value_checks", {"changes": macros.render("changes_sql", spec, table, resolved, ctx)})
 
 
+def test_the_table_record_of_a_described_table_is_the_reviewed_one():
+    """spark_merge__table_info over DESCRIBE's JSON and rows: columns (CHAR, a struct with a NOT NULL
+    field, a default), the partition section, the identity, and the errors of a view and a Hive table."""
+    rows = [["id", "int"], ["code", "char(2)"], ["s", "struct<a:int,b:varchar(4)>"], ["n", "bigint"], ["dt", "date"]]
+    rows += [["# Partition Information", ""], ["# col_name", "data_type"], ["dt", "date"]]
+    struct = {
+        "name": "struct",
+        "fields": [{"name": "a", "type": {"name": "int"}}, {"name": "b", "type": {"name": "string"}}],
+    }
+    columns = [
+        {"name": "id", "nullable": False},
+        {"name": "code", "nullable": True},
+        {"name": "s", "type": struct, "nullable": True},
+        {"name": "n", "nullable": True, "default": "0"},
+        {"name": "dt", "nullable": True},
+    ]
+    props = {"spark_merge.not_null": "s.a, nope", "spark_merge.version": "3", "spark_merge.table": "db.acc"}
+    described = {
+        "table": dict(DESC, columns=columns, table_properties=props, created_time="2026-11-01"),
+        "view": dict(DESC, type="VIEW"),
+        "hive": dict(DESC, provider="hive"),
+    }
+    records = {k: macros.fill("table_info", d, rows if k == "table" else TYPES) for k, d in described.items()}
+    check("table_info", {k: json.dumps(r, indent=1, sort_keys=True) for k, r in records.items()})
+
+
 @pytest.mark.parametrize("rule", RULES)
 def test_the_duplicate_check_of_each_rule_is_the_reviewed_sql(rule):
     statements = plan(CASES["every_kind"], duplicate_rule=rule)
@@ -131,5 +158,5 @@ def test_each_merge_engine_folds_the_source_with_the_reviewed_sql(engine):
 def test_every_golden_file_belongs_to_a_case():
     """A case that was renamed or removed leaves no stale file that nothing compares."""
     expected = {f"{c}.sql" for c in CASES} | {f"duplicate_rule_{r}.sql" for r in RULES}
-    expected |= {f"engine_{e}.sql" for e in ENGINES} | {"value_checks.sql"}
+    expected |= {f"engine_{e}.sql" for e in ENGINES} | {"value_checks.sql", "table_info.sql"}
     assert {p.name for p in GOLDEN.glob("*.sql")} == expected

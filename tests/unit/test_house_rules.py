@@ -160,7 +160,6 @@ LONG_MACROS = {
     "spark_merge__dbt_config": 87,
     "spark_merge__upsert_plan": 83,
     "spark_merge__lifecycle_rewrite": 83,
-    "spark_merge__table_info": 75,
 }
 
 

@@ -23,31 +23,10 @@
 {%- for n in (props.get('spark_merge.not_null') or '').split(',') if n | trim -%}
   {%- do not_null.append(n | trim | lower) -%}
 {%- endfor -%}
-{%- set nullable_by_name = {} -%}
-{%- set default_by_name = {} -%}
-{%- set struct_by_name = {} -%}
-{%- for c in desc.get('columns') or [] -%}
-  {%- do nullable_by_name.update({c.name | lower: c.get('nullable', true)}) -%}
-  {%- if c.type is mapping and c.type.get('name') == 'struct' -%}{%- do struct_by_name.update({c.name | lower: c.type}) -%}{%- endif -%}
-  {%- if c.get('default') is not none -%}{%- do default_by_name.update({c.name | lower: c.default}) -%}{%- endif -%}
-{%- endfor -%}
 {%- set columns = [] -%}
+{%- do spark_merge.spark_merge__described_columns(desc, column_types, not_null, columns) -%}
 {%- set by_name = {} -%}
-{%- set described = {'done': false} -%}
-{%- for row in column_types -%}
-  {#- DESCRIBE TABLE's rows: the columns, then '# Partition Information' and other sections -#}
-  {%- if not row[0] or row[0].startswith('#') -%}{%- do described.update({'done': true}) -%}{%- endif -%}
-  {%- if not described.done -%}
-  {%- set lname = row[0] | lower -%}
-  {%- set fields = [] -%}
-  {%- for n in not_null if n.startswith(lname ~ '.') -%}{%- do fields.append(n[lname | length + 1:]) -%}{%- endfor -%}
-  {%- set col = {} -%}
-  {%- do spark_merge.spark_merge__column_record(row[0], row[1], {'nullable': nullable_by_name.get(lname, true) and lname not in not_null,
-        'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname), 'not_null_fields': fields}, col) -%}
-  {%- do columns.append(col) -%}
-  {%- do by_name.update({lname: col}) -%}
-  {%- endif -%}
-{%- endfor -%}
+{%- for col in columns -%}{%- do by_name.update({col.name | lower: col}) -%}{%- endfor -%}
 {%- set location = desc.get('location') or '' -%}
 {%- set identity = {} -%}
 {%- do spark_merge.spark_merge__identity(props, desc.get('namespace', [''])[-1] ~ '.' ~ desc.get('table_name', ''), location, identity,
@@ -77,6 +56,33 @@
   'trust_errors': identity.trust_errors,
 }) -%}
 {%- do out.update({'relation': spark_merge.spark_merge__quote(out.database) ~ '.' ~ spark_merge.spark_merge__quote(out.table_name)}) -%}
+{%- endmacro %}
+
+{#- The table's column records, in order, appended to `out`: the names and types from DESCRIBE TABLE's
+    rows (`column_types`: the columns, then '# Partition Information' and other sections), nullability,
+    defaults and struct types from DESCRIBE's JSON (`desc`), NOT NULL from `not_null` too. -#}
+{% macro spark_merge__described_columns(desc, column_types, not_null, out) -%}
+{%- set nullable_by_name = {} -%}
+{%- set default_by_name = {} -%}
+{%- set struct_by_name = {} -%}
+{%- for c in desc.get('columns') or [] -%}
+  {%- do nullable_by_name.update({c.name | lower: c.get('nullable', true)}) -%}
+  {%- if c.type is mapping and c.type.get('name') == 'struct' -%}{%- do struct_by_name.update({c.name | lower: c.type}) -%}{%- endif -%}
+  {%- if c.get('default') is not none -%}{%- do default_by_name.update({c.name | lower: c.default}) -%}{%- endif -%}
+{%- endfor -%}
+{%- set described = {'done': false} -%}
+{%- for row in column_types -%}
+  {%- if not row[0] or row[0].startswith('#') -%}{%- do described.update({'done': true}) -%}{%- endif -%}
+  {%- if not described.done -%}
+  {%- set lname = row[0] | lower -%}
+  {%- set fields = [] -%}
+  {%- for n in not_null if n.startswith(lname ~ '.') -%}{%- do fields.append(n[lname | length + 1:]) -%}{%- endfor -%}
+  {%- set col = {} -%}
+  {%- do spark_merge.spark_merge__column_record(row[0], row[1], {'nullable': nullable_by_name.get(lname, true) and lname not in not_null,
+        'default': default_by_name.get(lname), 'struct': struct_by_name.get(lname), 'not_null_fields': fields}, col) -%}
+  {%- do out.append(col) -%}
+  {%- endif -%}
+{%- endfor -%}
 {%- endmacro %}
 
 {#- The one builder of a column record, from its name, its type as DESCRIBE TABLE spells it, and
