@@ -114,6 +114,37 @@ def test_the_table_record_of_a_described_table_is_the_reviewed_one():
     check("table_info", {k: json.dumps(r, indent=1, sort_keys=True) for k, r in records.items()})
 
 
+def test_the_upsert_plans_are_the_reviewed_ones():
+    """spark_merge__upsert_plan: the order that picks a key's row (watermark, tombstone, the row), and
+    each refusal (unknown columns, a source lacking columns, a string tombstone without its value)."""
+    rows = [
+        ["id", "int"],
+        ["v", "string"],
+        ["wm", "decimal(12,2)"],
+        ["gone", "boolean"],
+        ["op", "string"],
+        ["dt", "date"],
+    ]
+    desc = dict(DESC, columns=[{"name": r[0], "nullable": True} for r in rows], table_properties={})
+    table = macros.fill("table_info", desc, rows)
+    upserts = {
+        "boolean_tombstone": ({"primary_key": ["id"], "watermark_key": ["wm"], "tombstone_key": "gone"}, None),
+        "string_tombstone": (
+            {
+                "primary_key": ["id"],
+                "watermark_key": ["wm", "dt"],
+                "tombstone_key": "op",
+                "tombstone_string_key_value": "D",
+            },
+            None,
+        ),
+        "merge_on_read": ({"primary_key": ["id"], "watermark_key": ["wm"], "upsert_mode": "merge-on-read"}, None),
+        "refused": ({"primary_key": ["idd"], "tombstone_key": "op", "upsert_mode": "merge-on-read"}, ["id", "v"]),
+    }
+    plans = {k: macros.upsert_plan(u, table, source_columns=cols) for k, (u, cols) in upserts.items()}
+    check("upsert_plans", {k: json.dumps(p, indent=1, sort_keys=True) for k, p in plans.items()})
+
+
 @pytest.mark.parametrize("rule", RULES)
 def test_the_duplicate_check_of_each_rule_is_the_reviewed_sql(rule):
     statements = plan(CASES["every_kind"], duplicate_rule=rule)
@@ -158,5 +189,5 @@ def test_each_merge_engine_folds_the_source_with_the_reviewed_sql(engine):
 def test_every_golden_file_belongs_to_a_case():
     """A case that was renamed or removed leaves no stale file that nothing compares."""
     expected = {f"{c}.sql" for c in CASES} | {f"duplicate_rule_{r}.sql" for r in RULES}
-    expected |= {f"engine_{e}.sql" for e in ENGINES} | {"value_checks.sql", "table_info.sql"}
+    expected |= {f"engine_{e}.sql" for e in ENGINES} | {"value_checks.sql", "table_info.sql", "upsert_plans.sql"}
     assert {p.name for p in GOLDEN.glob("*.sql")} == expected

@@ -158,7 +158,6 @@ LONG_MACROS = {
     "spark_merge__lifecycle_plan": 98,
     "spark_merge__engine_step": 88,
     "spark_merge__dbt_config": 87,
-    "spark_merge__upsert_plan": 83,
     "spark_merge__lifecycle_rewrite": 83,
 }
 

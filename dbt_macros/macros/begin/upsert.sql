@@ -41,25 +41,7 @@
   {%- endif -%}
 {%- endfor -%}
 {%- if source_columns is not none -%}
-  {#- the user's source, before any SQL is generated around it: errors name the option, not that SQL -#}
-  {%- set have = source_columns | map('lower') | list -%}
-  {%- for option in ['primary_key', 'watermark_key'] -%}
-    {%- for name in u[option] if (name | lower) not in have -%}
-      {%- do errors.append('upsert: ' ~ option ~ ' names column ' ~ name ~ ', which the source does not have (its columns: ' ~ source_columns |
-          join(', ') ~ ')') -%}
-    {%- endfor -%}
-  {%- endfor -%}
-  {%- if u.tombstone_key and (u.tombstone_key | lower) not in have -%}
-    {%- do errors.append('upsert: tombstone_key names column ' ~ u.tombstone_key ~ ', which the source does not have (its columns: ' ~ source_columns
-        | join(', ') ~ ')') -%}
-  {%- endif -%}
-  {%- set lacking = [] -%}
-  {%- set keys = (u.primary_key + u.watermark_key + ([u.tombstone_key] if u.tombstone_key else [])) | map('lower') | list -%}
-  {%- for c in table.columns if (c.name | lower) not in have and (c.name | lower) not in keys -%}{%- do lacking.append(c.name) -%}{%- endfor -%}
-  {%- if lacking -%}
-    {%- do errors.append('upsert: the source lacks column(s) ' ~ lacking | join(', ') ~ ' of ' ~ table.name ~
-        '; an upsert writes whole rows, so add them to the source (e.g. NULL AS ' ~ lacking[0] ~ ')') -%}
-  {%- endif -%}
+  {%- do spark_merge.spark_merge__upsert_source_errors(u, table, source_columns, errors) -%}
 {%- endif -%}
 {%- if not u.primary_key -%}{%- do errors.append('upsert: primary_key (one or more columns) is required') -%}{%- endif -%}
 {%- if not u.watermark_key and u.upsert_mode == 'merge-on-read' -%}
@@ -74,6 +56,26 @@
     {%- do errors.append('upsert: watermark column ' ~ name ~ ' must have a primitive type, not ' ~ ty) -%}
   {%- endif -%}
 {%- endfor -%}
+{%- set test = spark_merge.spark_merge__tombstone_test(u, table, errors) | trim -%}
+{%- set pk, wm, row = [], [], [] -%}
+{%- for name in u.primary_key -%}{%- do pk.append(spark_merge.spark_merge__quote(name)) -%}{%- endfor -%}
+{#- the watermark compares as the target's type, so a source decimal(13,2) meets a stored decimal(12,2) -#}
+{%- for name in u.watermark_key -%}
+  {%- set col = table.columns_by_name.get(name | lower) -%}
+  {%- do wm.append('CAST({p}' ~ spark_merge.spark_merge__quote(name) ~ ' AS ' ~ col.type ~ ')' if col else '{p}' ~ spark_merge.spark_merge__quote(name)) -%}
+{%- endfor -%}
+{%- for c in table.columns -%}
+  {%- do row.append(spark_merge.spark_merge__literal(c.name) ~ ', CAST({p}' ~ spark_merge.spark_merge__quote(c.name) ~ ' AS ' ~ c.type ~ ')') -%}
+{%- endfor -%}
+{%- do out.update({'errors': errors, 'mode': u.upsert_mode, 'primary_key': u.primary_key, 'pk': pk, 'order_parts': wm + [test],
+                   'order': 'struct(' ~ (wm + [test, 'to_json(named_struct(' ~ row | join(', ') ~ '))']) | join(', ') ~ ')',
+                   'row': 'to_json(named_struct(' ~ row | join(', ') ~ '))',
+                   'tombstone': test, 'watermark_key': u.watermark_key}) -%}
+{%- endmacro %}
+
+{#- The test that a row is a tombstone, with {p} before its column (false without tombstone_key); a
+    tombstone column it cannot test appends to `errors`. -#}
+{% macro spark_merge__tombstone_test(u, table, errors) -%}
 {%- set test = 'false' -%}
 {%- if u.tombstone_key and (u.tombstone_key | lower) in table.columns_by_name -%}
   {%- set ty = table.columns_by_name[u.tombstone_key | lower].type | lower -%}
@@ -93,20 +95,30 @@
     {%- set test = '{p}' ~ q ~ ' IS NOT NULL' -%}
   {%- endif -%}
 {%- endif -%}
-{%- set pk, wm, row = [], [], [] -%}
-{%- for name in u.primary_key -%}{%- do pk.append(spark_merge.spark_merge__quote(name)) -%}{%- endfor -%}
-{#- the watermark compares as the target's type, so a source decimal(13,2) meets a stored decimal(12,2) -#}
-{%- for name in u.watermark_key -%}
-  {%- set col = table.columns_by_name.get(name | lower) -%}
-  {%- do wm.append('CAST({p}' ~ spark_merge.spark_merge__quote(name) ~ ' AS ' ~ col.type ~ ')' if col else '{p}' ~ spark_merge.spark_merge__quote(name)) -%}
+{{ test }}
+{%- endmacro %}
+
+{#- The upsert's columns against the user's source (`source_columns`), before any SQL is generated around
+    it, so the errors appended to `errors` name the option, not that SQL. -#}
+{% macro spark_merge__upsert_source_errors(u, table, source_columns, errors) -%}
+{%- set have = source_columns | map('lower') | list -%}
+{%- for option in ['primary_key', 'watermark_key'] -%}
+  {%- for name in u[option] if (name | lower) not in have -%}
+    {%- do errors.append('upsert: ' ~ option ~ ' names column ' ~ name ~ ', which the source does not have (its columns: ' ~ source_columns |
+        join(', ') ~ ')') -%}
+  {%- endfor -%}
 {%- endfor -%}
-{%- for c in table.columns -%}
-  {%- do row.append(spark_merge.spark_merge__literal(c.name) ~ ', CAST({p}' ~ spark_merge.spark_merge__quote(c.name) ~ ' AS ' ~ c.type ~ ')') -%}
-{%- endfor -%}
-{%- do out.update({'errors': errors, 'mode': u.upsert_mode, 'primary_key': u.primary_key, 'pk': pk, 'order_parts': wm + [test],
-                   'order': 'struct(' ~ (wm + [test, 'to_json(named_struct(' ~ row | join(', ') ~ '))']) | join(', ') ~ ')',
-                   'row': 'to_json(named_struct(' ~ row | join(', ') ~ '))',
-                   'tombstone': test, 'watermark_key': u.watermark_key}) -%}
+{%- if u.tombstone_key and (u.tombstone_key | lower) not in have -%}
+  {%- do errors.append('upsert: tombstone_key names column ' ~ u.tombstone_key ~ ', which the source does not have (its columns: ' ~ source_columns
+      | join(', ') ~ ')') -%}
+{%- endif -%}
+{%- set lacking = [] -%}
+{%- set keys = (u.primary_key + u.watermark_key + ([u.tombstone_key] if u.tombstone_key else [])) | map('lower') | list -%}
+{%- for c in table.columns if (c.name | lower) not in have and (c.name | lower) not in keys -%}{%- do lacking.append(c.name) -%}{%- endfor -%}
+{%- if lacking -%}
+  {%- do errors.append('upsert: the source lacks column(s) ' ~ lacking | join(', ') ~ ' of ' ~ table.name ~
+      '; an upsert writes whole rows, so add them to the source (e.g. NULL AS ' ~ lacking[0] ~ ')') -%}
+{%- endif -%}
 {%- endmacro %}
 
 {#- The freshest row of each key of `relation` (all columns of it). -#}
