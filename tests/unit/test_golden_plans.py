@@ -145,6 +145,101 @@ def test_the_upsert_plans_are_the_reviewed_ones():
     check("upsert_plans", {k: json.dumps(p, indent=1, sort_keys=True) for k, p in plans.items()})
 
 
+ENGINE_COLUMNS = [
+    ["id", "int"],
+    ["a", "int"],
+    ["b", "bigint"],
+    ["s", "string"],
+    ["l", "array<string>"],
+    ["n", "array<struct<k1:int,v:string>>"],
+    ["ts", "timestamp"],
+    ["m", "map<string,int>"],
+]
+# merge engine options, valid and refused in each way engine_options checks
+ENGINE_OPTIONS = {
+    "aggregation_fields": {
+        "merge_engine": "aggregation",
+        "aggregate_function": {"a": "sum", "b": "max", "s": "listagg", "l": "collect", "n": "nested_update"},
+        "ignore_retract": {"a": "true"},
+        "distinct": {"s": "true", "l": "true"},
+        "nested_key": {"n": "k1"},
+        "listagg_delimiter": {"s": ";"},
+        "row_kind_field": "s",
+    },
+    "partial_update_groups": {
+        "merge_engine": "partial-update",
+        "sequence_group": {"ts": "a,b"},
+        "aggregate_function": {"b": "max"},
+        "default_aggregate_function": "last_non_null_value",
+    },
+    "deduplicate_sequence": {
+        "merge_engine": "deduplicate",
+        "sequence_field": ["ts", "a"],
+        "remove_record_on_delete": "false",
+    },
+    "refused_basics": {
+        "merge_engine": "dedup",
+        "sequence_field": ["nope", "l"],
+        "upsert_mode": "merge-on-read",
+        "watermark_key": ["a"],
+        "primary_key": [],
+    },
+    "refused_first_row": {"merge_engine": "first-row", "sequence_field": ["a"], "aggregate_function": {"a": "sum"}},
+    "refused_functions": {
+        "merge_engine": "aggregation",
+        "aggregate_function": {"id": "sum", "zz": "max", "a": "median", "s": "sum"},
+        "ignore_retract": {"b": "true"},
+        "distinct": {"a": "true"},
+        "nested_key": {"a": "k", "n": "nope"},
+        "listagg_delimiter": {"b": ","},
+        "default_aggregate_function": "nope",
+    },
+    "refused_not_a_mapping": {"merge_engine": "aggregation", "aggregate_function": "sum", "sequence_group": "ts"},
+    "refused_groups": {
+        "merge_engine": "partial-update",
+        "sequence_group": {"ts": "a,id,zz", "s": "a", "b": ""},
+        "aggregate_function": {"m": "max"},
+        "remove_record_on_delete": "true",
+        "ignore_delete": "true",
+    },
+    "refused_remove_on_delete": {
+        "merge_engine": "deduplicate",
+        "remove_record_on_delete": True,
+        "sequence_group": {"ts": "a"},
+    },
+    "refused_default_function": {"merge_engine": "deduplicate", "default_aggregate_function": "sum"},
+    "refused_default_type": {"merge_engine": "aggregation", "default_aggregate_function": "sum"},
+    "refused_groups_and_removal": {
+        "merge_engine": "partial-update",
+        "sequence_group": {"ts": "a"},
+        "remove_record_on_delete": "true",
+    },
+    "refused_nested_key": {
+        "merge_engine": "aggregation",
+        "aggregate_function": {"n": "nested_update"},
+        "nested_key": {"n": "k9"},
+    },
+}
+
+
+def test_the_merge_engine_options_are_read_as_reviewed():
+    """spark_merge__engine_options over every option a merge engine takes: what it makes of them, and each
+    refusal (the engine, the keys, functions and their types, sequence groups, the per-field flags)."""
+    desc = dict(
+        DESC,
+        columns=[{"name": r[0], "nullable": True} for r in ENGINE_COLUMNS],
+        partition_columns=[],
+        table_properties={},
+    )
+    table = macros.fill("table_info", desc, ENGINE_COLUMNS)
+    read = {}
+    for name, options in ENGINE_OPTIONS.items():
+        e = macros.fill("engine_options", dict({"primary_key": ["id"]}, **options), table)
+        e.pop("functions")  # the function catalogue itself, the same for every case
+        read[name] = json.dumps(e, indent=1, sort_keys=True)
+    check("engine_options", read)
+
+
 @pytest.mark.parametrize("rule", RULES)
 def test_the_duplicate_check_of_each_rule_is_the_reviewed_sql(rule):
     statements = plan(CASES["every_kind"], duplicate_rule=rule)
@@ -189,5 +284,10 @@ def test_each_merge_engine_folds_the_source_with_the_reviewed_sql(engine):
 def test_every_golden_file_belongs_to_a_case():
     """A case that was renamed or removed leaves no stale file that nothing compares."""
     expected = {f"{c}.sql" for c in CASES} | {f"duplicate_rule_{r}.sql" for r in RULES}
-    expected |= {f"engine_{e}.sql" for e in ENGINES} | {"value_checks.sql", "table_info.sql", "upsert_plans.sql"}
+    expected |= {f"engine_{e}.sql" for e in ENGINES} | {
+        "value_checks.sql",
+        "table_info.sql",
+        "upsert_plans.sql",
+        "engine_options.sql",
+    }
     assert {p.name for p in GOLDEN.glob("*.sql")} == expected
