@@ -118,6 +118,64 @@
 {%- set functions = {} -%}
 {%- do spark_merge.spark_merge__engine_functions(functions) -%}
 {%- set fn = {} -%}
+{%- do spark_merge.spark_merge__engine_aggregate_functions(raw, table, engine, pk_l, functions, fn, errors) -%}
+{%- set groups = [] -%}
+{%- do spark_merge.spark_merge__engine_sequence_groups(raw, table, engine, pk_l, groups, errors) -%}
+{#- Paimon's partial-update.remove-record-on-delete and aggregation.remove-record-on-delete -#}
+{%- set remove_on_delete = raw.get('remove_record_on_delete') in [true, 'true', 'True', 1] -%}
+{%- if remove_on_delete and engine not in ['partial-update', 'aggregation'] -%}
+  {%- do errors.append('remove_record_on_delete applies to the partial-update and aggregation engines, not ' ~ engine ~
+      (' (a -D record already deletes its row)' if engine == 'deduplicate' else ' (it accepts no -D record)')) -%}
+{%- elif remove_on_delete and ignore_delete -%}
+  {%- do errors.append('remove_record_on_delete and ignore_delete contradict each other (a -D record removes the row, or is dropped): set one') -%}
+{%- elif remove_on_delete and groups -%}
+  {%- do errors.append('remove_record_on_delete and sequence_group contradict each other (with sequence groups a -D record retracts its group): set one') -%}
+{%- endif -%}
+{%- do spark_merge.spark_merge__engine_default_functions(raw, table, engine, pk_l, groups, functions, fn, errors) -%}
+{%- set fields = {} -%}
+{%- do spark_merge.spark_merge__engine_field_flags(raw, table, fn, fields, errors) -%}
+{%- do out.update({'errors': errors, 'engine': engine, 'pk': pk, 'seq': seq, 'kind_field': kind_field, 'ignore_delete': ignore_delete,
+                   'remove_on_delete': remove_on_delete, 'fn': fn, 'groups': groups, 'functions': functions}) -%}
+{%- do out.update(fields) -%}
+{%- endmacro %}
+
+{#- merge engine options: default_aggregate_function, the function of the fields `fn` gives none (the
+    aggregation engine's default: last_non_null_value), into `fn`; and partial-update's rule that a
+    function other than last_non_null_value needs a sequence group. Refusals into `errors`. -#}
+{% macro spark_merge__engine_default_functions(raw, table, engine, pk_l, groups, functions, fn, errors) -%}
+{#- fields without a function: the default one (aggregation: last_non_null_value) -#}
+{%- set default_fn = (raw.get('default_aggregate_function') or ('last_non_null_value' if engine == 'aggregation' else '')) | lower -%}
+{%- if default_fn and default_fn not in functions -%}
+  {%- do errors.append('default_aggregate_function: unknown function ' ~ default_fn ~ ' (known: ' ~ functions.keys() | sort | join(', ') ~ ')') -%}
+{%- elif default_fn and engine not in ['partial-update', 'aggregation'] -%}
+  {%- do errors.append('default_aggregate_function applies to the partial-update and aggregation engines, not ' ~ engine) -%}
+{%- elif default_fn -%}
+  {%- set sequence_fields = [] -%}
+  {%- for g in groups -%}{%- do sequence_fields.extend(g.seq | map('lower')) -%}{%- endfor -%}
+  {%- for c in table.columns if (c.name | lower) not in pk_l + sequence_fields and (c.name | lower) not in fn -%}
+    {%- if spark_merge.spark_merge__engine_type_ok(functions[default_fn].types, c.type | lower) | trim | lower != 'true' -%}
+      {%- do errors.append('default_aggregate_function ' ~ default_fn ~ ' does not take column ' ~ c.name ~ ' of type ' ~ c.type | lower ~
+          ' (it takes ' ~ functions[default_fn].types ~ ' types)') -%}
+    {%- endif -%}
+    {%- do fn.update({c.name | lower: default_fn}) -%}
+  {%- endfor -%}
+{%- endif -%}
+{#- partial-update: only a sequence group says whether a record is older, so (as in Paimon) a
+    function other than last_non_null_value needs its field in a group -#}
+{%- if engine == 'partial-update' -%}
+  {%- set protected = [] -%}
+  {%- for g in groups -%}{%- do protected.extend(g.fields) -%}{%- endfor -%}
+  {%- for name, f in fn.items() | sort if f != 'last_non_null_value' and name not in protected -%}
+    {%- do errors.append('aggregate_function ' ~ f ~ ' on ' ~ name ~
+        ': a partial-update field with a function other than last_non_null_value must be in a sequence_group') -%}
+  {%- endfor -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- merge engine options: aggregate_function, checked against the table and the engine; each field's
+    function into `fn` (lower-case name -> function), refusals into `errors`. -#}
+{% macro spark_merge__engine_aggregate_functions(raw, table, engine, pk_l, functions, fn, errors) -%}
+{%- set cols_text = table.columns | map(attribute='name') | join(', ') -%}
 {%- set agg_raw = raw.get('aggregate_function') or {} -%}
 {%- if agg_raw is not mapping -%}
   {%- do errors.append('aggregate_function must map field to function, got ' ~ agg_raw) -%}{%- set agg_raw = {} -%}
@@ -143,7 +201,13 @@
     {%- do fn.update({lname: f}) -%}
   {%- endif -%}
 {%- endfor -%}
-{%- set groups, grouped = [], {} -%}
+{%- endmacro %}
+
+{#- merge engine options: sequence_group (partial-update), each group {seq, fields, name} appended to
+    `groups`, refusals into `errors`. -#}
+{% macro spark_merge__engine_sequence_groups(raw, table, engine, pk_l, groups, errors) -%}
+{%- set cols_text = table.columns | map(attribute='name') | join(', ') -%}
+{%- set grouped = {} -%}
 {%- set groups_raw = raw.get('sequence_group') or {} -%}
 {%- if groups_raw is not mapping -%}
   {%- do errors.append('sequence_group must map sequence field(s) to the fields of the group, got ' ~ groups_raw) -%}{%- set groups_raw = {} -%}
@@ -176,43 +240,11 @@
   {%- if not gfields -%}{%- do errors.append('sequence_group ' ~ key ~ ': the group has no fields') -%}{%- endif -%}
   {%- do groups.append({'seq': gseq, 'fields': gfields | map('lower') | list, 'name': key}) -%}
 {%- endfor -%}
-{#- Paimon's partial-update.remove-record-on-delete and aggregation.remove-record-on-delete -#}
-{%- set remove_on_delete = raw.get('remove_record_on_delete') in [true, 'true', 'True', 1] -%}
-{%- if remove_on_delete and engine not in ['partial-update', 'aggregation'] -%}
-  {%- do errors.append('remove_record_on_delete applies to the partial-update and aggregation engines, not ' ~ engine ~
-      (' (a -D record already deletes its row)' if engine == 'deduplicate' else ' (it accepts no -D record)')) -%}
-{%- elif remove_on_delete and ignore_delete -%}
-  {%- do errors.append('remove_record_on_delete and ignore_delete contradict each other (a -D record removes the row, or is dropped): set one') -%}
-{%- elif remove_on_delete and groups -%}
-  {%- do errors.append('remove_record_on_delete and sequence_group contradict each other (with sequence groups a -D record retracts its group): set one') -%}
-{%- endif -%}
-{#- fields without a function: the default one (aggregation: last_non_null_value) -#}
-{%- set default_fn = (raw.get('default_aggregate_function') or ('last_non_null_value' if engine == 'aggregation' else '')) | lower -%}
-{%- if default_fn and default_fn not in functions -%}
-  {%- do errors.append('default_aggregate_function: unknown function ' ~ default_fn ~ ' (known: ' ~ functions.keys() | sort | join(', ') ~ ')') -%}
-{%- elif default_fn and engine not in ['partial-update', 'aggregation'] -%}
-  {%- do errors.append('default_aggregate_function applies to the partial-update and aggregation engines, not ' ~ engine) -%}
-{%- elif default_fn -%}
-  {%- set sequence_fields = [] -%}
-  {%- for g in groups -%}{%- do sequence_fields.extend(g.seq | map('lower')) -%}{%- endfor -%}
-  {%- for c in table.columns if (c.name | lower) not in pk_l + sequence_fields and (c.name | lower) not in fn -%}
-    {%- if spark_merge.spark_merge__engine_type_ok(functions[default_fn].types, c.type | lower) | trim | lower != 'true' -%}
-      {%- do errors.append('default_aggregate_function ' ~ default_fn ~ ' does not take column ' ~ c.name ~ ' of type ' ~ c.type | lower ~
-          ' (it takes ' ~ functions[default_fn].types ~ ' types)') -%}
-    {%- endif -%}
-    {%- do fn.update({c.name | lower: default_fn}) -%}
-  {%- endfor -%}
-{%- endif -%}
-{#- partial-update: only a sequence group says whether a record is older, so (as in Paimon) a
-    function other than last_non_null_value needs its field in a group -#}
-{%- if engine == 'partial-update' -%}
-  {%- set protected = [] -%}
-  {%- for g in groups -%}{%- do protected.extend(g.fields) -%}{%- endfor -%}
-  {%- for name, f in fn.items() | sort if f != 'last_non_null_value' and name not in protected -%}
-    {%- do errors.append('aggregate_function ' ~ f ~ ' on ' ~ name ~
-        ': a partial-update field with a function other than last_non_null_value must be in a sequence_group') -%}
-  {%- endfor -%}
-{%- endif -%}
+{%- endmacro %}
+
+{#- merge engine options: the per-field flags ignore_retract and distinct, nested_key and
+    listagg_delimiter, checked against the fields' functions `fn`, into `out`; refusals into `errors`. -#}
+{% macro spark_merge__engine_field_flags(raw, table, fn, out, errors) -%}
 {%- set ignore_retract, distinct = [], [] -%}
 {%- do spark_merge.spark_merge__engine_flags(raw.get('ignore_retract'), ignore_retract) -%}
 {%- do spark_merge.spark_merge__engine_flags(raw.get('distinct'), distinct) -%}
@@ -243,7 +275,5 @@
     {%- do delimiter.update({name | lower: d}) -%}
   {%- endif -%}
 {%- endfor -%}
-{%- do out.update({'errors': errors, 'engine': engine, 'pk': pk, 'seq': seq, 'kind_field': kind_field,
-                   'ignore_delete': ignore_delete, 'remove_on_delete': remove_on_delete, 'fn': fn, 'groups': groups, 'ignore_retract': ignore_retract,
-                   'distinct': distinct, 'nested_key': nested_key, 'delimiter': delimiter, 'functions': functions}) -%}
+{%- do out.update({'ignore_retract': ignore_retract, 'distinct': distinct, 'nested_key': nested_key, 'delimiter': delimiter}) -%}
 {%- endmacro %}
