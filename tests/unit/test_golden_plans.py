@@ -240,6 +240,40 @@ def test_the_merge_engine_options_are_read_as_reviewed():
     check("engine_options", read)
 
 
+RESOLVED = {
+    "every_kind": CASES["every_kind"],
+    "set_columns_and_struct_fields": USING + "WHEN MATCHED THEN UPDATE SET v = s.v, st.a = 1, st.b = 'x'",
+    "insert_list_with_defaults": USING + "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, DEFAULT)",
+    "refused_set": USING + "WHEN MATCHED THEN UPDATE SET vv = 1, v = 1, v = 2, st = s.st, st.a = 1, dt.x = 1",
+    "refused_insert_count": USING + "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id)",
+    "refused_insert_names": USING + "WHEN NOT MATCHED THEN INSERT (id, id, vv) VALUES (1, 2, 3)",
+    "refused_insert_not_null": USING + "WHEN NOT MATCHED THEN INSERT (v) VALUES ('x')",
+    "refused_clauses": USING
+    + "WHEN MATCHED THEN DELETE WHEN MATCHED THEN DELETE WHEN NOT MATCHED BY SOURCE THEN UPDATE SET *",
+    "refused_sourceless_star": "UPDATE db.acc SET v = 'x'",
+}
+
+
+def test_each_statement_resolves_against_the_table_as_reviewed():
+    """spark_merge__resolve: each clause's output per column and the parts validation analyzes, and
+    each refusal of SET and INSERT lists (unknown, repeated, whole and by field, counts, NOT NULL)."""
+    rows = [["id", "int"], ["v", "string"], ["st", "struct<a:int,b:string>"], ["n", "bigint"], ["dt", "date"]]
+    struct = {
+        "name": "struct",
+        "fields": [{"name": "a", "type": {"name": "int"}}, {"name": "b", "type": {"name": "string"}}],
+    }
+    columns = [{"name": "id", "nullable": False}, {"name": "v", "nullable": True}, {"name": "st", "type": struct, "nullable": True},
+               {"name": "n", "nullable": True, "default": "7"}, {"name": "dt", "nullable": True}]  # fmt: skip
+    table = macros.fill("table_info", dict(DESC, columns=columns, table_properties={}), rows)
+    resolved = {}
+    for name, sql in RESOLVED.items():
+        spec = parse(sql).to_dict()
+        if name == "refused_sourceless_star":
+            spec["clauses"][0].update(star=True, assignments=[])
+        resolved[name] = json.dumps(macros.fill("resolve", spec, table), indent=1, sort_keys=True, default=str)
+    check("resolved", resolved)
+
+
 @pytest.mark.parametrize("rule", RULES)
 def test_the_duplicate_check_of_each_rule_is_the_reviewed_sql(rule):
     statements = plan(CASES["every_kind"], duplicate_rule=rule)
@@ -288,6 +322,7 @@ def test_every_golden_file_belongs_to_a_case():
         "value_checks.sql",
         "table_info.sql",
         "upsert_plans.sql",
+        "resolved.sql",
         "engine_options.sql",
     }
     assert {p.name for p in GOLDEN.glob("*.sql")} == expected
