@@ -55,17 +55,7 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
   {%- set scope = {'matched': 'both', 'not_matched': 'source', 'not_matched_by_source': 'target'}[when] -%}
   {%- set outputs = {} -%}
   {%- set op = spark_merge.spark_merge__op(cl.action) | int -%}
-  {%- if cl.action in ['update', 'delete'] and when == 'not_matched' -%}
-    {%- do errors.append(label ~ ': ' ~ cl.action | upper ~ ' is only allowed in WHEN MATCHED and WHEN NOT MATCHED BY SOURCE clauses') -%}
-  {%- elif cl.action == 'insert' and when != 'not_matched' -%}
-    {%- do errors.append(label ~ ': INSERT is only allowed in WHEN NOT MATCHED clauses') -%}
-  {%- elif when == 'not_matched_by_source' and cl.star -%}
-    {%- do errors.append(label ~
-        ': UPDATE SET * needs a source row, and a NOT MATCHED BY SOURCE row has none; assign the columns (SET col = an expression over the target columns)')
-        -%}
-  {%- elif when == 'not_matched_by_source' and not has_source -%}
-    {%- do errors.append(label ~ ': WHEN NOT MATCHED BY SOURCE needs a MERGE with a source') -%}
-  {%- endif -%}
+  {%- do spark_merge.spark_merge__clause_errors(cl, when, label, has_source, errors) -%}
   {%- if cl.condition -%}
     {%- do parts.append({'label': label ~ ' condition', 'expr': cl.condition, 'scope': scope, 'expect': 'boolean'}) -%}
   {%- endif -%}
@@ -82,65 +72,9 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
       {%- do outputs.update({c.name | lower: evolved.get(c.name | lower) or s ~ '.' ~ spark_merge.spark_merge__quote(c.name)}) -%}
     {%- endfor -%}
   {%- elif cl.action == 'update' -%}
-    {%- if cl.assignments | length == 0 -%}
-      {%- do errors.append(label ~ ': UPDATE SET needs at least one assignment') -%}
-    {%- endif -%}
-    {#- SET s.c1 = ...: a struct field's path, folded into one value for column s below -#}
-    {%- set fields = {} -%}
-    {%- for pair in cl.assignments -%}
-      {%- set lname = pair[0] | lower -%}
-      {%- set top = lname.split('.')[0] -%}
-      {%- if lname not in table.columns_by_name and (top == lname or top not in table.columns_by_name) -%}
-        {%- do errors.append(label ~ ': SET assigns unknown column ' ~ pair[0] ~ spark_merge.spark_merge__did_you_mean(pair[0], table.columns |
-            map(attribute='name')) ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~
-            '; a qualifier must be the target alias ' ~ spec.target_alias ~ ')') -%}
-      {%- elif lname not in table.columns_by_name -%}
-        {%- if top in outputs -%}
-          {%- do errors.append(label ~ ': column ' ~ top ~ ' is assigned whole and by field (' ~ pair[0] ~ '); assign one or the other') -%}
-        {%- else -%}
-          {%- do fields.setdefault(top, []).append([pair[0].split('.')[1:], pair[1]]) -%}
-        {%- endif -%}
-      {%- elif lname in outputs or lname in fields -%}
-        {%- do errors.append(label ~ ': column ' ~ pair[0] ~ (' is assigned whole and by field; assign one or the other' if lname in fields else
-            ' is assigned more than once')) -%}
-      {%- else -%}
-        {%- do outputs.update({lname: spark_merge.spark_merge__default_or(pair[1], table.columns_by_name[lname]) | trim}) -%}
-      {%- endif -%}
-    {%- endfor -%}
-    {%- for top, assigned in fields.items() -%}
-      {%- set column = table.columns_by_name[top] -%}
-      {%- if not column.struct -%}
-        {%- do errors.append(label ~ ': SET ' ~ column.name ~ '.' ~ assigned[0][0] | join('.') ~ ': only struct fields can be assigned, and ' ~
-            column.name ~ ' has type ' ~ column.type) -%}
-      {%- else -%}
-        {%- set prefix = spark_merge.spark_merge__quote(spec.target_alias) ~ '.' ~ spark_merge.spark_merge__quote(column.name) -%}
-        {%- do outputs.update({top: spark_merge.spark_merge__struct_value(prefix, column.struct, assigned, label, column.name, errors) | trim}) -%}
-      {%- endif -%}
-    {%- endfor -%}
+    {%- do spark_merge.spark_merge__update_outputs(spec, table, cl, label, outputs, errors) -%}
   {%- elif cl.action == 'insert' -%}
-    {%- set names = cl.insert_columns if cl.insert_columns else (table.columns | map(attribute='name') | list) -%}
-    {%- if names | length != cl.insert_values | length -%}
-      {%- do errors.append(label ~ ': INSERT lists ' ~ names | length ~ ' column(s) but ' ~ cl.insert_values | length ~ ' value(s)') -%}
-    {%- else -%}
-      {%- for name in names -%}
-        {%- set lname = name | lower -%}
-        {%- if lname not in table.columns_by_name -%}
-          {%- do errors.append(label ~ ': INSERT names unknown column ' ~ name ~ spark_merge.spark_merge__did_you_mean(name, table.columns |
-              map(attribute='name')) ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
-        {%- elif lname in outputs -%}
-          {%- do errors.append(label ~ ': column ' ~ name ~ ' is listed more than once in INSERT') -%}
-        {%- else -%}
-          {%- do outputs.update({lname: spark_merge.spark_merge__default_or(cl.insert_values[loop.index0], table.columns_by_name[lname]) | trim}) -%}
-        {%- endif -%}
-      {%- endfor -%}
-    {%- endif -%}
-    {#- a column the INSERT list leaves out takes its default (DEFAULT in CREATE or ADD COLUMN), else NULL -#}
-    {%- for c in table.columns if c.get('default') is not none and (c.name | lower) not in outputs -%}
-      {%- do outputs.update({c.name | lower: '(' ~ c.default ~ ')'}) -%}
-    {%- endfor -%}
-    {%- for c in table.columns if not c.nullable and not c.get('has_default') and (c.name | lower) not in outputs -%}
-      {%- do errors.append(label ~ ': INSERT gives no value for NOT NULL column ' ~ c.name) -%}
-    {%- endfor -%}
+    {%- do spark_merge.spark_merge__insert_outputs(table, cl, label, outputs, errors) -%}
   {%- endif -%}
   {%- for c in table.columns if (c.name | lower) in outputs -%}
     {%- do parts.append({'label': label ~ ' value for column ' ~ c.name, 'expr': outputs[c.name | lower], 'scope': scope, 'expect': 'column', 'column': c}) -%}
@@ -151,6 +85,91 @@ WHEN {{ spark_merge.spark_merge__when(clause) | trim | replace('_', ' ') | upper
 {%- do out.update({'errors': errors, 'clauses': clauses, 'parts': parts,
                    'insert_only': not spec.get('upsert') and clauses | length > 0 and clauses | rejectattr('matched') |
                        rejectattr('by_source') | list | length == clauses | length}) -%}
+{%- endmacro %}
+
+{#- What a clause's action may not do under its WHEN (`when`), appended to `errors`. -#}
+{% macro spark_merge__clause_errors(cl, when, label, has_source, errors) -%}
+{%- if cl.action in ['update', 'delete'] and when == 'not_matched' -%}
+  {%- do errors.append(label ~ ': ' ~ cl.action | upper ~ ' is only allowed in WHEN MATCHED and WHEN NOT MATCHED BY SOURCE clauses') -%}
+{%- elif cl.action == 'insert' and when != 'not_matched' -%}
+  {%- do errors.append(label ~ ': INSERT is only allowed in WHEN NOT MATCHED clauses') -%}
+{%- elif when == 'not_matched_by_source' and cl.star -%}
+  {%- do errors.append(label ~
+      ': UPDATE SET * needs a source row, and a NOT MATCHED BY SOURCE row has none; assign the columns (SET col = an expression over the target columns)')
+      -%}
+{%- elif when == 'not_matched_by_source' and not has_source -%}
+  {%- do errors.append(label ~ ': WHEN NOT MATCHED BY SOURCE needs a MERGE with a source') -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- An UPDATE clause's SET list: each column's value into `outputs` (a struct's fields folded into one value
+    for it), each refusal into `errors`. -#}
+{% macro spark_merge__update_outputs(spec, table, cl, label, outputs, errors) -%}
+{%- set cols_text = table.columns | map(attribute='name') | join(', ') -%}
+{%- if cl.assignments | length == 0 -%}
+  {%- do errors.append(label ~ ': UPDATE SET needs at least one assignment') -%}
+{%- endif -%}
+{#- SET s.c1 = ...: a struct field's path, folded into one value for column s below -#}
+{%- set fields = {} -%}
+{%- for pair in cl.assignments -%}
+  {%- set lname = pair[0] | lower -%}
+  {%- set top = lname.split('.')[0] -%}
+  {%- if lname not in table.columns_by_name and (top == lname or top not in table.columns_by_name) -%}
+    {%- do errors.append(label ~ ': SET assigns unknown column ' ~ pair[0] ~ spark_merge.spark_merge__did_you_mean(pair[0], table.columns |
+        map(attribute='name')) ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~
+        '; a qualifier must be the target alias ' ~ spec.target_alias ~ ')') -%}
+  {%- elif lname not in table.columns_by_name -%}
+    {%- if top in outputs -%}
+      {%- do errors.append(label ~ ': column ' ~ top ~ ' is assigned whole and by field (' ~ pair[0] ~ '); assign one or the other') -%}
+    {%- else -%}
+      {%- do fields.setdefault(top, []).append([pair[0].split('.')[1:], pair[1]]) -%}
+    {%- endif -%}
+  {%- elif lname in outputs or lname in fields -%}
+    {%- do errors.append(label ~ ': column ' ~ pair[0] ~ (' is assigned whole and by field; assign one or the other' if lname in fields else
+        ' is assigned more than once')) -%}
+  {%- else -%}
+    {%- do outputs.update({lname: spark_merge.spark_merge__default_or(pair[1], table.columns_by_name[lname]) | trim}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- for top, assigned in fields.items() -%}
+  {%- set column = table.columns_by_name[top] -%}
+  {%- if not column.struct -%}
+    {%- do errors.append(label ~ ': SET ' ~ column.name ~ '.' ~ assigned[0][0] | join('.') ~ ': only struct fields can be assigned, and ' ~
+        column.name ~ ' has type ' ~ column.type) -%}
+  {%- else -%}
+    {%- set prefix = spark_merge.spark_merge__quote(spec.target_alias) ~ '.' ~ spark_merge.spark_merge__quote(column.name) -%}
+    {%- do outputs.update({top: spark_merge.spark_merge__struct_value(prefix, column.struct, assigned, label, column.name, errors) | trim}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- endmacro %}
+
+{#- An INSERT clause's column and value lists: each column's value into `outputs` (a column left out takes
+    its default), each refusal into `errors`. -#}
+{% macro spark_merge__insert_outputs(table, cl, label, outputs, errors) -%}
+{%- set cols_text = table.columns | map(attribute='name') | join(', ') -%}
+{%- set names = cl.insert_columns if cl.insert_columns else (table.columns | map(attribute='name') | list) -%}
+{%- if names | length != cl.insert_values | length -%}
+  {%- do errors.append(label ~ ': INSERT lists ' ~ names | length ~ ' column(s) but ' ~ cl.insert_values | length ~ ' value(s)') -%}
+{%- else -%}
+  {%- for name in names -%}
+    {%- set lname = name | lower -%}
+    {%- if lname not in table.columns_by_name -%}
+      {%- do errors.append(label ~ ': INSERT names unknown column ' ~ name ~ spark_merge.spark_merge__did_you_mean(name, table.columns |
+          map(attribute='name')) ~ ' (target ' ~ table.name ~ ' has: ' ~ cols_text ~ ')') -%}
+    {%- elif lname in outputs -%}
+      {%- do errors.append(label ~ ': column ' ~ name ~ ' is listed more than once in INSERT') -%}
+    {%- else -%}
+      {%- do outputs.update({lname: spark_merge.spark_merge__default_or(cl.insert_values[loop.index0], table.columns_by_name[lname]) | trim}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+{%- endif -%}
+{#- a column the INSERT list leaves out takes its default (DEFAULT in CREATE or ADD COLUMN), else NULL -#}
+{%- for c in table.columns if c.get('default') is not none and (c.name | lower) not in outputs -%}
+  {%- do outputs.update({c.name | lower: '(' ~ c.default ~ ')'}) -%}
+{%- endfor -%}
+{%- for c in table.columns if not c.nullable and not c.get('has_default') and (c.name | lower) not in outputs -%}
+  {%- do errors.append(label ~ ': INSERT gives no value for NOT NULL column ' ~ c.name) -%}
+{%- endfor -%}
 {%- endmacro %}
 
 {#- FROM clause giving expressions of a scope the names they see in the plan. -#}
