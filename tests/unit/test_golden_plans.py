@@ -315,6 +315,35 @@ def test_each_merge_engine_folds_the_source_with_the_reviewed_sql(engine):
     check(f"engine_{engine}", {"source": out["source"], "on": out["on"], "clauses": clauses})
 
 
+# every aggregate function on a column of its type, with and without a row kind (retractions)
+FUNCTION_COLUMNS = [
+    ["id", "int"], ["s1", "int"], ["p1", "double"], ["c1", "bigint"], ["mx", "date"], ["mn", "string"], ["ba", "boolean"],
+    ["bo", "boolean"], ["fv", "string"], ["fn", "string"], ["lv", "string"], ["ln", "string"], ["la", "string"],
+    ["co", "array<string>"], ["mm", "map<string,int>"], ["nu", "array<struct<k:int,v:string>>"], ["op", "string"],
+]  # fmt: skip
+FUNCTIONS = {"s1": "sum", "p1": "product", "c1": "count", "mx": "max", "mn": "min", "ba": "bool_and", "bo": "bool_or",
+             "fv": "first_value", "fn": "first_non_null_value", "lv": "last_value", "ln": "last_non_null_value",
+             "la": "listagg", "co": "collect", "mm": "merge_map", "nu": "nested_update"}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [None, "op"], ids=["insert_only", "row_kind"])
+def test_each_aggregate_function_folds_as_reviewed(kind):
+    """spark_merge__engine_step for every function (engine_spec's fold), plain and with retractions."""
+    desc = dict(DESC, columns=[{"name": r[0], "nullable": True} for r in FUNCTION_COLUMNS], partition_columns=[],
+                table_properties={})  # fmt: skip
+    table = macros.fill("table_info", desc, FUNCTION_COLUMNS)
+    options = {"merge_engine": "aggregation", "aggregate_function": dict(FUNCTIONS), "nested_key": {"nu": "k"},
+               "distinct": {"co": "true", "la": "true"}, "listagg_delimiter": {"la": "|"}}  # fmt: skip
+    if kind:
+        options.update(row_kind_field=kind, ignore_retract={c: "true" for c, f in FUNCTIONS.items() if f in ("max", "min",
+                       "bool_and", "bool_or", "first_value", "first_non_null_value", "listagg")})  # fmt: skip
+        options["aggregate_function"].pop("lv")  # op is the row kind, not a value
+    spec = to_spec({"target": "db.acc", "source": "src"}, primary_key=["id"], **options).to_dict()
+    out = macros.fill("engine_spec", spec, table)
+    assert out["errors"] == []
+    check(f"functions_{'row_kind' if kind else 'insert_only'}", {"source": out["source"]})
+
+
 def test_every_golden_file_belongs_to_a_case():
     """A case that was renamed or removed leaves no stale file that nothing compares."""
     expected = {f"{c}.sql" for c in CASES} | {f"duplicate_rule_{r}.sql" for r in RULES}
@@ -323,6 +352,8 @@ def test_every_golden_file_belongs_to_a_case():
         "table_info.sql",
         "upsert_plans.sql",
         "resolved.sql",
+        "functions_insert_only.sql",
+        "functions_row_kind.sql",
         "engine_options.sql",
     }
     assert {p.name for p in GOLDEN.glob("*.sql")} == expected
