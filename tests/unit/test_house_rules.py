@@ -154,7 +154,6 @@ def test_functions_and_macro_files_stay_small():
 LONG_MACROS = {
     "spark_merge__changes_sql": 88,
     "spark_merge__lifecycle_plan": 98,
-    "spark_merge__engine_step": 88,
     "spark_merge__dbt_config": 87,
     "spark_merge__lifecycle_rewrite": 83,
 }

@@ -13,8 +13,6 @@
 {%- set A = '__sm_a.__sm_c' ~ i -%}
 {%- set X = '__sm_r.__sm_c' ~ i -%}
 {%- set T = c.type -%}
-{%- set lname = c.name | lower -%}
-{%- set keys = e.nested_key.get(lname, []) -%}
 {%- if mode == 'retract' and not e.functions[f].retract -%}{{ A }}
 {%- elif f == 'sum' -%}
   {%- if mode == 'retract' -%}CASE WHEN {{ A }} IS NULL THEN CAST(-{{ X }} AS {{ T }}) WHEN {{ X }} IS NULL THEN {{ A }} ELSE CAST({{ A
@@ -47,7 +45,21 @@
   {%- if mode == 'old' -%}coalesce({{ X }}, {{ A }}){%- else -%}coalesce({{ A }}, {{ X }}){%- endif -%}
 {%- elif f == 'bool_and' -%}CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE {{ A }} AND {{ X }} END
 {%- elif f == 'bool_or' -%}CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE {{ A }} OR {{ X }} END
-{%- elif f == 'listagg' -%}
+{%- elif f == 'listagg' -%}{{ spark_merge.spark_merge__engine_step_listagg(c, i, e, A, X) }}
+{%- elif f == 'collect' -%}{{ spark_merge.spark_merge__engine_step_collect(mode, c, i, e, A, X) }}
+{%- elif f == 'merge_map' -%}
+  {%- set rest = 'map_filter(' ~ A ~ ', (__sm_k' ~ i ~ ', __sm_v' ~ i ~ ') -> NOT array_contains(map_keys(' ~ X ~ '), __sm_k' ~ i ~ '))' -%}
+  {%- if mode == 'retract' -%}CASE WHEN {{ A }} IS NULL THEN NULL WHEN {{ X }} IS NULL THEN {{ A }} ELSE {{ rest }} END
+  {%- else -%}CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE map_concat({{ rest }}, {{ X }}) END
+  {%- endif -%}
+{%- elif f == 'nested_update' -%}{{ spark_merge.spark_merge__engine_step_nested_update(mode, c, i, e, A, X) }}
+{%- endif -%}
+{%- endmacro %}
+
+{#- engine_step of listagg: the record's text appended to the accumulator's with the column's delimiter
+    (distinct: each element once); listagg cannot retract. -#}
+{% macro spark_merge__engine_step_listagg(c, i, e, A, X) -%}
+{%- set lname = c.name | lower -%}
   {%- set d = e.delimiter.get(lname, ',') -%}
   {%- set blank_x = X ~ " IS NULL OR trim(" ~ X ~ ") = ''" -%}
   {%- set blank_a = A ~ " IS NULL OR trim(" ~ A ~ ") = ''" -%}
@@ -61,7 +73,12 @@
   {%- else -%}
     CASE WHEN {{ blank_x }} THEN {{ A }} WHEN {{ blank_a }} THEN {{ X }} ELSE concat({{ A }}, {{ spark_merge.spark_merge__literal(d) }}, {{ X }}) END
   {%- endif -%}
-{%- elif f == 'collect' -%}
+{%- endmacro %}
+
+{#- engine_step of collect: the record's elements appended (distinct: each once), or removed once each (retract). -#}
+{% macro spark_merge__engine_step_collect(mode, c, i, e, A, X) -%}
+{%- set T = c.type -%}
+{%- set lname = c.name | lower -%}
   {%- if mode == 'retract' -%}
     {#- remove each retracted element once (a multiset difference) -#}
     CASE WHEN {{ A }} IS NULL THEN NULL WHEN {{ X }} IS NULL THEN {{ A }} ELSE aggregate({{ X }}, {{ A }}, (__sm_l{{ i }}, __sm_x{{ i
@@ -74,12 +91,13 @@
   {%- else -%}
     CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE concat({{ A }}, {{ X }}) END
   {%- endif -%}
-{%- elif f == 'merge_map' -%}
-  {%- set rest = 'map_filter(' ~ A ~ ', (__sm_k' ~ i ~ ', __sm_v' ~ i ~ ') -> NOT array_contains(map_keys(' ~ X ~ '), __sm_k' ~ i ~ '))' -%}
-  {%- if mode == 'retract' -%}CASE WHEN {{ A }} IS NULL THEN NULL WHEN {{ X }} IS NULL THEN {{ A }} ELSE {{ rest }} END
-  {%- else -%}CASE WHEN {{ A }} IS NULL THEN {{ X }} WHEN {{ X }} IS NULL THEN {{ A }} ELSE map_concat({{ rest }}, {{ X }}) END
-  {%- endif -%}
-{%- elif f == 'nested_update' -%}
+{%- endmacro %}
+
+{#- engine_step of nested_update: the record's rows replace the accumulator's rows of the same nested key
+    (without keys: appended), or are removed (retract). -#}
+{% macro spark_merge__engine_step_nested_update(mode, c, i, e, A, X) -%}
+{%- set T = c.type -%}
+{%- set keys = e.nested_key.get(c.name | lower, []) -%}
   {%- set same = [] -%}
   {%- for k in keys -%}{%- do same.append('__sm_x' ~ i ~ '.' ~ spark_merge.spark_merge__quote(k) ~ ' <=> __sm_y' ~ i ~ '.' ~
       spark_merge.spark_merge__quote(k)) -%}{%- endfor -%}
@@ -95,7 +113,6 @@
   {%- else -%}
     CASE WHEN {{ X }} IS NULL THEN {{ A }} ELSE concat(coalesce({{ A }}, CAST(array() AS {{ T }})), {{ input }}) END
   {%- endif -%}
-{%- endif -%}
 {%- endmacro %}
 
 {#- The accumulator's new value of column c (index i) after record __sm_r: the engine's rule, or, when
