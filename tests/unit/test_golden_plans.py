@@ -72,6 +72,18 @@ def test_the_plan_of_each_clause_kind_is_the_reviewed_sql(case):
     check(case, plan(CASES[case]))
 
 
+def test_the_changes_of_a_table_with_a_change_feed_carry_the_old_values():
+    """With spark_merge.change_feed, the changes query passes each target row's old values on (the feed
+    records them) and the plan writes them out; the same statement as every_kind."""
+    props = {"spark_merge.not_null": "id", "spark_merge.change_feed": "true"}
+    table = macros.fill("table_info", dict(DESC, table_properties=props), TYPES)
+    spec = parse(CASES["every_kind"]).to_dict()
+    resolved = macros.fill("resolve", spec, table)
+    ctx = macros.fill("context", spec, table, "20261129000000_golden")
+    assert ctx["feed"]
+    check("change_feed", {"changes": macros.render("changes_sql", spec, table, resolved, ctx)})
+
+
 def test_the_value_checks_of_char_and_not_null_struct_fields_are_the_reviewed_sql():
     """CHAR/VARCHAR lengths and a NOT NULL struct field (spark_merge.not_null) checked in each value."""
     rows = [["id", "int"], ["code", "varchar(3)"], ["s", "struct<a:int,b:string>"], ["dt", "date"]]
@@ -352,6 +364,7 @@ def test_every_golden_file_belongs_to_a_case():
         "table_info.sql",
         "upsert_plans.sql",
         "resolved.sql",
+        "change_feed.sql",
         "functions_insert_only.sql",
         "functions_row_kind.sql",
         "engine_options.sql",

@@ -152,7 +152,7 @@ def test_functions_and_macro_files_stay_small():
 # Macros over 60 lines, with their length when the rule came: none may grow, and none may join them.
 # Split one and take it off the list (the test says when a listed one fits).
 LONG_MACROS = {
-    "spark_merge__changes_sql": 88,
+    "spark_merge__changes_sql": 69,
     "spark_merge__lifecycle_plan": 98,
     "spark_merge__dbt_config": 87,
     "spark_merge__lifecycle_rewrite": 83,

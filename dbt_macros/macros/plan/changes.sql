@@ -187,14 +187,8 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
   {%- do whens.append('WHEN ' ~ (is_matched if cl.matched else (by_source if cl.by_source else t ~ '.__sm_file IS NULL')) ~ (' AND (' ~ cl.condition ~
       ')' if cl.condition else '') ~ ' THEN ') -%}
 {%- endfor -%}
-{%- set plain = ['__sm_merge', '__sm_file', '__sm_row', '__sm_matched', '__sm_srow'] -%}
-{%- if fused -%}{%- do plain.append('__sm_touched') -%}{%- endif -%}
-{#- each changed row's old values: the fused write copies the unchanged ones; the change feed records them -#}
-{%- if fused or ctx.get('feed') -%}{%- for c in table.columns -%}{%- do plain.append('__sm_t' ~ loop.index0) -%}{%- endfor -%}{%- endif -%}
-{%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do plain.append('__sm_key' ~ loop.index0) -%}{%- endfor -%}
-{%- for p in table.partition_columns -%}{%- do plain.append('__sm_old' ~ loop.index0) -%}{%- endfor -%}
-{%- for k in table.get('primary_key') or [] -%}{%- do plain.append('__sm_pk' ~ loop.index0) -%}{%- endfor -%}
-{%- do plain.extend(['__sm_case', '__sm_op']) -%}
+{%- set plain = [] -%}
+{%- do spark_merge.spark_merge__changes_plain_columns(spec, table, ctx, fused, plain) -%}
 SELECT {{ plain | join(', ') }}
 {%- for c in table.columns %},
   {{ spark_merge.spark_merge__checked_value(spec, table, c, loop.index0, writers) }} AS __sm_c{{ loop.index0 }}
@@ -210,20 +204,7 @@ SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAS
 {%- if fused %}
   {{ t }}.__sm_touched AS __sm_touched,
 {%- endif %}
-{%- if fused or ctx.get('feed') %}
-{%- for c in table.columns %}
-  {{ t }}.{{ spark_merge.spark_merge__quote(c.name) }} AS __sm_t{{ loop.index0 }},
-{%- endfor %}
-{%- endif %}
-{%- for k in spec.key_columns if (k | lower) in table.columns_by_name %}
-  {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_key{{ loop.index0 }},
-{%- endfor %}
-{%- for p in table.partition_columns %}
-  {{ t }}.{{ spark_merge.spark_merge__quote(p) }} AS __sm_old{{ loop.index0 }},
-{%- endfor %}
-{%- for k in table.get('primary_key') or [] %}
-  {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_pk{{ loop.index0 }},
-{%- endfor %}
+{{- spark_merge.spark_merge__changes_target_columns(spec, table, ctx, fused, t) }}
   CASE{% for cl in resolved.clauses %} {{ whens[loop.index0] }}{{ cl.index }}{% endfor %} ELSE -1 END AS __sm_case,
   CASE{% for cl in resolved.clauses %} {{ whens[loop.index0] }}{{ cl.op }}{% endfor %} ELSE {{ spark_merge.spark_merge__op('none') }} END AS __sm_op
 {%- for c in table.columns %},
@@ -248,6 +229,37 @@ FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS
 WHERE ({{ spec.on }})
 {%- endif %}
 ) AS __sm_j0
+{%- endmacro %}
+
+{#- The names of the plan columns changes_sql passes through from its inner query, in order, appended to `out`. -#}
+{% macro spark_merge__changes_plain_columns(spec, table, ctx, fused, out) -%}
+{%- do out.extend(['__sm_merge', '__sm_file', '__sm_row', '__sm_matched', '__sm_srow']) -%}
+{%- if fused -%}{%- do out.append('__sm_touched') -%}{%- endif -%}
+{#- each changed row's old values: the fused write copies the unchanged ones; the change feed records them -#}
+{%- if fused or ctx.get('feed') -%}{%- for c in table.columns -%}{%- do out.append('__sm_t' ~ loop.index0) -%}{%- endfor -%}{%- endif -%}
+{%- for k in spec.key_columns if (k | lower) in table.columns_by_name -%}{%- do out.append('__sm_key' ~ loop.index0) -%}{%- endfor -%}
+{%- for p in table.partition_columns -%}{%- do out.append('__sm_old' ~ loop.index0) -%}{%- endfor -%}
+{%- for k in table.get('primary_key') or [] -%}{%- do out.append('__sm_pk' ~ loop.index0) -%}{%- endfor -%}
+{%- do out.extend(['__sm_case', '__sm_op']) -%}
+{%- endmacro %}
+
+{#- changes_sql's columns of the target row (`t`, its alias): its old values (the fused write and the change
+    feed read them), its key columns, its partition values and its primary key. -#}
+{% macro spark_merge__changes_target_columns(spec, table, ctx, fused, t) -%}
+{%- if fused or ctx.get('feed') %}
+{%- for c in table.columns %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(c.name) }} AS __sm_t{{ loop.index0 }},
+{%- endfor %}
+{%- endif %}
+{%- for k in spec.key_columns if (k | lower) in table.columns_by_name %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_key{{ loop.index0 }},
+{%- endfor %}
+{%- for p in table.partition_columns %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(p) }} AS __sm_old{{ loop.index0 }},
+{%- endfor %}
+{%- for k in table.get('primary_key') or [] %}
+  {{ t }}.{{ spark_merge.spark_merge__quote(k) }} AS __sm_pk{{ loop.index0 }},
+{%- endfor %}
 {%- endmacro %}
 
 {#- Column `c`'s value in the changes, __sm_x<i>, with the checks of what it is given (NOT NULL, a struct
