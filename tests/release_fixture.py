@@ -1,8 +1,9 @@
 """Write tests/fixtures/release-<version>.zip: tables a released spark-merge wrote, for test_upgrade.py.
 
-Run with the release's own code first on the path (not this checkout's), e.g. for 0.1.0:
+Run with the release's own code first on the path (not this checkout's), e.g. for 0.1.0 (commit
+ffd6cbb, the last one of that release):
 
-    rm -rf /tmp/rel && mkdir /tmp/rel && git archive v0.1.0 | tar -x -C /tmp/rel
+    rm -rf /tmp/rel && mkdir /tmp/rel && git archive ffd6cbb | tar -x -C /tmp/rel
     PYTHONPATH=/tmp/rel .venv/bin/python tests/release_fixture.py 0.1.0
 
 The tables live under ROOT, a fixed path, because a release records absolute locations in the
