@@ -26,7 +26,7 @@ unit: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
-# ruff (lint and format) over the code, mypy over the public API (pyproject.toml configures both)
+# ruff (lint and format) over the code, mypy over all of merge_core (pyproject.toml configures both)
 lint: $(STAMP)
 	$(BIN)/ruff check merge_core airflow_provider dags bench tests
 	$(BIN)/ruff format --check merge_core airflow_provider dags bench tests
