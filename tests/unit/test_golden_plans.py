@@ -38,6 +38,13 @@ CASES = {
 RULES = ["trino", "postgres", "strict"]  # the duplicate rules (options.sql: duplicate_rule)
 
 
+def table_of(rows: list[list[str]], **desc) -> dict:
+    """The table record of DESC's table with the columns of DESCRIBE TABLE's ``rows`` (all nullable),
+    and ``desc`` over DESC's other fields."""
+    columns = [{"name": r[0], "nullable": True} for r in rows]
+    return macros.fill("table_info", dict(DESC, columns=columns, **desc), rows)
+
+
 def plan(sql: str, **options) -> dict[str, str]:
     """The statements a merge of ``sql`` into DESC's table plans, by name, as both hosts render them."""
     spec = parse(sql).with_options(**options).to_dict()
@@ -87,12 +94,7 @@ def test_the_changes_of_a_table_with_a_change_feed_carry_the_old_values():
 def test_the_value_checks_of_char_and_not_null_struct_fields_are_the_reviewed_sql():
     """CHAR/VARCHAR lengths and a NOT NULL struct field (spark_merge.not_null) checked in each value."""
     rows = [["id", "int"], ["code", "varchar(3)"], ["s", "struct<a:int,b:string>"], ["dt", "date"]]
-    desc = dict(
-        DESC,
-        columns=[{"name": r[0], "nullable": True} for r in rows],
-        table_properties={"spark_merge.not_null": "id, s.a"},
-    )
-    table = macros.fill("table_info", desc, rows)
+    table = table_of(rows, table_properties={"spark_merge.not_null": "id, s.a"})
     spec = parse(USING + "WHEN MATCHED THEN UPDATE SET code = s.code, s = s.s WHEN NOT MATCHED THEN INSERT *").to_dict()
     resolved = macros.fill("resolve", spec, table)
     assert resolved["errors"] == []
@@ -137,8 +139,7 @@ def test_the_upsert_plans_are_the_reviewed_ones():
         ["op", "string"],
         ["dt", "date"],
     ]
-    desc = dict(DESC, columns=[{"name": r[0], "nullable": True} for r in rows], table_properties={})
-    table = macros.fill("table_info", desc, rows)
+    table = table_of(rows, table_properties={})
     upserts = {
         "boolean_tombstone": ({"primary_key": ["id"], "watermark_key": ["wm"], "tombstone_key": "gone"}, None),
         "string_tombstone": (
@@ -237,13 +238,7 @@ ENGINE_OPTIONS = {
 def test_the_merge_engine_options_are_read_as_reviewed():
     """spark_merge__engine_options over every option a merge engine takes: what it makes of them, and each
     refusal (the engine, the keys, functions and their types, sequence groups, the per-field flags)."""
-    desc = dict(
-        DESC,
-        columns=[{"name": r[0], "nullable": True} for r in ENGINE_COLUMNS],
-        partition_columns=[],
-        table_properties={},
-    )
-    table = macros.fill("table_info", desc, ENGINE_COLUMNS)
+    table = table_of(ENGINE_COLUMNS, partition_columns=[], table_properties={})
     read = {}
     for name, options in ENGINE_OPTIONS.items():
         e = macros.fill("engine_options", dict({"primary_key": ["id"]}, **options), table)
@@ -341,9 +336,7 @@ FUNCTIONS = {"s1": "sum", "p1": "product", "c1": "count", "mx": "max", "mn": "mi
 @pytest.mark.parametrize("kind", [None, "op"], ids=["insert_only", "row_kind"])
 def test_each_aggregate_function_folds_as_reviewed(kind):
     """spark_merge__engine_step for every function (engine_spec's fold), plain and with retractions."""
-    desc = dict(DESC, columns=[{"name": r[0], "nullable": True} for r in FUNCTION_COLUMNS], partition_columns=[],
-                table_properties={})  # fmt: skip
-    table = macros.fill("table_info", desc, FUNCTION_COLUMNS)
+    table = table_of(FUNCTION_COLUMNS, partition_columns=[], table_properties={})
     options = {"merge_engine": "aggregation", "aggregate_function": dict(FUNCTIONS), "nested_key": {"nu": "k"},
                "distinct": {"co": "true", "la": "true"}, "listagg_delimiter": {"la": "|"}}  # fmt: skip
     if kind:

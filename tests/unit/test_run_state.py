@@ -22,9 +22,8 @@ def dict_literals_after(text: str, opener: str) -> list[str]:
     """The bodies of the ``{...}`` literals that follow each match of the regex ``opener``."""
     bodies = []
     for m in re.finditer(opener, text):
-        i = depth = m.end()
+        i = j = m.end()
         depth = 1
-        j = i
         while depth:
             depth += {"{": 1, "}": -1}.get(text[j], 0)
             j += 1
