@@ -173,6 +173,10 @@ def lock_settings() -> Record:
     return _fill("lock_settings")
 
 
+def lock_wait(lock: Any, table: Record, merge_id: str | None, finished: str | None, wait_s: float) -> Record:
+    return _fill("lock_wait", lock, table, merge_id, finished, wait_s)
+
+
 def lock_sql(table: Record, merge_id: str, since: Any, expires: Any, owner: str = "") -> str:
     return _render("lock_sql", table, merge_id, since, expires, owner=owner)
 

@@ -4,8 +4,10 @@ The holder writes when its lease expires and renews it while it lives (every lea
 daemon thread), so a holder that died (SIGKILL, a lost machine) is told from a live one within
 lease_s + grace_s seconds, and its lock is broken by whoever needs it next: a merge's begin, its
 commit, vacuum, recover. A live holder makes a waiter wait up to wait_s, then fail with a
-message that names it. The timing and the rule that a holder is dead are the lock macros'
-(spark_merge__lock_settings, spark_merge__lock_dead), which dbt follows too.
+message that names it. The timing, the rule that a holder is dead and the wait-and-take loop
+itself are the lock macros' (spark_merge__lock_settings, spark_merge__lock_dead,
+spark_merge__lock_wait), which the dbt host runs too; this module is the Python host's handle on
+the lock table (_Handle) and the lease's renewal.
 """
 
 from __future__ import annotations
@@ -112,41 +114,54 @@ def break_if_dead(spark: SparkSession, table: dict, owner: dict | None = None, f
     return True
 
 
-def _live_holder_error(table: dict, owner: dict, waited_s: float) -> ConflictError:
-    return ConflictError(
-        f"{table['name']} is being committed by {describe(owner)}, which is alive (it keeps renewing its "
-        f"lease); gave up after {waited_s:.0f} s; nothing was written. Run again once it finishes; if that "
-        f"process is stuck, stop it: its lock is broken {settings()['lease_s'] + settings()['grace_s']} s after it dies"
-    )
+class _Handle:
+    """The Python host's handle on lock tables for the shared wait (spark_merge__lock_wait), the one
+    wait-and-take loop both hosts run."""
 
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+        self.owner_text = _identity(spark)
+        self.took = False  # just created: the look needs no listing first
 
-def _wait(table: dict, wait_s: float | None, attempt) -> None:
-    """Call ``attempt()`` until it returns None (done); it returns the live holder that stands in
-    the way, or ``False`` to try again at once. Past ``wait_s`` (settings' wait_s) with a live holder in
-    the way: the ConflictError that names it. Both waits of this module share this loop."""
-    wait_s = settings()["wait_s"] if wait_s is None else wait_s
-    deadline = time.monotonic() + wait_s
-    while True:
-        owner = attempt()
-        if owner is None:
-            return
-        if owner is False:
-            continue
-        if time.monotonic() > deadline:
-            raise _live_holder_error(table, owner, wait_s) from None
+    def holder(self, table: dict) -> dict | None:
+        owner = holder(self.spark, table, look=not self.took)
+        return owner and {**owner, "dead": is_dead(owner)}
+
+    def take(self, table: dict, merge_id: str) -> None:
+        now = _now()
+        expires = now + timedelta(seconds=settings()["lease_s"])
+        try:
+            self.spark.sql(macros.lock_sql(table, merge_id, now.isoformat(), expires.isoformat(), self.owner_text))
+        except SPARK_ERRORS as e:
+            raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
+        self.took = True
+
+    def release(self, table: dict) -> None:
+        break_lock(self.spark, table)
+        self.took = False
+
+    def pause(self) -> None:
         time.sleep(0.2 + random.random() * 0.3)
+
+    def clock(self) -> float:
+        return time.monotonic()
+
+    def note(self, text: str) -> None:
+        log.warning(text)
+
+
+def _wait(spark: SparkSession, table: dict, merge_id: str | None, finished: str | None, wait_s: float | None) -> None:
+    """The shared wait (spark_merge__lock_wait); its ConflictError when a live holder stays in the way."""
+    wait_s = settings()["wait_s"] if wait_s is None else wait_s
+    error = macros.lock_wait(_Handle(spark), table, merge_id, finished, wait_s).get("error")
+    if error:
+        raise ConflictError(error)
 
 
 def wait_until_free(spark: SparkSession, table: dict, wait_s: float | None = None) -> None:
     """Before planning: break a dead holder's lock, and wait (up to ``wait_s``) for a live holder's
     commit to end, so the plan reads the table as that commit leaves it."""
-    finished = table["properties"].get("spark_merge.last_merge_id")
-
-    def free():
-        owner = holder(spark, table)
-        return None if owner is None or break_if_dead(spark, table, owner, finished) else owner
-
-    _wait(table, wait_s, free)
+    _wait(spark, table, None, table["properties"].get("spark_merge.last_merge_id"), wait_s)
 
 
 def _identity(spark: SparkSession) -> str:
@@ -183,30 +198,7 @@ class _Renewer(threading.Thread):
 
 @contextmanager
 def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | None = None) -> Iterator[None]:
-    owner_text = _identity(spark)
-
-    def take():  # create it if none holds it, then read whose it is (macros/commit/lock.sql)
-        now = _now()
-        try:
-            spark.sql(
-                macros.lock_sql(
-                    table,
-                    merge_id,
-                    now.isoformat(),
-                    (now + timedelta(seconds=settings()["lease_s"])).isoformat(),
-                    owner_text,
-                )
-            )
-        except SPARK_ERRORS as e:
-            raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
-        owner = holder(spark, table, look=False)
-        if owner is not None and owner["merge_id"] == merge_id:
-            return None
-        if owner is None or break_if_dead(spark, table, owner):
-            return False  # released (or broken) between the create and the look: take it again
-        return owner
-
-    _wait(table, wait_s, take)
+    _wait(spark, table, merge_id, None, wait_s)
     renewer = _Renewer(spark, table, merge_id)
     renewer.start()
     try:

@@ -76,3 +76,50 @@ ALTER TABLE {{ spark_merge.spark_merge__lock_relation(table) }} SET TBLPROPERTIE
 {% macro spark_merge__unlock_sql(table) -%}
 DROP TABLE IF EXISTS {{ spark_merge.spark_merge__lock_relation(table) }}
 {%- endmacro %}
+
+{#- The commit lock's wait, the one loop both hosts run (lock.py's table_lock and wait_until_free;
+    the dbt host's lock and wait_free). `lock` is the host's handle on lock tables: holder(table)
+    (none when free, else {merge_id, since, expires, owner, dead}, dead as lock_dead decides),
+    take(table, merge_id) (lock_sql: created only if none holds it), release(table) (unlock_sql),
+    pause() (a short wait), clock() (seconds, to time the wait), note(text) (a warning the user sees).
+    `merge_id` none: wait until the lock is free, without taking it. Otherwise take it for that
+    merge: the create is followed by a look, so a taker whose create lost the race to another
+    (another application: the metastore took the other create) sees that one as the holder, and
+    waits for it. A holder whose lease lapsed (its process is gone), or `finished` (the merge whose
+    commit is complete: its lock guards no work), is broken at once.
+    out.error: why the wait gave up (a live holder still in the way after `wait_s` seconds). -#}
+{% macro spark_merge__lock_wait(lock, table, merge_id, finished, wait_s, out) -%}
+{%- set state = {'done': false, 'start': lock.clock()} -%}
+{%- for round in range(100000) if not state.done -%}
+  {%- if merge_id -%}{%- do lock.take(table, merge_id) -%}{%- endif -%}
+  {%- set holder = lock.holder(table) -%}
+  {%- if holder is none or holder.merge_id == merge_id -%}
+    {#- free, or held by this merge; a taker whose lock was released between its create and its look takes it again -#}
+    {%- do state.update({'done': holder is not none or not merge_id}) -%}
+  {%- elif holder.dead or holder.merge_id == finished -%}
+    {%- do lock.note('breaking the commit lock on ' ~ table.name ~ ' of merge ' ~ holder.merge_id ~ ': ' ~
+        ('its lease lapsed, the holder is gone' if holder.dead else 'its commit is complete')) -%}
+    {%- do lock.release(table) -%}
+    {%- do state.update({'done': not merge_id}) -%}
+  {%- elif lock.clock() - state.start > wait_s -%}
+    {%- do out.update({'error': spark_merge.spark_merge__lock_conflict(table, holder, lock.clock() - state.start) | trim}) -%}
+    {%- do state.update({'done': true}) -%}
+  {%- else -%}
+    {%- do lock.pause() -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- if not state.done -%}
+  {%- do out.update({'error': 'the commit lock on ' ~ table.name ~ ' changed hands 100000 times while this merge waited; nothing was written, '
+      ~ 'run it again'}) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Why a wait for the commit lock gave up: `holder` is alive and still committing after
+    `waited_s` seconds. -#}
+{% macro spark_merge__lock_conflict(table, holder, waited_s) -%}
+{%- set k = {} -%}
+{%- do spark_merge.spark_merge__lock_settings(k) -%}
+{{ table.name }} is being committed by merge {{ holder.merge_id }}{{ ' on ' ~ holder.owner if holder.owner }} (since {{ holder.since
+}}{{ ', lease until ' ~ holder.expires if holder.expires }}), which is alive (it renews its lease); gave up after {{ waited_s | round | int
+}} s; nothing was written. Run again once it finishes; if that process is stuck, stop it: its lock is broken {{ k.grace_s }} s after its lease lapses
+{%- endmacro %}

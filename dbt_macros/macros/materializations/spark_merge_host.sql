@@ -182,48 +182,48 @@
 {{ return({'merge_id': record.merge_id, 'since': since, 'expires': expires, 'owner': record.owner or '?', 'dead': dead}) }}
 {%- endmacro %}
 
-{#- When a wait for the commit lock that starts now gives up: the var spark_merge_lock_wait_seconds
-    (default: lock_settings' wait_s, as for Python) from now, in UTC. -#}
-{% macro spark_merge__dbt_lock_deadline() -%}
-{%- set k = {} -%}
+{#- The dbt host's handle on lock tables for the shared wait (spark_merge__lock_wait): the wait
+    pauses 0.5 s in Spark (dbt has no sleep of its own), and gives up after the var
+    spark_merge_lock_wait_seconds (default: lock_settings' wait_s, as for Python). A dbt holder
+    takes a lease of lock_settings' dbt_lease_s: a dbt run cannot renew it from a thread, and its
+    commit takes seconds. -#}
+{% macro spark_merge__dbt_lock_wait(table, merge_id, finished) -%}
+{%- set k, out = {}, {} -%}
 {%- do spark_merge.spark_merge__lock_settings(k) -%}
-{{ return(modules.datetime.datetime.now(modules.pytz.utc) + modules.datetime.timedelta(seconds=var('spark_merge_lock_wait_seconds', k.wait_s) | float)) }}
+{%- set handle = {'holder': spark_merge.spark_merge__dbt_lock_holder, 'take': spark_merge.spark_merge__dbt_lock_take,
+                  'release': spark_merge.spark_merge__dbt_lock_release, 'pause': spark_merge.spark_merge__dbt_lock_pause,
+                  'clock': spark_merge.spark_merge__dbt_lock_clock, 'note': spark_merge.spark_merge__dbt_lock_note} -%}
+{%- do spark_merge.spark_merge__lock_wait(handle, table, merge_id, finished, var('spark_merge_lock_wait_seconds', k.wait_s) | float, out) -%}
+{%- if out.error -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ': ' ~ out.error) }}{%- endif -%}
 {%- endmacro %}
 
-{#- Wait while a live holder commits, polling every 0.5 s (a sleep in Spark: dbt has none of its
-    own) until `deadline` (a UTC datetime; default: dbt_lock_deadline()); break a dead holder's
-    lock, or the lock of `finished`. Fails MERGE_CONFLICT at the deadline. -#}
-{% macro spark_merge__dbt_wait_lock(table, finished=none, deadline=none) -%}
-{%- set dt = modules.datetime -%}
-{%- set start = dt.datetime.now(modules.pytz.utc) -%}
-{%- set deadline = deadline or spark_merge.spark_merge__dbt_lock_deadline() -%}
-{%- set state = {'free': false, 'holder': none, 'late': false} -%}
-{%- for attempt in range(100000) if not state.free and not state.late -%}
-  {%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
-  {%- if holder is none -%}
-    {%- do state.update({'free': true}) -%}
-  {%- elif holder.dead or holder.merge_id == finished -%}
-    {%- do log("spark_merge: breaking the commit lock of merge " ~ holder.merge_id ~ " on " ~ table.name ~ " (" ~ ('its lease lapsed' if holder.dead
-        else 'its commit is complete') ~ ")", info=true) -%}
-    {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
-    {%- do state.update({'free': true}) -%}
-  {%- elif dt.datetime.now(modules.pytz.utc) > deadline -%}
-    {%- do state.update({'holder': holder, 'late': true}) -%}
-  {%- else -%}
-    {%- do run_query("SELECT reflect('java.lang.Thread', 'sleep', CAST(500 AS BIGINT))") -%}
-  {%- endif -%}
-{%- endfor -%}
-{%- if not state.free -%}
-  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": " ~ table.name ~ " is being committed by merge " ~
-      state.holder.merge_id ~ " on " ~ state.holder.owner ~ " (since " ~ state.holder.since ~ ", lease until " ~ state.holder.expires ~
-      "), which is alive; gave up after " ~ ((dt.datetime.now(modules.pytz.utc) - start).total_seconds() | round | int) ~
-      " s; nothing was written, run the model again once it finishes") }}
-{%- endif -%}
+{% macro spark_merge__dbt_lock_take(table, merge_id) -%}
+{%- set k = {} -%}
+{%- do spark_merge.spark_merge__lock_settings(k) -%}
+{%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
+{%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(), (now + modules.datetime.timedelta(seconds=k.dbt_lease_s)).isoformat(),
+    'dbt ' ~ invocation_id)) -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_lock_release(table) -%}
+{%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_lock_pause() -%}
+{%- do run_query("SELECT reflect('java.lang.Thread', 'sleep', CAST(500 AS BIGINT))") -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_lock_clock() -%}
+{{ return(modules.datetime.datetime.now(modules.pytz.utc).timestamp()) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_lock_note(text) -%}
+{%- do log('spark_merge: ' ~ text, info=true) -%}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_wait_free(table) -%}
 {%- do spark_merge.spark_merge__dbt_trace('wait_free') -%}
-{%- do spark_merge.spark_merge__dbt_wait_lock(table, table.properties.get('spark_merge.last_merge_id')) -%}
+{%- do spark_merge.spark_merge__dbt_lock_wait(table, none, table.properties.get('spark_merge.last_merge_id')) -%}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_release_finished(table, merge_id) -%}
@@ -234,28 +234,9 @@
 {%- endif -%}
 {%- endmacro %}
 
-{#- The lock with a lease of lock_settings' dbt_lease_s (a dbt run cannot renew it from a thread;
-    its commit takes seconds). Wait while another holds it, create it if none does, and read whose
-    it is: a taker that lost the race to another (in any application) waits for that one in the next
-    round. All rounds share one deadline (dbt_lock_deadline, from the first), as lock.table_lock's. -#}
 {% macro spark_merge__dbt_lock(table, merge_id) -%}
 {%- do spark_merge.spark_merge__dbt_trace('lock') -%}
-{%- set state = {'held': false} -%}
-{%- set deadline = spark_merge.spark_merge__dbt_lock_deadline() -%}
-{%- set k = {} -%}
-{%- do spark_merge.spark_merge__lock_settings(k) -%}
-{%- for attempt in range(20) if not state.held -%}
-  {%- do spark_merge.spark_merge__dbt_wait_lock(table, none, deadline) -%}
-  {%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
-  {%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(),
-      (now + modules.datetime.timedelta(seconds=k.dbt_lease_s)).isoformat(), 'dbt ' ~ invocation_id)) -%}
-  {%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
-  {%- do state.update({'held': holder is not none and holder.merge_id == merge_id}) -%}
-{%- endfor -%}
-{%- if not state.held -%}
-  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ": other merges took the commit lock on " ~
-      table.name ~ " first 20 times in a row; nothing was written, run the model again") }}
-{%- endif -%}
+{%- do spark_merge.spark_merge__dbt_lock_wait(table, merge_id, none) -%}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_unlock(table, merge_id=none) -%}

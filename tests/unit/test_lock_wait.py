@@ -1,0 +1,105 @@
+"""The commit lock's wait-and-take loop (spark_merge__lock_wait), the one both hosts run, against a
+scripted lock table: who holds it at each look, and a clock that moves only when the loop pauses."""
+
+from __future__ import annotations
+
+import pytest
+
+from merge_core.common import macros
+
+TABLE = {"name": "db.t", "database": "db", "table_name": "t"}
+MINE, OTHER, DONE = "20260101000000_aaaaaaaa", "20260101000000_bbbbbbbb", "20260101000000_cccccccc"
+
+
+def holder(merge_id: str, dead: bool = False) -> dict:
+    return {"merge_id": merge_id, "since": "2026-01-01T00:00:00+00:00", "expires": "2026-01-01T00:00:30+00:00",
+            "owner": "host-b pid 7", "dead": dead}  # fmt: skip
+
+
+class ScriptedLock:
+    """A lock table whose holder at each look comes from ``looks`` (the last one repeats); take()
+    makes this merge the holder when the table is free, as CREATE TABLE IF NOT EXISTS does."""
+
+    def __init__(self, *looks: dict | None):
+        self.looks, self.now, self.calls = list(looks), 0.0, []
+        self.held: dict | None = None
+
+    def holder(self, table):
+        self.calls.append("holder")
+        if self.held is not None:
+            return self.held
+        return self.looks.pop(0) if len(self.looks) > 1 else self.looks[0]
+
+    def take(self, table, merge_id):
+        self.calls.append("take")
+        if (self.looks[0] if self.looks else None) is None:
+            self.held = holder(merge_id)
+
+    def release(self, table):
+        self.calls.append("release")
+        self.looks[0] = None  # after the drop, the next look finds it free
+
+    def pause(self):
+        self.calls.append("pause")
+        self.now += 0.5
+
+    def clock(self):
+        return self.now
+
+    def note(self, text):
+        self.calls.append(f"note: {text}")
+
+
+def wait(lock, merge_id=None, finished=None, wait_s=2):
+    return macros.lock_wait(lock, TABLE, merge_id, finished, wait_s)
+
+
+def test_a_free_lock_is_one_look_for_a_waiter_and_a_create_and_a_look_for_a_taker():
+    assert wait(ScriptedLock(None)) == {} and ScriptedLock(None).calls == []
+    waiter, taker = ScriptedLock(None), ScriptedLock(None)
+    wait(waiter)
+    assert wait(taker, MINE) == {}
+    assert waiter.calls == ["holder"] and taker.calls == ["take", "holder"] and taker.held["merge_id"] == MINE
+
+
+def test_a_live_holder_is_waited_for_and_then_the_lock_is_taken():
+    lock = ScriptedLock(holder(OTHER), holder(OTHER), None)
+    assert wait(lock, MINE) == {}
+    assert lock.calls == ["take", "holder", "pause", "take", "holder", "pause", "take", "holder"]
+    assert lock.held["merge_id"] == MINE
+
+
+@pytest.mark.parametrize("merge_id", [None, MINE], ids=["waiter", "taker"])
+def test_a_dead_holder_is_broken_at_once_and_named(merge_id):
+    lock = ScriptedLock(holder(OTHER, dead=True))
+    assert wait(lock, merge_id) == {}
+    notes = [c for c in lock.calls if c.startswith("note")]
+    assert notes == [f"note: breaking the commit lock on db.t of merge {OTHER}: its lease lapsed, the holder is gone"]
+    assert "pause" not in lock.calls and lock.calls.count("release") == 1
+    assert (lock.held or {}).get("merge_id") == merge_id
+
+
+def test_the_finished_merges_lock_is_released_and_a_live_one_is_not():
+    finished = ScriptedLock(holder(DONE))
+    assert wait(finished, finished=DONE) == {} and "release" in finished.calls
+    live = ScriptedLock(holder(OTHER))
+    assert "error" in wait(live, finished=DONE) and "release" not in live.calls
+
+
+def test_a_live_holder_past_the_wait_fails_naming_it_and_what_to_do():
+    lock = ScriptedLock(holder(OTHER))
+    error = wait(lock, MINE, wait_s=2)["error"]
+    assert lock.calls.count("pause") == 5 and lock.now == 2.5  # it gave up on the first look past 2 s
+    for part in (f"db.t is being committed by merge {OTHER} on host-b pid 7", "since 2026-01-01T00:00:00+00:00",
+                 "lease until 2026-01-01T00:00:30+00:00", "which is alive", "gave up after 2 s", "nothing was written",
+                 "Run again once it finishes", "broken 5 s after its lease lapses"):  # fmt: skip
+        assert part in error, error
+
+
+def test_a_lock_released_between_the_create_and_the_look_is_taken_again_without_a_pause():
+    lock = ScriptedLock(holder(OTHER), None)
+    lock.take = lambda table, merge_id: lock.calls.append("take")  # the first create finds OTHER's lock
+    looks = iter([holder(OTHER), None, holder(MINE)])
+    lock.holder = lambda table: lock.calls.append("holder") or next(looks)
+    assert wait(lock, MINE) == {}
+    assert lock.calls == ["take", "holder", "pause", "take", "holder", "take", "holder"]
