@@ -203,8 +203,7 @@ def forget(spark, table: dict) -> None:
     spark.sql(macros.drop_view_sql(table["relation"]))
 
 
-def sql_identifier(*parts: str) -> str:
-    return ".".join('"' + p.replace('"', '""') + '"' for p in parts)
+sql_identifier = pg_merge.ident
 
 
 class ChangeOnlyUpdatedColumns(RowChangeParadigm):
@@ -236,7 +235,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             key = _lock_key(name.removeprefix(STAGE_PREFIX))
             if self.session.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
                 log.warning("dropping staging table %s.%s of a merge that did not finish", schema, name)
-                self.session.execute(f"DROP TABLE IF EXISTS {sql_identifier(schema, name)}")
+                self.session.execute(pg_merge.drop_table(pg_merge.ident(schema, name)))
                 self.session.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
     def release(self, spark, s: RunState) -> None:
@@ -246,7 +245,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
 
     def discard_staged(self, s: RunState) -> None:
         with self.target.connect() as conn:
-            conn.execute(f"DROP TABLE IF EXISTS {self._stage(s)}")
+            conn.execute(pg_merge.drop_table(self._stage(s)))
 
     # -- write -------------------------------------------------------------------------
     @staticmethod
@@ -278,11 +277,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             )
         }
         with self.target.connect() as conn:
-            conn.execute(
-                f"CREATE TABLE {staged.table} ("
-                + ", ".join(f"{pg_merge.ident(name)} {types[name][0]}" for name, _, _ in staged.columns)
-                + ")"
-            )
+            conn.execute(pg_merge.create_table(staged.table, [(name, types[name][0]) for name, _, _ in staged.columns]))
         columns = [[types[name][1].format(macros.quote(name)), name] for name, _, _ in staged.columns]
         host._sql(macros.select_sql(columns, s["ctx"]["source"])).write.jdbc(
             self.target.jdbc_url(), staged.table, mode="append", properties=self.target.jdbc_properties()
@@ -320,6 +315,8 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
                     checks = [(merged, expected, "the MERGE")]
                     for statement, index, what in plan.by_source:
                         checks.append((conn.execute(statement).rowcount, counts.get(index, 0), what))
+                    if plan.release:
+                        conn.execute(plan.release)
                     for changed, wanted, what in checks:
                         if changed != wanted:
                             raise ConflictError(
@@ -381,13 +378,9 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         entry = dict(macros.history_entry(s, s["table"]["version"]), finished_at=host.now())
         history_table = sql_identifier(s["table"]["database"], HISTORY_TABLE)
         return [
+            (pg_merge.create_history(history_table), ()),
             (
-                f"CREATE TABLE IF NOT EXISTS {history_table} (merge_id text PRIMARY KEY, target text NOT NULL, "
-                f"finished_at timestamptz NOT NULL, entry jsonb NOT NULL)",
-                (),
-            ),
-            (
-                f"INSERT INTO {history_table} (merge_id, target, finished_at, entry) VALUES (%s, %s, now(), %s)",
+                pg_merge.insert_history(history_table),
                 (s["merge_id"], s["table"]["name"], json.dumps(entry, default=str)),
             ),
         ]
@@ -416,6 +409,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
             plan.count,
             *([plan.merge] if plan.merge else []),
             *[st for st, _, _ in plan.by_source],
+            *([plan.release] if plan.release else []),
         ]
 
 
@@ -443,9 +437,5 @@ def history(target: PostgresTarget, table: str, limit: int = 20) -> list[dict]:
     with target.connect() as conn:
         if conn.execute("SELECT to_regclass(%s)", (sql_identifier(schema, HISTORY_TABLE),)).fetchone()[0] is None:
             return []
-        rows = conn.execute(
-            f"SELECT entry FROM {sql_identifier(schema, HISTORY_TABLE)} WHERE target = %s "
-            f"ORDER BY finished_at DESC LIMIT %s",
-            (table, limit),
-        ).fetchall()
+        rows = conn.execute(pg_merge.select_history(sql_identifier(schema, HISTORY_TABLE)), (table, limit)).fetchall()
     return [r[0] if isinstance(r[0], dict) else json.loads(r[0]) for r in rows]
