@@ -4,7 +4,7 @@ All macro files are loaded as one template module. Under dbt a package's macros
 reach each other only through the package's name (`spark_merge.spark_merge__quote`),
 so here the name `spark_merge` stands for that module. The macros are pure (plain
 data in, SQL text out, or an `out` container filled with `do`), so the other dbt
-features needed are the `do` extension and dbt's `fromjson`. The files sit in folders by phase (core,
+features needed are the `do` and loop-control extensions and dbt's `fromjson`. The files sit in folders by phase (core,
 table, begin, plan, lifecycle, commit); materializations/ holds the dbt-only orchestration and is not
 loaded here.
 """
@@ -30,7 +30,7 @@ def _module() -> Any:
     # the user's temporary folder, keyed by the source's checksum, so an edited macro compiles again
     env = jinja2.Environment(
         loader=jinja2.DictLoader({"spark_merge": source}),
-        extensions=["jinja2.ext.do"],
+        extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"],  # as dbt's environment
         undefined=jinja2.StrictUndefined,
         bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )

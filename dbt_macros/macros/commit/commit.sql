@@ -50,7 +50,7 @@ ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ({{ spark_merge.spark_merge__
 {% macro spark_merge__repoint_statements(table, repoints, out) -%}
 {%- for r in repoints -%}
   {%- if r.partition is none -%}
-    {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(r.location)) -%}
+    {%- do out.append(spark_merge.spark_merge__set_location_sql(table.relation, r.location)) -%}
   {%- else -%}
     {%- if not r.exists -%}
       {%- do out.append('ALTER TABLE ' ~ table.relation ~ ' ADD IF NOT EXISTS ' ~ spark_merge.spark_merge__partition_spec(table, r.partition) ~
@@ -71,6 +71,11 @@ ALTER TABLE {{ table.relation }} ADD IF NOT EXISTS{% for r in repoints %} {{ spa
 {% macro spark_merge__journal_done_sql(table, merge_id) -%}
 ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' = '0', 'spark_merge.last_merge_id' = {{
     spark_merge.spark_merge__literal(merge_id) }})
+{%- endmacro %}
+
+{#- Point the table (not a partition) at `location`. -#}
+{% macro spark_merge__set_location_sql(relation, location) -%}
+ALTER TABLE {{ relation }} SET LOCATION {{ spark_merge.spark_merge__literal(location) }}
 {%- endmacro %}
 
 {#- Set `properties` ({key: value}) on the table, and unset `keys` (adopt). -#}

@@ -90,7 +90,7 @@ DROP TABLE IF EXISTS {{ spark_merge.spark_merge__lock_relation(table) }}
     out.error: why the wait gave up (a live holder still in the way after `wait_s` seconds). -#}
 {% macro spark_merge__lock_wait(lock, table, merge_id, finished, wait_s, out) -%}
 {%- set state = {'done': false, 'start': lock.clock()} -%}
-{%- for round in range(100000) if not state.done -%}
+{%- for round in range(100000) -%}
   {%- if merge_id -%}{%- do lock.take(table, merge_id) -%}{%- endif -%}
   {%- set holder = lock.holder(table) -%}
   {%- if holder is none or holder.merge_id == merge_id -%}
@@ -107,6 +107,7 @@ DROP TABLE IF EXISTS {{ spark_merge.spark_merge__lock_relation(table) }}
   {%- else -%}
     {%- do lock.pause() -%}
   {%- endif -%}
+  {%- if state.done -%}{%- break -%}{%- endif -%}
 {%- endfor -%}
 {%- if not state.done -%}
   {%- do out.update({'error': 'the commit lock on ' ~ table.name ~ ' changed hands 100000 times while this merge waited; nothing was written, '

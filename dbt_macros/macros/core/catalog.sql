@@ -70,6 +70,16 @@ SHOW TBLPROPERTIES {{ relation }}
 ALTER TABLE {{ relation }} RENAME TO {{ new_relation }}
 {%- endmacro %}
 
+{#- A session's view over a query (a model's SELECT, read as a merge's source). -#}
+{% macro spark_merge__temp_view_sql(relation, query) -%}
+CREATE OR REPLACE TEMPORARY VIEW {{ relation }} AS {{ query }}
+{%- endmacro %}
+
+{#- The newest `_merge_id` in a table built from the change feed (its rows carry the feed's columns). -#}
+{% macro spark_merge__last_merge_id_sql(relation) -%}
+SELECT _merge_id FROM {{ relation }} ORDER BY _commit_timestamp DESC LIMIT 1
+{%- endmacro %}
+
 {% macro spark_merge__drop_view_sql(relation) -%}
 DROP VIEW IF EXISTS {{ relation }}
 {%- endmacro %}

@@ -91,7 +91,6 @@
 {% macro spark_merge__lifecycle_plan(host, s) -%}
 {%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
 {%- do host.failpoint('after_validation') -%}
-{%- set narrowed = {'matched_by': 'join'} -%}
 {%- do spark_merge.spark_merge__zero_metrics(m) -%}
 {#- A rewrite whose changes Spark computes the same at every read needs no cache: the summary
     reads them as a subquery (only the columns it needs), and the write joins again, once
@@ -101,42 +100,7 @@
     by row position, which two different joins order differently), and the source is read once
     (read_once, below). An append and a database target read cached rows. -#}
 {%- set fuse = {'ok': not s.get('insert_only') and table.provider != 'jdbc' and resolved.get('deterministic', false)} -%}
-{%- if spec.source_kind != 'none' -%}
-  {%- do host.step('plan: read the source once') -%}
-  {%- do ctx.update({'source_made': true}) -%}
-  {%- do host.run(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
-  {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
-  {%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
-  {%- do m.update({'numSourceRows': stats.numSourceRows | int}) -%}
-  {%- do ctx.update({'source_rows': m.numSourceRows}) -%}
-  {%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
-  {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
-  {%- do ctx.update({'match_filter': narrowed.filter, 'partitions_listed': narrowed.listed}) -%}
-  {%- set target_rows = host.target_rows(table) -%}
-  {%- if target_rows is not none and target_rows <= spark_merge.spark_merge__target_broadcast_rows() | int -%}
-    {%- do ctx.update({'broadcast_target': true}) -%}
-    {%- do host.step('plan: the target holds ' ~ target_rows ~ ' row(s): the join broadcasts them') -%}
-  {%- endif -%}
-  {%- if narrowed.filter -%}{%- do host.step('plan: target scans narrowed to ' ~ narrowed.filter[:300]) -%}{%- endif -%}
-  {%- set bys = {} -%}
-  {%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}
-  {%- if bys.note -%}{%- do host.step('plan: ' ~ bys.note[:400]) -%}{%- endif -%}
-  {%- if table.partition_columns and narrowed.matched_by != 'filter' and not bys.all -%}
-    {%- if fuse.ok -%}
-      {#- the summary's join reads only the columns it needs, and names the partitions holding matched
-          rows exactly: the fused write reads those (summary.matched, below), not a step of its own -#}
-      {%- do s.update({'matched_from_summary': true}) -%}
-      {%- do host.step('plan: the partitions holding matched rows come from the summary (its join reads the ON, condition and partition columns)') -%}
-    {%- else -%}
-      {%- do host.step('plan: find partitions with matched rows (' ~ ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
-      {%- set matched = [] -%}
-      {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx,
-          m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}
-      {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
-      {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
-    {%- endif -%}
-  {%- endif -%}
-{%- endif -%}
+{%- if spec.source_kind != 'none' -%}{%- do spark_merge.spark_merge__plan_source(host, s, fuse.ok) -%}{%- endif -%}
 {%- if fuse.ok -%}
   {%- do ctx.update({'changes': '(' ~ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) | trim ~ ')'}) -%}
 {%- else -%}
@@ -156,6 +120,65 @@
 {%- endif -%}
 {%- if fuse.ok and summary.multi -%}{%- do host.step('plan: ' ~ summary.multi ~
     ' target row(s) joined with several source rows: the write anti-joins the changed rows instead of one fused join') -%}{%- endif -%}
+{%- do spark_merge.spark_merge__plan_refusals(host, s, summary) -%}
+{%- do m.update(summary.metrics) -%}
+{%- do host.step('plan: ' ~ m.numTargetRowsInserted ~ ' row(s) to insert, ' ~ m.numTargetRowsUpdated ~ ' to update, '
+                 ~ m.numTargetRowsDeleted ~ ' to delete, in ' ~ summary.partitions | length ~ ' partition(s)') -%}
+{#- for an append these are the partitions it adds files to (rollback needs to know) -#}
+{%- do spark_merge.spark_merge__planned_changes(summary.partitions, summary.deltas, summary.files, s.changes) -%}
+{%- set broadcast = {} -%}
+{%- do spark_merge.spark_merge__broadcast_changed(m, broadcast) -%}
+{%- do ctx.update({'broadcast_changed': broadcast.broadcast}) -%}
+{%- endmacro %}
+
+{#- The plan's source: read once and cached (with its ON-key statistics: row count, key ranges), the
+    target's scans narrowed to the keys it holds, a small target broadcast, and the partitions
+    holding matched rows (from the summary when the write is `fused`, else a step of their own). -#}
+{% macro spark_merge__plan_source(host, s, fused) -%}
+{%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
+{%- set narrowed = {'matched_by': 'join'} -%}
+{%- set fuse = {'ok': fused} -%}
+{%- do host.step('plan: read the source once') -%}
+{%- do ctx.update({'source_made': true}) -%}
+{%- do host.run(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
+{%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
+{%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
+{%- do m.update({'numSourceRows': stats.numSourceRows | int}) -%}
+{%- do ctx.update({'source_rows': m.numSourceRows}) -%}
+{%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
+{%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
+{%- do ctx.update({'match_filter': narrowed.filter, 'partitions_listed': narrowed.listed}) -%}
+{%- set target_rows = host.target_rows(table) -%}
+{%- if target_rows is not none and target_rows <= spark_merge.spark_merge__target_broadcast_rows() | int -%}
+  {%- do ctx.update({'broadcast_target': true}) -%}
+  {%- do host.step('plan: the target holds ' ~ target_rows ~ ' row(s): the join broadcasts them') -%}
+{%- endif -%}
+{%- if narrowed.filter -%}{%- do host.step('plan: target scans narrowed to ' ~ narrowed.filter[:300]) -%}{%- endif -%}
+{%- set bys = {} -%}
+{%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}
+{%- if bys.note -%}{%- do host.step('plan: ' ~ bys.note[:400]) -%}{%- endif -%}
+{%- if table.partition_columns and narrowed.matched_by != 'filter' and not bys.all -%}
+  {%- if fuse.ok -%}
+    {#- the summary's join reads only the columns it needs, and names the partitions holding matched
+        rows exactly: the fused write reads those (summary.matched, below), not a step of its own -#}
+    {%- do s.update({'matched_from_summary': true}) -%}
+    {%- do host.step('plan: the partitions holding matched rows come from the summary (its join reads the ON, condition and partition columns)') -%}
+  {%- else -%}
+    {%- do host.step('plan: find partitions with matched rows (' ~ ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
+    {%- set matched = [] -%}
+    {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx,
+        m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}
+    {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
+    {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
+  {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- What stops the plan before anything is written: a target row that breaks the duplicate rule (with
+    examples of it, the failure path's own query), and a rewritten partition whose value ends with a
+    space. -#}
+{% macro spark_merge__plan_refusals(host, s, summary) -%}
+{%- set spec, table, resolved, ctx = s.spec, s.table, s.resolved, s.ctx -%}
 {%- if summary.dups -%}
   {#- the failure path only: which target rows, for the message -#}
   {%- set dups = {} -%}
@@ -177,15 +200,8 @@
         -%}
   {%- endfor -%}
 {%- endfor -%}
-{%- do m.update(summary.metrics) -%}
-{%- do host.step('plan: ' ~ m.numTargetRowsInserted ~ ' row(s) to insert, ' ~ m.numTargetRowsUpdated ~ ' to update, '
-                 ~ m.numTargetRowsDeleted ~ ' to delete, in ' ~ summary.partitions | length ~ ' partition(s)') -%}
-{#- for an append these are the partitions it adds files to (rollback needs to know) -#}
-{%- do spark_merge.spark_merge__planned_changes(summary.partitions, summary.deltas, summary.files, s.changes) -%}
-{%- set broadcast = {} -%}
-{%- do spark_merge.spark_merge__broadcast_changed(m, broadcast) -%}
-{%- do ctx.update({'broadcast_changed': broadcast.broadcast}) -%}
 {%- endmacro %}
+
 
 {#- A value as an offending key shows it: strings quoted (as Python's repr), NULL as None. -#}
 {% macro spark_merge__shown(v) -%}

@@ -96,6 +96,17 @@
   {%- do m.update({'numTargetRowsDeleted': s.rows_before - m.numOutputRows}) -%}
 {%- endif -%}
 {%- do s.update({'repoints': planned.repoints}) -%}
+{%- set fresh = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_verify(host, s, old, new, merging, fresh) -%}
+{%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s, fresh) -%}
+{%- endmacro %}
+
+{#- The commit's checks, under the lock: no partition the merge read changed since (its files as they
+    are now against `old`, as planned), the table's version did not move (`fresh`: the table as it is
+    now), the staged rows (`new`) are exactly the plan's (when `merging`: a compaction's rows are the
+    table's own), and the staged data is still there. Any of them failing: nothing is written. -#}
+{% macro spark_merge__lifecycle_verify(host, s, old, new, merging, fresh) -%}
+{%- set table = s.table -%}
 {%- do host.step('commit: lock, check for conflicts, journal, repoint') -%}
 {%- do host.lock(table, s.merge_id) -%}{%- do s.update({'locked': true, 'checked_at': host.now()}) -%}
 {#- the files as they are now: a query reads this session's listing, cached while planning -#}
@@ -109,7 +120,6 @@
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('conflict'), 'partition(s) ' ~ names | join(', ') ~
       ' of ' ~ table.name ~ ' changed since this merge read them; nothing was written, run it again') -%}
 {%- endif -%}
-{%- set fresh = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
 {#- nothing moved under us (checked above): the staged rows must be exactly the plan's -#}
 {%- set violations = [] -%}
@@ -133,7 +143,6 @@
         r.location ~ ') was removed, most likely by a vacuum with a retention shorter than the merge took; nothing was written, run it again') -%}
   {%- endif -%}
 {%- endfor -%}
-{%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s, fresh) -%}
 {%- endmacro %}
 
 {#- The commit point and after, under the lock: the history entry goes into the journal, then the

@@ -95,6 +95,6 @@
     refresh): the `since` of spark_merge.changes for its next increment. -#}
 {% macro last_merge_id(relation) -%}
 {%- if not execute or not is_incremental() -%}{{ return(none) }}{%- endif -%}
-{%- set found = run_query('SELECT _merge_id FROM ' ~ relation ~ ' ORDER BY _commit_timestamp DESC LIMIT 1') -%}
+{%- set found = run_query(spark_merge.spark_merge__last_merge_id_sql(relation)) -%}
 {{ return(found.rows[0][0] if found.rows else none) }}
 {%- endmacro %}

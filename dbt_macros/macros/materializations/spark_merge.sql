@@ -93,7 +93,7 @@
 {%- set rel = spark_merge.spark_merge__dbt_relation() -%}
 {%- set props = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]).get('table_properties') or {} -%}
 {%- if (props.get('spark_merge.change_feed') or '') | lower != 'true' -%}
-  {%- do run_query('ALTER TABLE ' ~ rel ~ " SET TBLPROPERTIES ('spark_merge.change_feed' = 'true')") -%}
+  {%- do run_query(spark_merge.spark_merge__set_properties_sql({'relation': rel}, {'spark_merge.change_feed': 'true'})) -%}
 {%- endif -%}
 {%- endmacro %}
 
@@ -189,7 +189,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set started = host.now() -%}
 {%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ this ~ identifier ~ started)) | trim -%}
 {%- set source_view = spark_merge.spark_merge__quote(identifier ~ '__sm_source_' ~ merge_id) -%}
-{%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
+{%- do run_query(spark_merge.spark_merge__temp_view_sql(source_view, sql)) -%}
 {%- set s = {} -%}
 {%- do spark_merge.spark_merge__run_state(merge_id, {'kind': 'merge',
              'statement': 'dbt model ' ~ this, 'started': started,
@@ -267,13 +267,12 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set want = {'spark_merge.retention_hours': cfg.retention_hours | string if cfg.retention_hours is not none else none,
                 'spark_merge.change_feed': 'true' if cfg.change_feed else none,
                 'spark_merge.not_null': not_null | join(',') if not_null else none} -%}
-{%- set sets, unsets = [], [] -%}
+{%- set sets, unsets = {}, [] -%}
 {%- for k, v in want.items() if table.properties.get(k) != v -%}
-  {%- if v is none -%}{%- do unsets.append(spark_merge.spark_merge__literal(k)) -%}
-  {%- else -%}{%- do sets.append(spark_merge.spark_merge__literal(k) ~ ' = ' ~ spark_merge.spark_merge__literal(v)) -%}{%- endif -%}
+  {%- if v is none -%}{%- do unsets.append(k) -%}{%- else -%}{%- do sets.update({k: v}) -%}{%- endif -%}
 {%- endfor -%}
-{%- if sets -%}{%- do run_query('ALTER TABLE ' ~ table.relation ~ ' SET TBLPROPERTIES (' ~ sets | join(', ') ~ ')') -%}{%- endif -%}
-{%- if unsets -%}{%- do run_query('ALTER TABLE ' ~ table.relation ~ ' UNSET TBLPROPERTIES IF EXISTS (' ~ unsets | join(', ') ~ ')') -%}{%- endif -%}
+{%- if sets -%}{%- do run_query(spark_merge.spark_merge__set_properties_sql(table, sets)) -%}{%- endif -%}
+{%- if unsets -%}{%- do run_query(spark_merge.spark_merge__unset_properties_sql(table, unsets)) -%}{%- endif -%}
 {%- endmacro %}
 
 
@@ -287,7 +286,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {%- set started = host.now() -%}
 {%- set merge_id = spark_merge.spark_merge__new_merge_id(started, local_md5(invocation_id ~ this ~ started)) | trim -%}
 {%- set source_view = spark_merge.spark_merge__quote(this.identifier ~ '__sm_source_' ~ merge_id) -%}
-{%- do run_query('CREATE OR REPLACE TEMPORARY VIEW ' ~ source_view ~ ' AS ' ~ sql) -%}
+{%- do run_query(spark_merge.spark_merge__temp_view_sql(source_view, sql)) -%}
 {%- set source_columns = [] -%}
 {%- for row in run_query(spark_merge.spark_merge__describe_relation_sql(source_view)).rows -%}{%- do source_columns.append(row[0]) -%}{%- endfor -%}
 {%- do spark_merge.spark_merge__dbt_check_columns(cfg, source_columns, 'the model') -%}
@@ -320,7 +319,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
 {#- a root copied from another table's DDL is that table's: dropping it would delete the other table's files -#}
 {%- set root = (desc.get('table_properties') or {}).get('spark_merge.root') if not identity.trust_errors else none -%}
 {%- if root and root != desc.get('location') and (desc.get('type') or '') | upper == 'MANAGED' -%}
-  {%- do run_query('ALTER TABLE ' ~ rel ~ ' SET LOCATION ' ~ spark_merge.spark_merge__literal(root)) -%}
+  {%- do run_query(spark_merge.spark_merge__set_location_sql(rel, root)) -%}
 {%- endif -%}
 {%- do run_query(spark_merge.spark_merge__drop_table_sql(rel)) -%}
 {%- endmacro %}
@@ -358,8 +357,7 @@ AS {% if empty %}SELECT * FROM ({{ sql }}) AS __sm_model WHERE false{% else %}{{
   {%- set rel = spark_merge.spark_merge__dbt_relation() -%}
   {%- set props = fromjson(run_query(spark_merge.spark_merge__describe_json_sql(rel)).rows[0][0]).get('table_properties') or {} -%}
   {%- if (props.get('spark_merge.not_null') or '') != not_null | join(',') -%}
-    {%- do run_query('ALTER TABLE ' ~ rel ~ ' SET TBLPROPERTIES (' ~ "'spark_merge.not_null' = " ~ spark_merge.spark_merge__literal(not_null |
-        join(',')) ~ ')') -%}
+    {%- do run_query(spark_merge.spark_merge__set_properties_sql({'relation': rel}, {'spark_merge.not_null': not_null | join(',')})) -%}
   {%- endif -%}
 {%- endif -%}
 {{ return(not_null) }}

@@ -73,31 +73,7 @@
   'predicates': spark_merge.spark_merge__dbt_as_list(config.get('incremental_predicates'), 'incremental_predicates'),
   'engine_options': {},
 } -%}
-{#- the declared options (core/options.sql): a choice is checked here, except merge_engine,
-    which the engine macro checks with Paimon's spellings; a merge engine's own options go to the
-    engine macro as they are (it checks them against the table) -#}
-{%- set declared = [] -%}
-{%- do spark_merge.spark_merge__option_table(declared) -%}
-{%- for o in declared if o.dbt and o.name != 'primary_key' -%}
-  {%- set value = config.get(o.dbt) if o.dbt in spark_merge.spark_merge__dbt_standard_keys() else spark_merge.spark_merge__dbt_own_config(o.dbt) -%}
-  {%- if value is none -%}{%- set value = o.default -%}{%- endif -%}
-  {%- if o.kind == 'choice' and value is string -%}{%- set value = value | lower -%}{%- endif -%}
-  {%- if o.kind == 'choice' and o.name != 'merge_engine' and value is not none and value not in o.choices -%}
-    {{ spark_merge.spark_merge__dbt_fail(o.dbt ~ " must be " ~ spark_merge.spark_merge__choices_text(o.name) ~ " (" ~ o.help ~ "), got " ~ value) }}
-  {%- endif -%}
-  {%- if o.group == 'engine' -%}
-    {%- if value is not none -%}{%- do cfg.engine_options.update({o.name: value}) -%}{%- endif -%}
-  {%- elif o.kind == 'list' -%}
-    {%- do cfg.update({o.name: spark_merge.spark_merge__dbt_as_list(value, o.dbt)}) -%}
-  {%- else -%}
-    {%- do cfg.update({o.name: value}) -%}
-  {%- endif -%}
-{%- endfor -%}
-{#- an option given where nothing reads it is refused, as merge_core refuses it (option_errors) -#}
-{%- set given, option_errors = {}, [] -%}
-{%- do given.update(cfg) -%}{%- do given.update(cfg.engine_options) -%}
-{%- do spark_merge.spark_merge__option_errors(given, option_errors) -%}
-{%- if option_errors -%}{{ spark_merge.spark_merge__dbt_fail(option_errors | join('; ')) }}{%- endif -%}
+{%- do spark_merge.spark_merge__dbt_declared_options(cfg) -%}
 {#- a microbatch batch (microbatch.sql): its merge replaces the batch's window -#}
 {%- set window = spark_merge.spark_merge__dbt_microbatch() -%}
 {%- do cfg.update({'microbatch': window}) -%}
@@ -127,27 +103,60 @@
 {%- if cfg.retention_hours is not none and (cfg.retention_hours is not number or cfg.retention_hours < 0) -%}
   {{ spark_merge.spark_merge__dbt_fail("retention_hours must be a number of hours, zero or more, got " ~ cfg.retention_hours) }}
 {%- endif -%}
-{%- if cfg.merge_clauses is not none -%}
-  {%- if cfg.merge_clauses is string or cfg.merge_clauses is mapping or cfg.merge_clauses is not sequence or cfg.merge_clauses | length == 0 -%}
-    {{ spark_merge.spark_merge__dbt_fail("merge_clauses must be a non-empty list of {when, condition, action, set, columns, values}") }}
-  {%- endif -%}
-  {%- for cl in cfg.merge_clauses -%}
-    {%- set where = "merge_clauses[" ~ loop.index0 ~ "]" -%}
-    {%- if cl is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~ " must be a mapping, got " ~ cl) }}{%- endif -%}
-    {%- set unknown = cl.keys() | reject('in', ['when', 'condition', 'action', 'set', 'columns', 'values']) | list -%}
-    {%- if unknown -%}{{ spark_merge.spark_merge__dbt_fail(where ~ " has unknown key(s) " ~ unknown | join(', ')) }}{%- endif -%}
-    {%- set codes = {} -%}{%- do spark_merge.spark_merge__codes(codes) -%}
-    {%- if cl.get('when') not in codes.when -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".when must be one of " ~ codes.when |
-        join(', ') ~ ", got " ~ cl.get('when')) }}{%- endif -%}
-    {%- if cl.get('when') == 'not_matched_by_source' and cl.get('action') == 'update' and not cl.get('set') -%}{{
-        spark_merge.spark_merge__dbt_fail(where ~ ": a not_matched_by_source update needs set (the target row has no source row to copy from)") }}{%- endif -%}
-    {%- if cl.get('action') not in ['update', 'delete', 'insert'] -%}{{ spark_merge.spark_merge__dbt_fail(where ~
-        ".action must be update, delete or insert, got " ~ cl.get('action')) }}{%- endif -%}
-    {%- if cl.get('set') is not none and cl.get('set') is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~
-        ".set must map column to expression") }}{%- endif -%}
-  {%- endfor -%}
-{%- endif -%}
+{%- if cfg.merge_clauses is not none -%}{%- do spark_merge.spark_merge__dbt_check_clauses(cfg.merge_clauses) -%}{%- endif -%}
 {{ return(cfg) }}
+{%- endmacro %}
+
+{#- The options core/options.sql declares, as the model's config gives them, into `cfg`: a choice is
+    checked here, except merge_engine, which the engine macro checks with Paimon's spellings; a merge
+    engine's own options go to cfg.engine_options as they are (the engine macro checks them against
+    the table). An option given where nothing reads it is refused, as merge_core refuses it
+    (option_errors). -#}
+{% macro spark_merge__dbt_declared_options(cfg) -%}
+{%- set declared = [] -%}
+{%- do spark_merge.spark_merge__option_table(declared) -%}
+{%- for o in declared if o.dbt and o.name != 'primary_key' -%}
+  {%- set value = config.get(o.dbt) if o.dbt in spark_merge.spark_merge__dbt_standard_keys() else spark_merge.spark_merge__dbt_own_config(o.dbt) -%}
+  {%- if value is none -%}{%- set value = o.default -%}{%- endif -%}
+  {%- if o.kind == 'choice' and value is string -%}{%- set value = value | lower -%}{%- endif -%}
+  {%- if o.kind == 'choice' and o.name != 'merge_engine' and value is not none and value not in o.choices -%}
+    {{ spark_merge.spark_merge__dbt_fail(o.dbt ~ " must be " ~ spark_merge.spark_merge__choices_text(o.name) ~ " (" ~ o.help ~ "), got " ~ value) }}
+  {%- endif -%}
+  {%- if o.group == 'engine' -%}
+    {%- if value is not none -%}{%- do cfg.engine_options.update({o.name: value}) -%}{%- endif -%}
+  {%- elif o.kind == 'list' -%}
+    {%- do cfg.update({o.name: spark_merge.spark_merge__dbt_as_list(value, o.dbt)}) -%}
+  {%- else -%}
+    {%- do cfg.update({o.name: value}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{#- an option given where nothing reads it is refused, as merge_core refuses it (option_errors) -#}
+{%- set given, option_errors = {}, [] -%}
+{%- do given.update(cfg) -%}{%- do given.update(cfg.engine_options) -%}
+{%- do spark_merge.spark_merge__option_errors(given, option_errors) -%}
+{%- if option_errors -%}{{ spark_merge.spark_merge__dbt_fail(option_errors | join('; ')) }}{%- endif -%}
+{%- endmacro %}
+
+{#- merge_clauses' shape: a non-empty list of mappings with known keys, a known `when` and `action`. -#}
+{% macro spark_merge__dbt_check_clauses(clauses) -%}
+{%- if clauses is string or clauses is mapping or clauses is not sequence or clauses | length == 0 -%}
+  {{ spark_merge.spark_merge__dbt_fail("merge_clauses must be a non-empty list of {when, condition, action, set, columns, values}") }}
+{%- endif -%}
+{%- for cl in clauses -%}
+  {%- set where = "merge_clauses[" ~ loop.index0 ~ "]" -%}
+  {%- if cl is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~ " must be a mapping, got " ~ cl) }}{%- endif -%}
+  {%- set unknown = cl.keys() | reject('in', ['when', 'condition', 'action', 'set', 'columns', 'values']) | list -%}
+  {%- if unknown -%}{{ spark_merge.spark_merge__dbt_fail(where ~ " has unknown key(s) " ~ unknown | join(', ')) }}{%- endif -%}
+  {%- set codes = {} -%}{%- do spark_merge.spark_merge__codes(codes) -%}
+  {%- if cl.get('when') not in codes.when -%}{{ spark_merge.spark_merge__dbt_fail(where ~ ".when must be one of " ~ codes.when |
+      join(', ') ~ ", got " ~ cl.get('when')) }}{%- endif -%}
+  {%- if cl.get('when') == 'not_matched_by_source' and cl.get('action') == 'update' and not cl.get('set') -%}{{
+      spark_merge.spark_merge__dbt_fail(where ~ ": a not_matched_by_source update needs set (the target row has no source row to copy from)") }}{%- endif -%}
+  {%- if cl.get('action') not in ['update', 'delete', 'insert'] -%}{{ spark_merge.spark_merge__dbt_fail(where ~
+      ".action must be update, delete or insert, got " ~ cl.get('action')) }}{%- endif -%}
+  {%- if cl.get('set') is not none and cl.get('set') is not mapping -%}{{ spark_merge.spark_merge__dbt_fail(where ~
+      ".set must map column to expression") }}{%- endif -%}
+{%- endfor -%}
 {%- endmacro %}
 
 {#- The upsert options of the config (the declared upsert and engine options), unique_key as the primary key. -#}

@@ -110,7 +110,7 @@
 {%- do spark_merge.spark_merge__dbt_trace('stage', sql) -%}
 {%- do run_query(sql) -%}
 {%- set rows = spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__file_stats_sql(table, ctx.stage)) -%}
-{%- do run_query('DROP TABLE IF EXISTS ' ~ ctx.stage) -%}
+{%- do run_query(spark_merge.spark_merge__drop_table_sql(ctx.stage)) -%}
 {{ return(rows) }}
 {%- endmacro %}
 

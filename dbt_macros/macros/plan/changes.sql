@@ -171,7 +171,6 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
 {#- with WHEN NOT MATCHED BY SOURCE, a FULL join: a target row without a source row is one of its rows;
     the fused write keeps every target row (copied or changed), so LEFT, FULL with inserts -#}
 {%- set full = has_source and (resolved.clauses | selectattr('by_source') | list | length > 0 or (fused and inserts)) -%}
-{%- set join = 'FULL' if full else ('LEFT' if fused else 'RIGHT') -%}
 {%- set is_matched = ('coalesce(' ~ t ~ '.__sm_j AND (' ~ spec.on ~ '), false)') if fused and not has_source
     else t ~ '.__sm_file IS NOT NULL' ~ (' AND ' ~ s ~ '.__sm_srow IS NOT NULL' if full or fused else '') -%}
 {%- set by_source = s ~ '.__sm_srow IS NULL' ~ (' AND ' ~ t ~ '.__sm_j' if fused else '') -%}
@@ -215,6 +214,19 @@ SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAS
       'delete' else 'NULL' }}{% endfor %} END
   {%- endif %} AS __sm_x{{ loop.index0 }}
 {%- endfor %}
+{{ spark_merge.spark_merge__changes_from(spec, table, ctx, write_partitions, full, inserts, changes_filter) }}
+) AS __sm_j0
+{%- endmacro %}
+
+{#- The changes query's FROM: the target (narrowed by `changes_filter`; in the fused write, every row of
+    the partitions it writes, `write_partitions`) joined with the source (`full`: FULL, else LEFT when
+    fused, else RIGHT), or the target alone for an UPDATE or DELETE. -#}
+{% macro spark_merge__changes_from(spec, table, ctx, write_partitions, full, inserts, changes_filter) -%}
+{%- set t = spark_merge.spark_merge__quote(spec.target_alias) -%}
+{%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
+{%- set has_source = spec.source_kind != 'none' -%}
+{%- set fused = write_partitions is not none -%}
+{%- set join = 'FULL' if full else ('LEFT' if fused else 'RIGHT') -%}
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
     ctx.get('rewrite_files')) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(ctx) | trim == 'True'
@@ -228,7 +240,6 @@ FROM {{ spark_merge.spark_merge__fused_target_scan(table, spec.partition_filter 
 FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
 WHERE ({{ spec.on }})
 {%- endif %}
-) AS __sm_j0
 {%- endmacro %}
 
 {#- The names of the plan columns changes_sql passes through from its inner query, in order, appended to `out`. -#}
