@@ -289,16 +289,39 @@ CI_LEAVES_OUT = {
     "test_engines.py::test_first_row_keeps_the_first_row": "test_each_merge_engine_records_the_changelog_paimon_would, unit goldens",
     "test_engines.py::test_aggregation_max_and_sum": "test_each_merge_engine_records_the_changelog_paimon_would, unit goldens",
     "test_engines.py::test_deduplicate_keeps_the_latest_by_sequence_field_out_of_order": "test_each_merge_engine_records_...",
-    # refusals dbt reports as compilation errors: the mechanism runs in CI with the other cases; these messages
-    # are the unit tier's (engine_options.sql, resolved.sql goldens)
-    "test_dbt.py::test_config_errors_are_compilation_errors[session-unique_key='id', merge_engine='first-row'": "the other cases",
-    "test_dbt.py::test_config_errors_are_compilation_errors[session-unique_key='id', merge_engine='aggregation', aggregate_function={'v': 'medi": "the other cases",
-    "test_dbt.py::test_config_errors_are_compilation_errors[session-unique_key='id', merge_clauses=[{'when': 'not_matched', 'action': 'delete'": "the other cases",
     # a statement that does not parse is refused before any Spark call: its messages are unit/test_parse.py's
     "test_validation.py::test_rejected_before_anything_is_touched[unparsable SQL]": "unit/test_parse.py::test_bad_statements",
     "test_validation.py::test_rejected_before_anything_is_touched[not a DML statement]": "unit/test_parse.py::test_bad_statements",
     "test_validation.py::test_rejected_before_anything_is_touched[MERGE without ON]": "unit/test_parse.py::test_bad_statements",
     "test_validation.py::test_rejected_before_anything_is_touched[two statements]": "unit/test_parse.py::test_bad_statements",
+    # the warm server's automatic start: the README test starts it by its first command, runs every
+    # block through it and stops it
+    "test_server.py::test_the_first_command_starts_a_server_every_entry_point_uses": "test_docs.py's README test",
+    # the random model of catalog operations: each operation has its own test in the same file
+    "test_catalog_operations.py::test_random_operations_keep_the_rows_of_a_model": "the file's test of each operation",
+    "test_upsert.py::test_merge_on_read_view_agrees_with_copy_on_write": "test_changes_over_time.py's merge-on-read upsert",
+    "test_upsert.py::test_definition_examples[batches1]": "[batches0], [batches2]",
+    "test_upsert.py::test_definition_examples[batches3]": "[batches0], [batches2]",
+    "test_semantics.py::TestDuplicateRules::test_same_clause_is_an_error_under_every_rule": "test_differential.py (every rule)",
+    "test_cli_and_abort.py::test_explain_counts_prints_the_planning_statements_the_run_issues[update": "[merge], [by_source]",
+    "test_cli_and_abort.py::test_explain_counts_prints_the_planning_statements_the_run_issues[delete": "[merge], [by_source]",
+    # the engines' refusals are the unit tier's (unit/test_engine_options.py, every case against the macro);
+    # through a merge in CI: an unknown engine, a type, an allowed configuration, two kinds of upsert
+    "test_engines.py::test_configuration_errors_name_the_problem[options1-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options3-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options4-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options5-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options6-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options7-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options8-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options9-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options10-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options11-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options12-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options14-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options15-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options16-": "unit/test_engine_options.py",
+    "test_engines.py::test_configuration_errors_name_the_problem[options17-": "unit/test_engine_options.py",
 }
 
 

@@ -540,60 +540,72 @@ def test_sync_all_columns_cannot_drop_a_column(project):
     assert "cannot drop or retype columns" in project.run_results()["osc_drop"]["message"]
 
 
-@pytest.mark.parametrize(
-    "config, fragment",
-    [
-        ("", "set unique_key"),
-        ("unique_key='id', file_format='delta'", "file_format must be parquet or orc"),
-        (
-            "unique_key='id', on_schema_change='explode'",
-            "on_schema_change must be ignore, fail, append_new_columns or sync_all_columns",
-        ),
-        ("unique_key='id', duplicate_rule='first'", "duplicate_rule must be trino, postgres or strict"),
-        ("unique_key='id', meta={'duplicate_rule': 'first'}", "duplicate_rule must be trino, postgres or strict"),
-        ("unique_key='id', duplicate_rule='strict', meta={'duplicate_rule': 'trino'}", "duplicate_rule is set twice"),
-        ("unique_key='id', merge_clauses=[{'when': 'always', 'action': 'update'}]", "merge_clauses[0].when"),
-        ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'upsert'}]", "merge_clauses[0].action"),
-        ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'sett': {}}]", "unknown key(s) sett"),
-        ("unique_key='id', merge_clauses='update'", "merge_clauses must be a non-empty list"),
-        ("unique_key='id', merge_update_columns=['v'], merge_exclude_columns=['v']", "not both"),
-        ("unique_key='id', retention_hours=-1", "retention_hours must be"),
-        ("incremental_strategy='microbatch', event_time='v'", "dbt runs batches only for materialized='incremental'"),
-        (
-            "unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'set': {'nope': '1'}}]",
-            "SET assigns unknown column nope",
-        ),
-        (
-            "unique_key='id', merge_clauses=[{'when': 'not_matched', 'action': 'delete'}]",
-            "DELETE is only allowed in WHEN MATCHED",
-        ),
-        ("unique_key='id', sequence_field='v'", "sequence_field applies only to merge engines"),
-        ("merge_engine='aggregation'", "a merge engine needs unique_key"),
-        (
-            "unique_key='id', merge_engine='aggregation', aggregate_function={'v': 'median'}",
-            "unknown function median for v",
-        ),
-        ("unique_key='id', merge_engine='first-row', sequence_field='v'", "sequence_field is not allowed"),
-        # a column a config key names must exist: on the first run (before the CTAS) and on every later one
-        ("unique_key='idd'", "unique_key names column 'idd', which the model does not have (its columns: id, v)"),
-        ("unique_key='id', partition_by=['dt']", "partition_by names column 'dt'"),
-        ("unique_key='id', watermark_key='ts'", "watermark_key names column 'ts'"),
-        ("unique_key='idd', later=True", "unique_key names column 'idd', which the model does not have"),
-    ],
-)
-def test_config_errors_are_compilation_errors(project, config, fragment):
-    later = ", later=True" in config
-    config = config.replace(", later=True", "")
-    project.model("bad", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
-    if later or any(
-        f in fragment for f in ("nope", "DELETE", "median", "not allowed")
-    ):  # found against the existing table
-        project.model("bad", "{{ config(materialized='spark_merge', unique_key='id') }}\nselect 1 as id, 2 as v")
-        project.dbt("run", "-s", "bad", "--full-refresh")
-        project.model("bad", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
-    project.dbt("run", "-s", "bad", ok=False)
-    message = project.run_results()["bad"]["message"]
-    assert "Compilation Error" in message and fragment in message, message
+# (config, what the model's error says): every refusal a model's config meets, before anything is
+# written; "later=True" (and the cases decided against the existing table) on a model that ran before
+CONFIG_ERRORS = [
+    ("", "set unique_key"),
+    ("unique_key='id', file_format='delta'", "file_format must be parquet or orc"),
+    (
+        "unique_key='id', on_schema_change='explode'",
+        "on_schema_change must be ignore, fail, append_new_columns or sync_all_columns",
+    ),
+    ("unique_key='id', duplicate_rule='first'", "duplicate_rule must be trino, postgres or strict"),
+    ("unique_key='id', meta={'duplicate_rule': 'first'}", "duplicate_rule must be trino, postgres or strict"),
+    ("unique_key='id', duplicate_rule='strict', meta={'duplicate_rule': 'trino'}", "duplicate_rule is set twice"),
+    ("unique_key='id', merge_clauses=[{'when': 'always', 'action': 'update'}]", "merge_clauses[0].when"),
+    ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'upsert'}]", "merge_clauses[0].action"),
+    ("unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'sett': {}}]", "unknown key(s) sett"),
+    ("unique_key='id', merge_clauses='update'", "merge_clauses must be a non-empty list"),
+    ("unique_key='id', merge_update_columns=['v'], merge_exclude_columns=['v']", "not both"),
+    ("unique_key='id', retention_hours=-1", "retention_hours must be"),
+    ("incremental_strategy='microbatch', event_time='v'", "dbt runs batches only for materialized='incremental'"),
+    (
+        "unique_key='id', merge_clauses=[{'when': 'matched', 'action': 'update', 'set': {'nope': '1'}}]",
+        "SET assigns unknown column nope",
+    ),
+    (
+        "unique_key='id', merge_clauses=[{'when': 'not_matched', 'action': 'delete'}]",
+        "DELETE is only allowed in WHEN MATCHED",
+    ),
+    ("unique_key='id', sequence_field='v'", "sequence_field applies only to merge engines"),
+    ("merge_engine='aggregation'", "a merge engine needs unique_key"),
+    (
+        "unique_key='id', merge_engine='aggregation', aggregate_function={'v': 'median'}",
+        "unknown function median for v",
+    ),
+    ("unique_key='id', merge_engine='first-row', sequence_field='v'", "sequence_field is not allowed"),
+    # a column a config key names must exist: on the first run (before the CTAS) and on every later one
+    ("unique_key='idd'", "unique_key names column 'idd', which the model does not have (its columns: id, v)"),
+    ("unique_key='id', partition_by=['dt']", "partition_by names column 'dt'"),
+    ("unique_key='id', watermark_key='ts'", "watermark_key names column 'ts'"),
+    ("unique_key='idd', later=True", "unique_key names column 'idd', which the model does not have"),
+]
+FOUND_AGAINST_THE_TABLE = ("nope", "DELETE", "median", "not allowed")
+
+
+def test_config_errors_are_compilation_errors(project):
+    """Each case is a model of its own, all refused in one dbt run: dbt goes on past one model's
+    compilation error, and each model's message is its own (run_results.json)."""
+    good = "{{ config(materialized='spark_merge', unique_key='id') }}\nselect 1 as id, 2 as v"
+    later = [f"bad_{i}" for i, (config, fragment) in enumerate(CONFIG_ERRORS)
+             if ", later=True" in config or any(f in fragment for f in FOUND_AGAINST_THE_TABLE)]  # fmt: skip
+    for name in later:
+        project.model(name, good)
+    project.dbt("run", "-s", *later, "--full-refresh")
+    for i, (config, _) in enumerate(CONFIG_ERRORS):
+        config = config.replace(", later=True", "")
+        project.model(f"bad_{i}", "{{ config(materialized='spark_merge', " + config + ") }}\nselect 1 as id, 2 as v")
+    project.dbt("run", "-s", *[f"bad_{i}" for i in range(len(CONFIG_ERRORS))], ok=False)
+    results = project.run_results()
+    wrong = {
+        config: results[f"bad_{i}"]["message"]
+        for i, (config, fragment) in enumerate(CONFIG_ERRORS)
+        if "Compilation Error" not in (results[f"bad_{i}"]["message"] or "")
+        or fragment not in results[f"bad_{i}"]["message"]
+    }
+    assert not wrong, wrong
+    for i in range(len(CONFIG_ERRORS)):
+        (project.path / "models" / f"bad_{i}.sql").unlink()  # no later test meets them
 
 
 CONTRACT_YML = """

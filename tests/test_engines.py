@@ -13,6 +13,7 @@ import pytest
 from merge_core import EngineRejected, ValidationError, merge
 
 from .conftest import location, rows, snapshot
+from .unit.test_engine_options import ENGINE_CONFIGURATIONS
 
 
 def engine_merge(spark, table, columns, records, **options):
@@ -653,49 +654,10 @@ def test_cli_engine_upsert_with_paimon_style_field_options(spark, db, capsys):
 # -- configuration errors at begin ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "options, message",
-    [
-        (dict(merge_engine="replace"), "unknown engine replace"),
-        (dict(merge_engine="aggregation", aggregate_function={"v": "median"}), "unknown function median for v"),
-        (
-            dict(merge_engine="aggregation", aggregate_function={"v": "sum"}),
-            "sum does not take column v of type string",
-        ),
-        (
-            dict(merge_engine="aggregation", aggregate_function={"n": "bool_or"}),
-            "bool_or does not take column n of type int",
-        ),
-        (dict(merge_engine="aggregation", aggregate_function={"k": "sum"}), "k is a primary key column"),
-        (dict(merge_engine="deduplicate", sequence_field="missing"), "unknown column missing"),
-        (dict(merge_engine="first-row", sequence_field="n"), "first-row keeps the first row"),
-        (
-            dict(merge_engine="deduplicate", aggregate_function={"n": "sum"}),
-            "applies to the partial-update and aggregation",
-        ),
-        (dict(merge_engine="aggregation", sequence_group={"n": "v"}), "sequence_group applies to the partial-update"),
-        (dict(merge_engine="partial-update", sequence_group={"n": "v", "ts": "v"}), "v is already in sequence group n"),
-        (dict(merge_engine="partial-update", sequence_group={"v": "n"}), "must be numeric, a date or a timestamp"),
-        (
-            dict(merge_engine="aggregation", aggregate_function={"n": "sum"}, distinct=["n"]),
-            "not aggregated with collect",
-        ),
-        (dict(merge_engine="aggregation", nested_key={"n": "id"}), "not aggregated with nested_update"),
-        (dict(merge_engine="aggregation", ignore_retract=["v"]), None),
-        (dict(merge_engine="partial-update", aggregate_function={"n": "sum"}), "sum on n: a partial-update field"),
-        (dict(merge_engine="partial-update", aggregate_function={"n": "last_non_null_value"}), None),
-        (
-            dict(merge_engine="aggregation", default_aggregate_function="avg"),
-            "default_aggregate_function: unknown function avg",
-        ),
-        (
-            dict(merge_engine="aggregation", default_aggregate_function="sum"),
-            "sum does not take column v of type string",
-        ),
-        (dict(merge_engine="deduplicate", watermark_key="ts"), "choose one"),
-    ],
-)
+@pytest.mark.parametrize("options, message", ENGINE_CONFIGURATIONS)
 def test_configuration_errors_name_the_problem(spark, db, options, message):
+    """The refusals of unit/test_engine_options.py, through a merge: raised in begin, before anything
+    is written."""
     t = f"{db}.cfg"
     spark.sql(f"CREATE TABLE {t} (k INT, v STRING, n INT, ts INT) USING parquet")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1, 1)")
