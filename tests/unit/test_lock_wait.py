@@ -103,3 +103,14 @@ def test_a_lock_released_between_the_create_and_the_look_is_taken_again_without_
     lock.holder = lambda table: lock.calls.append("holder") or next(looks)
     assert wait(lock, MINE) == {}
     assert lock.calls == ["take", "holder", "pause", "take", "holder", "take", "holder"]
+
+
+def test_a_holder_that_wrote_no_owner_or_lease_is_named_by_what_it_wrote():
+    """A lock from before leases (no expires) or written by hand (no owner) still names its merge and
+    since when; the message leaves out what is not there rather than printing None."""
+    bare = {"merge_id": OTHER, "since": "2026-01-01T00:00:00+00:00", "expires": "", "owner": "", "dead": False}
+    error = wait(ScriptedLock(bare), wait_s=0)["error"]
+    assert error.startswith(
+        f"db.t is being committed by merge {OTHER} (since 2026-01-01T00:00:00+00:00), which is alive"
+    )
+    assert "None" not in error and "lease until" not in error and " on " not in error.split("(since")[0]

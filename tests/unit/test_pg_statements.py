@@ -77,3 +77,25 @@ def test_the_history_statements_take_their_values_as_parameters():
     assert pg_merge.insert_history(h).count("%s") == 3 and pg_merge.select_history(h).count("%s") == 2
     created = pg_merge.create_history(h)
     assert created.startswith('CREATE TABLE IF NOT EXISTS "sch"."__spark_merge_history"') and "PRIMARY KEY" in created
+
+
+@pytest.mark.parametrize(
+    "spark_type, staged, read_back",
+    [
+        ("int", "integer", ""),
+        ("decimal(38,10)", "numeric", ""),  # exact: no rounding on the way
+        ("varchar(5)", "text", ""),  # PostgreSQL's assignment checks the column's length
+        ("date", "text", "date"),  # a JDBC DATE would be a midnight in the JVM's zone
+        ("timestamp", "text", "timestamptz"),
+        ("timestamp_ntz", "text", "timestamp"),
+        ("array<int>", "integer[]", ""),
+        ("array<array<int>>", "text", "jsonb"),
+        ("struct<a:int>", "text", "jsonb"),
+    ],
+)
+def test_each_spark_type_travels_as_a_type_postgresql_reads_back_exactly(spark_type, staged, read_back):
+    pg_type, _, read = pg_merge.transport(spark_type)
+    assert (pg_type, read) == (staged, read_back)
+    if read:  # read back with a cast in the USING query
+        select = pg_merge.Staged("x", [("c", pg_type, read)]).select().sql(dialect="postgres")
+        assert f'CAST("c" AS {read.upper()})' in select

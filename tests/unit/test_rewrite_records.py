@@ -1,0 +1,81 @@
+"""The records a rewrite's commit is made of, built by the shared macros without a run: where each
+rewritten partition is pointed (and where it was, for rollback), the metrics of the files written and
+carried, and the filters naming partitions."""
+
+from __future__ import annotations
+
+import pytest
+
+from merge_core.common import macros
+from tests.unit.test_macros import DESC, TYPES
+
+CTX = {"stage_location": "file:/w/acc/_merge_m"}
+
+
+@pytest.fixture
+def table():
+    return macros.fill("table_info", DESC, TYPES)
+
+
+def listing(dt, directory, files=1, size=100, rows=10):
+    return {"partition": {"dt": dt}, "dir": directory, "files": files, "bytes": size, "rows": rows}
+
+
+def test_each_rewritten_partition_points_at_its_staged_directory_and_remembers_the_old_one(table):
+    old = [
+        listing("2026-01-01", "file:/w/acc/dt=2026-01-01"),
+        listing("2026-01-02", "file:/w/acc/dt=2026-01-02", 2, 300, 20),
+    ]
+    new = [listing("2026-01-01", "file:/w/acc/_merge_m/dt=2026-01-01", 1, 120, 11),
+           listing("2026-01-03", "file:/w/acc/_merge_m/dt=2026-01-03", 1, 50, 1)]  # fmt: skip
+    parts = [{"dt": "2026-01-01"}, {"dt": "2026-01-02"}, {"dt": "2026-01-03"}]
+    out = macros.fill("repoints", table, CTX, parts, old, new)
+    assert out["repoints"] == [
+        {"partition": {"dt": "2026-01-01"}, "location": "file:/w/acc/_merge_m/dt=2026-01-01",
+         "old_location": "file:/w/acc/dt=2026-01-01", "exists": True},
+        # every row of it deleted: an empty directory of its own, so the partition reads as empty
+        {"partition": {"dt": "2026-01-02"}, "location": "file:/w/acc/_merge_m/empty-1",
+         "old_location": "file:/w/acc/dt=2026-01-02", "exists": True},
+        # a partition the merge creates: no old location, added rather than moved
+        {"partition": {"dt": "2026-01-03"}, "location": "file:/w/acc/_merge_m/dt=2026-01-03",
+         "old_location": None, "exists": False},
+    ]  # fmt: skip
+    assert out["empty"] == ["file:/w/acc/_merge_m/empty-1"]
+    assert out["metrics"] == {"numOutputRows": 12, "numTargetFilesAdded": 2, "numTargetBytesAdded": 170,
+                              "numTargetFilesRemoved": 3, "numTargetBytesRemoved": 400,
+                              "numTargetPartitionsRewritten": 3}  # fmt: skip
+
+
+def test_an_unpartitioned_table_is_repointed_as_a_whole(table):
+    flat = {**table, "partition_columns": [], "location": "file:/w/acc"}
+    out = macros.fill("repoints", flat, CTX, [{}], [], [])  # every row deleted, nothing staged
+    assert out["repoints"] == [{"partition": None, "location": CTX["stage_location"], "old_location": "file:/w/acc",
+                                "exists": False}]  # fmt: skip
+    assert out["empty"] == []
+
+
+def test_files_carried_over_are_not_counted_as_removed():
+    m = {"numTargetFilesRemoved": 5, "numTargetBytesRemoved": 500}
+    macros.render("carried_metrics", m, [{"files": 2, "bytes": 150, "rows": 7}, {"files": 1, "bytes": 50, "rows": 3}])
+    assert m == {"numTargetFilesRemoved": 2, "numTargetBytesRemoved": 300, "numTargetFilesCarried": 3,
+                 "numTargetBytesCarried": 200, "numTargetRowsCarried": 10}  # fmt: skip
+
+
+def test_the_changed_rows_are_broadcast_up_to_the_limit_and_joined_beyond_it():
+    limit = int(macros.render("broadcast_rows"))
+
+    def broadcast(updated, deleted):
+        return macros.broadcast_changed({"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted})["broadcast"]
+
+    assert broadcast(limit - 1, 1) and not broadcast(limit, 1) and broadcast(0, 0)
+
+
+def test_a_partition_filter_names_each_partition_null_and_quotes_included(table):
+    parts = [{"dt": "2026-01-01"}, {"dt": None}]
+    assert macros.render("partition_filter", table, parts) == "(`dt` = CAST('2026-01-01' AS date)) OR (`dt` IS NULL)"
+    assert macros.render("partition_filter", table, []) == "false"  # no partition: no row
+    two = {**table, "partition_columns": ["v", "dt"]}
+    assert (
+        macros.render("partition_filter", two, [{"v": "it's", "dt": None}], "t.")
+        == "(t.`v` = CAST('it\\'s' AS string) AND t.`dt` IS NULL)"
+    )
