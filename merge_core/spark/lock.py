@@ -120,8 +120,12 @@ class _Handle:
 
     def __init__(self, spark: SparkSession):
         self.spark = spark
-        self.owner_text = _identity(spark)
         self.took = False  # just created: the look needs no listing first
+
+    @functools.cached_property
+    def owner_text(self) -> str:
+        """Where this process runs, written into a lock it takes (a waiter that only looks never asks)."""
+        return _identity(self.spark)
 
     def holder(self, table: dict) -> dict | None:
         owner = holder(self.spark, table, look=not self.took)

@@ -35,7 +35,7 @@ def name(text: str) -> exp.Identifier:
     return exp.to_identifier(text, quoted=True)
 
 
-def table(*parts: str, alias: str | None = None) -> exp.Table:
+def pg_table(*parts: str, alias: str | None = None) -> exp.Table:
     """schema.table (or one name) as a PostgreSQL table, quoted; ``alias`` as its AS."""
     *db, this = parts
     return exp.Table(
@@ -47,7 +47,7 @@ def table(*parts: str, alias: str | None = None) -> exp.Table:
 
 def ident(*parts: str) -> str:
     """A PostgreSQL identifier (schema.table, or one name), quoted: for the JDBC writer and to_regclass."""
-    return table(*parts).sql(dialect=PG)
+    return pg_table(*parts).sql(dialect=PG)
 
 
 # Spark's type of a staged source column -> (PostgreSQL column type of the staging table, the Spark
@@ -220,12 +220,8 @@ def build(spec: dict, table: dict, resolved: dict, staged: Staged, schema: str, 
         merge=merge.sql(dialect=PG) if whens else None,
         by_source=[(q.by_source(cl), cl["index"], cl["label"]) for cl in by_source],
         merge_clauses=[cl["index"] for cl in matched + inserting],
-        release=exp.Drop(tables=[table_of(BY_SOURCE)], kind="TABLE").sql(dialect=PG) if by_source else None,
+        release=exp.Drop(tables=[pg_table(BY_SOURCE)], kind="TABLE").sql(dialect=PG) if by_source else None,
     )
-
-
-def table_of(relation: str, alias: str | None = None) -> exp.Table:
-    return table(relation, alias=alias)
 
 
 class _Statements:
@@ -245,7 +241,7 @@ class _Statements:
         self._on = self.tr(spec["on"], "ON condition")
 
     def aliased(self) -> exp.Table:
-        return table(self.schema, self.name, alias=self.t)
+        return pg_table(self.schema, self.name, alias=self.t)
 
     def using(self) -> exp.Subquery:
         return exp.Subquery(this=self.staged.select(), alias=exp.TableAlias(this=name(self.s)))
@@ -257,7 +253,7 @@ class _Statements:
         return exp.not_(exp.Exists(this=exp.select("1").from_(self.using()).where(self.on())))
 
     def lock_rows(self, query: exp.Select) -> str:
-        query.set("locks", [exp.Lock(update=True, expressions=[table(self.t)])])
+        query.set("locks", [exp.Lock(update=True, expressions=[pg_table(self.t)])])
         return query.sql(dialect=PG)
 
     def cond(self, cl: dict) -> exp.Expr:
@@ -309,7 +305,7 @@ class _Statements:
                 .where(exp.not_(exp.Exists(this=target_row)))
             )
         if by_source:
-            parts.append(exp.select(exp.alias_(exp.column("__sm_k"), "k")).from_(table_of(BY_SOURCE)))
+            parts.append(exp.select(exp.alias_(exp.column("__sm_k"), "k")).from_(pg_table(BY_SOURCE)))
         union: exp.Query = parts[0]
         for part in parts[1:]:
             union = exp.union(union, part, distinct=False)
@@ -329,10 +325,10 @@ class _Statements:
             .where(self.unmatched_target())
         )
         temporary = exp.Properties(expressions=[exp.TemporaryProperty()])
-        return exp.Create(this=table_of(BY_SOURCE), kind="TABLE", expression=rows, properties=temporary).sql(dialect=PG)
+        return exp.Create(this=pg_table(BY_SOURCE), kind="TABLE", expression=rows, properties=temporary).sql(dialect=PG)
 
     def by_source(self, cl: dict) -> str:
-        captured = table_of(BY_SOURCE, alias="__sm_b")
+        captured = pg_table(BY_SOURCE, alias="__sm_b")
         where = exp.and_(
             exp.EQ(this=exp.column("ctid", table=name(self.t)), expression=exp.column("__sm_row", table="__sm_b")),
             exp.EQ(this=exp.column("__sm_k", table="__sm_b"), expression=exp.Literal.number(cl["index"])),

@@ -160,7 +160,7 @@ def _catalog(target: PostgresTarget, schema: str, name: str) -> tuple[list[tuple
     """From PostgreSQL's catalog: per column (name, type, not null, has a default or identity, its
     base type, its type category), and the primary key's columns in order."""
     with target.connect() as conn:
-        oid = conn.execute("SELECT to_regclass(%s)::oid", (sql_identifier(schema, name),)).fetchone()[0]
+        oid = conn.execute("SELECT to_regclass(%s)::oid", (pg_merge.ident(schema, name),)).fetchone()[0]
         if oid is None:
             raise TargetError(f"target table {schema}.{name} not found in PostgreSQL database {target.database}")
         columns = conn.execute(
@@ -193,7 +193,7 @@ def _spark_view(spark, target: PostgresTarget, schema: str, name: str, view: str
     if unbounded:
         reader = reader.option("customSchema", ", ".join(f"`{c.replace('`', '``')}` DOUBLE" for c in unbounded))
     reader.jdbc(
-        target.jdbc_url(), sql_identifier(schema, name), properties=target.jdbc_properties()
+        target.jdbc_url(), pg_merge.ident(schema, name), properties=target.jdbc_properties()
     ).createOrReplaceTempView(view)
     return [(r[0], r[1]) for r in spark.sql(macros.describe_relation_sql(macros.quote(view))).collect()]
 
@@ -201,9 +201,6 @@ def _spark_view(spark, target: PostgresTarget, schema: str, name: str, view: str
 def forget(spark, table: dict) -> None:
     """Drop the temporary view describe() made (when the merge ends, whichever way)."""
     spark.sql(macros.drop_view_sql(table["relation"]))
-
-
-sql_identifier = pg_merge.ident
 
 
 class ChangeOnlyUpdatedColumns(RowChangeParadigm):
@@ -250,7 +247,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
     # -- write -------------------------------------------------------------------------
     @staticmethod
     def _stage(s: RunState) -> str:
-        return sql_identifier(s["table"]["database"], STAGE_PREFIX + s["merge_id"])
+        return pg_merge.ident(s["table"]["database"], STAGE_PREFIX + s["merge_id"])
 
     def staged(self, host: Any, s: RunState) -> pg_merge.Staged:
         """The staging table's columns: the source's, as Spark types them (none for UPDATE/DELETE)."""
@@ -376,7 +373,7 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         transaction, so it exists iff the merge does."""
         s["metrics"]["executionTimeMs"] = host.elapsed_ms()
         entry = dict(macros.history_entry(s, s["table"]["version"]), finished_at=host.now())
-        history_table = sql_identifier(s["table"]["database"], HISTORY_TABLE)
+        history_table = pg_merge.ident(s["table"]["database"], HISTORY_TABLE)
         return [
             (pg_merge.create_history(history_table), ()),
             (
@@ -435,7 +432,7 @@ def refused(e: Exception, table: dict) -> MergeError:
 def history(target: PostgresTarget, table: str, limit: int = 20) -> list[dict]:
     schema, _ = split_name(table.split("."))
     with target.connect() as conn:
-        if conn.execute("SELECT to_regclass(%s)", (sql_identifier(schema, HISTORY_TABLE),)).fetchone()[0] is None:
+        if conn.execute("SELECT to_regclass(%s)", (pg_merge.ident(schema, HISTORY_TABLE),)).fetchone()[0] is None:
             return []
-        rows = conn.execute(pg_merge.select_history(sql_identifier(schema, HISTORY_TABLE)), (table, limit)).fetchall()
+        rows = conn.execute(pg_merge.select_history(pg_merge.ident(schema, HISTORY_TABLE)), (table, limit)).fetchall()
     return [r[0] if isinstance(r[0], dict) else json.loads(r[0]) for r in rows]
