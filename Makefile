@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo unit test test-all lint docs bench bench-cli bench-delta bench-matrix bench-s3 bench-feed clean
+.PHONY: demo unit test test-all lint docs bench bench-cli bench-delta bench-matrix bench-s3 bench-feed bench-partitions clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,12 @@ $(DELTA)/ready: $(STAMP)
 	touch $@
 
 DELTA_RUN = PYTHONPATH=$(DELTA)/py42:. DELTA_JARS=$(CURDIR)/$(DELTA)/delta-spark_2.13-4.4.0.jar,$(CURDIR)/$(DELTA)/delta-storage-4.4.0.jar $(BIN)/python
+# a merge's commit against the partitions it rewrites and the table has (bench/partitions.py), on the
+# embedded and a service metastore, Delta beside it (so on Delta's Spark, as bench-delta)
+PARTS_ARGS ?=
+bench-partitions: $(DELTA)/ready
+	$(DELTA_RUN) bench/partitions.py $(PARTS_ARGS)
+
 # S3 requests per merge (bench/s3_requests.py), on moto's S3 server; S3A's jars are fetched into var/s3a
 S3_ARGS ?=
 bench-s3: $(STAMP)

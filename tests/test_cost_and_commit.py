@@ -300,3 +300,40 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     assert c["jobs"] <= 16, c
     assert c["data statements"] <= 3 and c["metastore statements"] <= 7 and c["statements"] <= 20, c
     assert c["file statistics"] == 2, c
+
+
+def test_a_merge_rewriting_many_partitions_lists_them_in_one_catalog_call(spark, db):
+    """From 64 partitions and a tenth of the table, the commit finds the partitions it moves in one
+    listing of the table, not a call each: Hive client calls stay flat as the partitions grow. Two
+    partition columns, one of them NULL in some partitions (the catalog's default partition name),
+    and an inserted row in a new partition beside them: every rewritten partition is moved, the new
+    one added, and the rows read back are the merge's."""
+    t = f"{db}.wide"
+    spark.sql(
+        f"CREATE TABLE {t} USING parquet PARTITIONED BY (p, q) AS SELECT id, 0 AS v, CAST(id % 40 AS INT) AS p, "
+        f"CASE WHEN id DIV 40 % 2 = 0 THEN NULL ELSE 'q1' END AS q FROM range(400)"
+    )
+    calls = spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics.METRIC_HIVE_CLIENT_CALLS()
+
+    def hive_calls(statement: str):
+        n0 = calls.getCount()
+        result = merge(spark, statement)
+        return result, calls.getCount() - n0
+
+    _, one = hive_calls(
+        f"MERGE INTO {t} x USING (SELECT 100 AS id) s ON x.id = s.id WHEN MATCHED THEN UPDATE SET v = 0"
+    )
+    before = {r[0] for r in spark.sql(f"SELECT DISTINCT _metadata.file_path FROM {t}").collect()}
+    r, many = hive_calls(
+        f"""MERGE INTO {t} x USING (SELECT id FROM range(80) UNION ALL SELECT 1000) s ON x.id = s.id
+        WHEN MATCHED THEN UPDATE SET v = 1
+        WHEN NOT MATCHED THEN INSERT (id, v, p, q) VALUES (s.id, 2, 99, NULL)"""
+    )
+    # a call or two per partition would add 80 to 160 to the one-partition merge's calls
+    assert many - one < 40, f"{many} Hive client calls for 81 partitions, {one} for one"
+    assert r.metrics["numTargetPartitionsRewritten"] == 81 and r.metrics["numTargetRowsUpdated"] == 80
+    assert sorted(rows(spark, f"(SELECT v, count(*) FROM {t} GROUP BY v)")) == [(0, 320), (1, 80), (2, 1)]
+    assert rows(spark, f"(SELECT p, q FROM {t} WHERE id IN (0, 41, 1000))") == [(0, None), (1, "q1"), (99, None)]
+    after = {r[0] for r in spark.sql(f"SELECT DISTINCT _metadata.file_path FROM {t}").collect()}
+    # every partition was repointed into this merge's directory (rewritten files and carried ones)
+    assert before - after and all(f"/_merge_{r.merge_id}/" in f for f in after)
