@@ -133,6 +133,7 @@ def child(args) -> None:
     from merge_core.spark.session import get_session
 
     home = Path(tempfile.mkdtemp(prefix="sm_bench_parts_"))
+    home.chmod(0o755)  # PostgreSQL runs as its own user (tests/pg_server.py) and must reach its folder
     conf = {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g", "spark.ui.showConsoleProgress": "false"}
     if JARS:
         conf.update(
