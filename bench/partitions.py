@@ -215,6 +215,8 @@ def main() -> None:
             if not line.startswith("ROW "):
                 continue
             r = json.loads(line[4:])
+            if r["rewritten"] != r["k"]:
+                raise SystemExit(f"the merge rewrote {r['rewritten']} partitions, not the workload's {r['k']}: {r}")
             per = r["commit"] / r["k"] * 1000 if r["commit"] is not None else None
             ratio = r["delta"] / r["sm"] if "delta" in r else None
             out(

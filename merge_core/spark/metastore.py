@@ -94,15 +94,25 @@ LIST_SHARE = 10
 
 
 def _existing(
-    j: _Handles, catalog: Any, database: str, name: str, columns: list[str], partitions: list[dict]
+    j: _Handles,
+    catalog: Any,
+    database: str,
+    name: str,
+    columns: list[str],
+    partitions: list[dict],
+    total: int | None = None,
 ) -> dict[tuple, Any]:
     """The catalog's CatalogTablePartition of each of ``partitions`` that exists, by its values
-    (a tuple in ``columns``' order): one call per partition, or one listing of the table (above)."""
+    (a tuple in ``columns``' order): one call per partition, or one listing of the table (above).
+    ``total``: the table's partition count, when the caller has it already."""
     global reads
     keys = {tuple(part[c] for c in columns) for part in partitions}
     none = j.option.empty()
-    if len(keys) >= LOOKUPS_MAX and len(keys) * LIST_SHARE >= catalog.listPartitionNames(database, name, none).size():
-        reads += 2
+    if len(keys) >= LOOKUPS_MAX and total is None:
+        reads += 1
+        total = catalog.listPartitionNames(database, name, none).size()
+    if len(keys) >= LOOKUPS_MAX and len(keys) * LIST_SHARE >= (total or 0):
+        reads += 2  # the stored names of the partition columns (the listing's spec keys), the listing
         stored = list(j.converters.asJava(catalog.getTable(database, name).partitionColumnNames()))
         by_lower = {c.lower(): c for c in stored}
         spec_keys = [by_lower.get(c.lower(), c) for c in columns]
@@ -181,16 +191,16 @@ def locations(
     if not partition_columns:
         reads += 1
         return [({}, j.to_string(catalog.getTable(database, name).location()))], 1
-    existing = _existing(j, catalog, database, name, partition_columns, partitions)
+    total = None
+    if count:
+        reads += 1
+        total = catalog.listPartitionNames(database, name, j.option.empty()).size()
+    existing = _existing(j, catalog, database, name, partition_columns, partitions, total)
     found = []
     for part in partitions:
         p = existing.get(tuple(part[c] for c in partition_columns))
         if p is not None:
             found.append((part, j.to_string(p.location())))
-    total = None
-    if count:
-        reads += 1
-        total = catalog.listPartitionNames(database, name, j.option.empty()).size()
     return found, total
 
 
