@@ -72,7 +72,13 @@ def test_the_changed_rows_are_broadcast_up_to_the_limit_and_joined_beyond_it():
 
 def test_a_partition_filter_names_each_partition_null_and_quotes_included(table):
     parts = [{"dt": "2026-01-01"}, {"dt": None}]
-    assert macros.render("partition_filter", table, parts) == "(`dt` = CAST('2026-01-01' AS date)) OR (`dt` IS NULL)"
+    assert macros.render("partition_filter", table, parts) == "(`dt` = CAST('2026-01-01' AS date) OR `dt` IS NULL)"
+    # one partition column: an IN list (a hash set in Spark), whatever the number of partitions
+    many = [{"dt": "2026-01-01"}, {"dt": None}, {"dt": "2026-01-03"}]
+    assert macros.render("partition_filter", table, many, "t.") == (
+        "(t.`dt` IN (CAST('2026-01-01' AS date), CAST('2026-01-03' AS date)) OR t.`dt` IS NULL)"
+    )
+    assert macros.render("partition_filter", table, [{"dt": None}]) == "`dt` IS NULL"
     assert macros.render("partition_filter", table, []) == "false"  # no partition: no row
     two = {**table, "partition_columns": ["v", "dt"]}
     assert (

@@ -34,9 +34,27 @@ PARTITION ({% for c in table.partition_columns -%}
 {%- endfor %})
 {%- endmacro %}
 
-{#- Predicate selecting the given partitions (list of {column: string value}). -#}
+{#- Predicate selecting the given partitions (list of {column: string value}). With one partition
+    column it is `col IN (...)` (Spark evaluates a long IN list as a hash set, and prunes partitions
+    by it), with `OR col IS NULL` for the NULL partition; an OR of one equality per partition costs
+    each row the whole list, which grows with rows x partitions on a backfill. With several columns,
+    an OR of one conjunction per partition (a NULL never equals in a tuple IN). -#}
 {% macro spark_merge__partition_filter(table, partitions, qualifier='') -%}
 {%- if partitions | length == 0 -%}false
+{%- elif table.partition_columns | length == 1 -%}
+{%- set c = table.partition_columns[0] -%}
+{%- set col = qualifier ~ spark_merge.spark_merge__quote(c) -%}
+{%- set values = [] -%}
+{%- for part in partitions if part[c] is not none -%}{%- do values.append(part[c]) -%}{%- endfor -%}
+{%- set any_null = values | length < partitions | length -%}
+{%- if values and any_null %}({% endif -%}
+{%- set type = table.columns_by_name[c | lower].type -%}
+{%- if values | length == 1 -%}{{ col }} = {{ spark_merge.spark_merge__typed_literal(values[0], type) }}
+{%- elif values -%}{{ col }} IN ({% for v in values -%}
+{{ spark_merge.spark_merge__typed_literal(v, type) }}{{ ", " if not loop.last }}
+{%- endfor %}){%- endif -%}
+{%- if any_null %}{{ " OR " if values }}{{ col }} IS NULL{% endif -%}
+{%- if values and any_null %}){% endif -%}
 {%- else -%}
 {%- for part in partitions -%}
 ({% for c in table.partition_columns -%}

@@ -100,8 +100,8 @@ SELECT
   CAST(NULL AS int) AS __sm_x0,
   CAST(NULL AS string) AS __sm_x1,
   CAST(NULL AS date) AS __sm_x2
-FROM (SELECT *, '' AS __sm_file, 0L AS __sm_row, true AS __sm_j, coalesce(((`dt` = CAST('2026-01-02' AS date))), false) AS __sm_touched
- FROM `db`.`acc` AS `t` WHERE ((`dt` = CAST('2026-01-02' AS date)))) AS `t`
+FROM (SELECT *, '' AS __sm_file, 0L AS __sm_row, true AS __sm_j, coalesce((`dt` = CAST('2026-01-02' AS date)), false) AS __sm_touched
+ FROM `db`.`acc` AS `t` WHERE (`dt` = CAST('2026-01-02' AS date))) AS `t`
 FULL JOIN `__sm_source_20261129000000_golden` AS `s`
   ON ((t.id = s.id))
 ) AS __sm_j0

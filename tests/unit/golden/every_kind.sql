@@ -100,7 +100,7 @@ SELECT
   CASE WHEN `t`.__sm_file IS NOT NULL AND `s`.__sm_srow IS NOT NULL AND (s.v IS NULL) THEN NULL WHEN `t`.__sm_file IS NOT NULL AND `s`.__sm_srow IS NOT NULL THEN `t`.`id` WHEN `t`.__sm_file IS NULL THEN CAST((`s`.`id`) AS int) WHEN `s`.__sm_srow IS NULL AND `t`.__sm_j THEN NULL END AS __sm_x0,
   CASE WHEN `t`.__sm_file IS NOT NULL AND `s`.__sm_srow IS NOT NULL AND (s.v IS NULL) THEN NULL WHEN `t`.__sm_file IS NOT NULL AND `s`.__sm_srow IS NOT NULL THEN CAST((s.v) AS string) WHEN `t`.__sm_file IS NULL THEN CAST((`s`.`v`) AS string) WHEN `s`.__sm_srow IS NULL AND `t`.__sm_j THEN NULL END AS __sm_x1,
   CASE WHEN `t`.__sm_file IS NOT NULL AND `s`.__sm_srow IS NOT NULL AND (s.v IS NULL) THEN NULL WHEN `t`.__sm_file IS NOT NULL AND `s`.__sm_srow IS NOT NULL THEN `t`.`dt` WHEN `t`.__sm_file IS NULL THEN CAST((`s`.`dt`) AS date) WHEN `s`.__sm_srow IS NULL AND `t`.__sm_j THEN NULL END AS __sm_x2
-FROM (SELECT *, '' AS __sm_file, 0L AS __sm_row, true AS __sm_j, coalesce(((`dt` = CAST('2026-01-02' AS date))), false) AS __sm_touched
+FROM (SELECT *, '' AS __sm_file, 0L AS __sm_row, true AS __sm_j, coalesce((`dt` = CAST('2026-01-02' AS date)), false) AS __sm_touched
  FROM `db`.`acc` AS `t`) AS `t`
 FULL JOIN `__sm_source_20261129000000_golden` AS `s`
   ON ((t.id = s.id))

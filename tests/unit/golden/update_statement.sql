@@ -70,8 +70,8 @@ SELECT
   CASE WHEN coalesce(`acc`.__sm_j AND (id = 1), false) THEN `acc`.`id` END AS __sm_x0,
   CASE WHEN coalesce(`acc`.__sm_j AND (id = 1), false) THEN CAST((UPPER(v)) AS string) END AS __sm_x1,
   CASE WHEN coalesce(`acc`.__sm_j AND (id = 1), false) THEN `acc`.`dt` END AS __sm_x2
-FROM (SELECT *, '' AS __sm_file, 0L AS __sm_row, true AS __sm_j, coalesce(((`dt` = CAST('2026-01-02' AS date))), false) AS __sm_touched
- FROM `db`.`acc` AS `acc` WHERE ((`dt` = CAST('2026-01-02' AS date)))) AS `acc`
+FROM (SELECT *, '' AS __sm_file, 0L AS __sm_row, true AS __sm_j, coalesce((`dt` = CAST('2026-01-02' AS date)), false) AS __sm_touched
+ FROM `db`.`acc` AS `acc` WHERE (`dt` = CAST('2026-01-02' AS date))) AS `acc`
 ) AS __sm_j0
   ) AS __sm_j
   WHERE __sm_op IN (1, 3) OR (__sm_op = -1 AND __sm_touched)
