@@ -63,3 +63,13 @@ def test_the_listing_answers_what_the_query_answers(spark, db, provider):
         queried, listed = _both(spark, db, name)
         assert queried == listed and queried, name
     assert len(_both(spark, db, "t")[1]) == 5
+
+
+def test_the_listing_answers_for_many_partitions_at_once(spark, db):
+    """A backfill measures thousands of partitions: they are listed side by side (threads), one
+    catalog listing for their locations; the answer is still the query's, partition by partition."""
+    spark.sql(f"CREATE TABLE {db}.many (id BIGINT, p INT) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {db}.many SELECT id, CAST(id % 150 AS INT) FROM range(600)")
+    spark.sql(f"INSERT INTO {db}.many VALUES (1000, NULL), (1001, 7)")  # the NULL partition, a second file in one
+    queried, listed = _both(spark, db, "many")
+    assert len(queried) == 151 and queried == listed

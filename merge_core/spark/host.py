@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -58,9 +59,9 @@ def raised_by_check(e: Exception) -> MergeError | None:
     return raised_by[code](text) if code in raised_by else None
 
 
-# above this many partitions the file statistics are a query: its one catalog call (partitions by
-# filter) and its listing job cost less than a catalog call per partition
-LISTED_PARTITIONS_MAX = 64
+# the partitions' directories listed (and their footers read) at once by file_stats: on an object
+# store each listing is a request of its own
+LISTING_THREADS = 8
 # target_rows counts an unpartitioned table's rows from its footers only when it is this small
 TARGET_COUNT_FILES, TARGET_COUNT_BYTES = 64, 16 << 20
 trace: list | None = None  # the statements and primitives of every lifecycle, in order (tests; explain --counts)
@@ -89,6 +90,7 @@ class SparkHost(StatementHost):
         # commit lock saw, so that files appended to a replaced directory after it are carried too
         self.seen: dict[str, dict[str, tuple[int, int]]] = {}
         self.strays: set[str] = set()  # files no scan reads, said once (_read_files)
+        self._strays_lock = threading.Lock()
 
     # -- statements -----------------------------------------------------------
     def run(self, sql: str, tolerate: bool = False) -> None:
@@ -190,8 +192,8 @@ class SparkHost(StatementHost):
         the partitions' locations as the catalog gives them now, listed, rows counted from the
         footers. That is the files as they are, where a query reads Spark's cached listing.
         A staging table with a partition the plan does not list is measured by ``sql``, whose
-        rows name it (output_errors refuses it). Spark Connect, files out of reach, or more than
-        LISTED_PARTITIONS_MAX partitions (a catalog call each): ``sql``."""
+        rows name it (output_errors refuses it). Spark Connect, or files out of reach: ``sql``,
+        which reads every row of the partitions (the listing reads the footers only)."""
         _trace("file_stats", sql)
         return self._file_stats(table, name, sql, partitions)
 
@@ -281,8 +283,6 @@ class SparkHost(StatementHost):
         return rows
 
     def _listed_stats(self, table: dict, name: str, partitions: list[dict]) -> list[dict] | None:
-        if len(partitions) > LISTED_PARTITIONS_MAX:
-            return None
         stage = name.lower() != table["table_name"].lower()
         found = metastore.locations(
             self.spark, table["database"], name, table["partition_columns"], partitions, count=stage
@@ -290,6 +290,9 @@ class SparkHost(StatementHost):
         if found is None or (stage and (found[1] or 0) > len(found[0])):
             return None
         pcols = table["partition_columns"]
+        located = found[0]
+        with ThreadPoolExecutor(max_workers=min(LISTING_THREADS, max(1, len(located)))) as pool:
+            listed = list(pool.map(lambda pair: self._read_files(table, pair[1]), located))
         return [
             {
                 "__sm_part": json.dumps([part[c] for c in pcols], separators=(",", ":"), ensure_ascii=False),
@@ -298,18 +301,20 @@ class SparkHost(StatementHost):
                 "bytes": size,
                 "rows": rows,
             }
-            for part, location in found[0]
-            for d, (n, size, rows) in self._read_files(table, location).items()
+            for (part, _), in_partition in zip(located, listed, strict=True)
+            for d, (n, size, rows) in in_partition.items()
         ]
 
     def _read_files(self, table: dict, location: str) -> dict[str, list[int]]:
         """files.data_files of a partition's (or the table's) directory; the files in it that no scan
-        reads (copied into a subdirectory) are said once per merge and otherwise left alone."""
+        reads (copied into a subdirectory) are said once per merge and otherwise left alone. Runs in
+        file_stats' threads: each fills its own keys of self.seen."""
         strays: list[str] = []
         found = files.data_files(location, table["provider"], self.seen, strays=strays)
-        new = [p for p in strays if p not in self.strays]
-        if new:
+        with self._strays_lock:
+            new = [p for p in strays if p not in self.strays]
             self.strays.update(new)
+        if new:
             log.warning(
                 "[%s] %d file(s) in the directories of %s are not read by Spark's scan of the table (they are in a "
                 "subdirectory), so they are not the table's rows: left where they are, not merged, not carried: %s",
