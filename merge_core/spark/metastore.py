@@ -62,7 +62,6 @@ class _Handles:
         self.converters = view.scala.jdk.javaapi.CollectionConverters
         self.maps = getattr(getattr(view.scala.collection.immutable, "Map$"), "MODULE$")
         self.option = view.scala.Option
-        self.path = view.org.apache.hadoop.fs.Path
         self.to_string = view.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString
         self.null_name = view.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.DEFAULT_PARTITION_NAME()
 
@@ -76,14 +75,33 @@ class _Handles:
         return self.converters.asScala(items).toSeq()
 
 
-def _with_location(j: _Handles, partition: Any, location: str) -> Any:
-    """A copy of a CatalogTablePartition whose storage points at ``location``."""
-    storage = partition.storage()
-    fields = [storage.productElement(i) for i in range(storage.productArity())]
-    fields[0] = j.option.apply(j.path(location).toUri())
-    parts = [partition.productElement(i) for i in range(partition.productArity())]
-    parts[1] = storage.copy(*fields)
-    return partition.copy(*parts)
+class _Copier:
+    """Copies of CatalogTablePartitions with a new location, in 11 py4j round trips each (it was 20:
+    at 10,000 partitions, 50 s of the commit): each case class's fields as one Java array
+    (productIterator().toArray), one field replaced, and its ``copy`` called by reflection with the
+    array, instead of a call per field. Field order is the constructor's, whatever the Spark version."""
+
+    def __init__(self, j: _Handles, spark: SparkSession):
+        view = jvm(spark)
+        self.j = j
+        self.tag = view.scala.reflect.ClassTag.Object()
+        catalog = view.org.apache.spark.sql.catalyst.catalog
+        self.copy_partition = self._copy_method(catalog.CatalogTablePartition)
+        self.copy_storage = self._copy_method(catalog.CatalogStorageFormat)
+        self.to_uri = catalog.CatalogUtils.stringToURI
+
+    @staticmethod
+    def _copy_method(cls: Any) -> Any:
+        java_class = cls._java_lang_class
+        return next(m for m in java_class.getMethods() if m.getName() == "copy")
+
+    def __call__(self, partition: Any, location: str) -> Any:
+        storage = partition.storage()
+        fields = storage.productIterator().toArray(self.tag)
+        fields[0] = self.j.option.apply(self.to_uri(location))
+        parts = partition.productIterator().toArray(self.tag)
+        parts[1] = self.copy_storage.invoke(storage, fields)
+        return self.copy_partition.invoke(partition, parts)
 
 
 # Listing every partition of a table costs the metastore about what looking up a tenth of them one
@@ -142,10 +160,11 @@ def repoint(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
     j = _Handles(spark)
     existing = _existing(j, catalog, db, name, columns, [r["partition"] for r in repoints])
     moved, added = j.array_list(), []
+    with_location = _Copier(j, spark)
     for r in repoints:
         found = existing.get(tuple(r["partition"][c] for c in columns))
         if found is not None:
-            moved.add(_with_location(j, found, r["location"]))
+            moved.add(with_location(found, r["location"]))
         else:
             added.append(r)
     t0 = time.monotonic()
