@@ -10,6 +10,7 @@ import pytest
 
 from merge_core import merge
 from merge_core.common import macros
+from merge_core.spark import metastore
 from merge_core.spark.host import SparkHost
 
 from .conftest import location, rows, tree
@@ -316,21 +317,25 @@ def test_a_merge_rewriting_many_partitions_lists_them_in_one_catalog_call(spark,
     calls = spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics.METRIC_HIVE_CLIENT_CALLS()
 
     def hive_calls(statement: str):
-        n0 = calls.getCount()
+        n0, reads0 = calls.getCount(), metastore.reads
         result = merge(spark, statement)
-        return result, calls.getCount() - n0
+        return result, calls.getCount() - n0, metastore.reads - reads0
 
-    _, one = hive_calls(
+    _, one, one_reads = hive_calls(
         f"MERGE INTO {t} x USING (SELECT 100 AS id) s ON x.id = s.id WHEN MATCHED THEN UPDATE SET v = 0"
     )
     before = {r[0] for r in spark.sql(f"SELECT DISTINCT _metadata.file_path FROM {t}").collect()}
-    r, many = hive_calls(
+    r, many, many_reads = hive_calls(
         f"""MERGE INTO {t} x USING (SELECT id FROM range(80) UNION ALL SELECT 1000) s ON x.id = s.id
         WHEN MATCHED THEN UPDATE SET v = 1
         WHEN NOT MATCHED THEN INSERT (id, v, p, q) VALUES (s.id, 2, 99, NULL)"""
     )
     # a call or two per partition would add 80 to 160 to the one-partition merge's calls
     assert many - one < 40, f"{many} Hive client calls for 81 partitions, {one} for one"
+    # the catalog is read twice per merge: the partitions' files before staging, and again under the
+    # commit lock, where the repoint that follows moves the partitions as that read found them (one
+    # lookup each time; for 81 partitions a count, the stored column names and one listing)
+    assert (one_reads, many_reads) == (2, 6)
     assert r.metrics["numTargetPartitionsRewritten"] == 81 and r.metrics["numTargetRowsUpdated"] == 80
     assert sorted(rows(spark, f"(SELECT v, count(*) FROM {t} GROUP BY v)")) == [(0, 320), (1, 80), (2, 1)]
     assert rows(spark, f"(SELECT p, q FROM {t} WHERE id IN (0, 41, 1000))") == [(0, None), (1, "q1"), (99, None)]

@@ -84,6 +84,7 @@ class SparkHost(StatementHost):
         self.guard = threading.Lock()
         self.stopped = False
         self._held: Any = None  # the commit lock's context while held
+        self._read_locked: dict | None = None  # the target's partitions last read under the lock (repoint)
         self._t0 = time.monotonic()
         # {files.key(directory): {name: (bytes, rows)}} of the data files the last listing of each
         # directory found: which files a rewrite carries over (carry), and what the check under the
@@ -168,7 +169,7 @@ class SparkHost(StatementHost):
 
     def unlock(self, table: dict | None = None, merge_id: str = "") -> None:
         """Release the commit lock if this host holds it (also on abort)."""
-        held, self._held = self._held, None
+        held, self._held, self._read_locked = self._held, None, None
         if held is not None:
             _trace("unlock")
             held.__exit__(None, None, None)
@@ -284,9 +285,12 @@ class SparkHost(StatementHost):
 
     def _listed_stats(self, table: dict, name: str, partitions: list[dict]) -> list[dict] | None:
         stage = name.lower() != table["table_name"].lower()
+        read: dict = {}
         found = metastore.locations(
-            self.spark, table["database"], name, table["partition_columns"], partitions, count=stage
+            self.spark, table["database"], name, table["partition_columns"], partitions, count=stage, read=read
         )
+        # read under the commit lock: what the repoint that follows moves, as it is now
+        self._read_locked = read if self._held is not None and not stage and read else None
         if found is None or (stage and (found[1] or 0) > len(found[0])):
             return None
         pcols = table["partition_columns"]
@@ -327,7 +331,8 @@ class SparkHost(StatementHost):
 
     def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
         _trace("repoint", str(len(repoints)))
-        window = metastore.repoint(self.spark, table, repoints)
+        known, self._read_locked = self._read_locked if self._held is not None else None, None
+        window = metastore.repoint(self.spark, table, repoints, known)
         log.info("[%s] %d partition location(s) changed within %.3f s", merge_id, len(repoints), window)
 
     def history_write(self, location: str, record: dict, sql: str) -> None:

@@ -150,15 +150,21 @@ def _existing(
     return found
 
 
-def repoint(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
+def repoint(spark: SparkSession, table: dict, repoints: list[dict], known: dict | None = None) -> float:
     """Point each partition (or the table) at its new location; returns the seconds between the
-    first and the last visible change. Idempotent, so a recovery may replay it."""
+    first and the last visible change. Idempotent, so a recovery may replay it. ``known``: the
+    catalog's partitions as locations() read them under the same commit lock ({"keys", "found"}),
+    used when they cover every partition moved (no second lookup of each)."""
     catalog = _catalog(spark) if table["partition_columns"] else None
     if catalog is None:
         return _repoint_by_statements(spark, table, repoints)
     db, name, columns = table["database"], table["table_name"], table["partition_columns"]
     j = _Handles(spark)
-    existing = _existing(j, catalog, db, name, columns, [r["partition"] for r in repoints])
+    keys = {tuple(r["partition"][c] for c in columns) for r in repoints}
+    if known is not None and keys <= known["keys"]:
+        existing = known["found"]
+    else:
+        existing = _existing(j, catalog, db, name, columns, [r["partition"] for r in repoints])
     moved, added = j.array_list(), []
     with_location = _Copier(j, spark)
     for r in repoints:
@@ -197,11 +203,13 @@ def locations(
     partition_columns: list[str],
     partitions: list[dict],
     count: bool = False,
+    read: dict | None = None,
 ) -> tuple[list[tuple[dict, str]], int | None] | None:
     """Where the catalog says each of ``partitions`` ({column: string or None}) lives, now: the
     (partition, location) pairs of those that exist, and (``count``) how many partitions the
     table has in all; an unpartitioned table is one pair ({}, its location). None on Spark
-    Connect. One metastore call per partition, or one listing of them all (_existing), no Spark job."""
+    Connect. One metastore call per partition, or one listing of them all (_existing), no Spark job.
+    ``read``: filled with what repoint's ``known`` takes."""
     global reads
     catalog = _catalog(spark)
     if catalog is None:
@@ -215,6 +223,8 @@ def locations(
         reads += 1
         total = catalog.listPartitionNames(database, name, j.option.empty()).size()
     existing = _existing(j, catalog, database, name, partition_columns, partitions, total)
+    if read is not None:
+        read.update(keys={tuple(part[c] for c in partition_columns) for part in partitions}, found=existing)
     found = []
     for part in partitions:
         p = existing.get(tuple(part[c] for c in partition_columns))
