@@ -331,7 +331,7 @@ class SparkHost(StatementHost):
 
     def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
         _trace("repoint", str(len(repoints)))
-        known, self._read_locked = self._read_locked if self._held is not None else None, None
+        known, self._read_locked = self._read_locked, None  # set only under the lock, cleared at unlock
         window = metastore.repoint(self.spark, table, repoints, known)
         log.info("[%s] %d partition location(s) changed within %.3f s", merge_id, len(repoints), window)
 
