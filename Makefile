@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo unit test test-all lint docs bench bench-cli bench-delta bench-matrix bench-s3 bench-feed bench-partitions clean
+.PHONY: demo unit test test-all lint docs bench bench-cli bench-delta bench-matrix bench-s3 bench-feed bench-partitions bench-aging clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -87,6 +87,12 @@ bench-delta: $(DELTA)/ready
 MATRIX_ARGS ?= --write-docs
 bench-matrix: $(DELTA)/ready
 	$(DELTA_RUN) bench/delta_matrix.py $(MATRIX_ARGS)
+
+# a table after 100 CDC merges (bench/aging.py): files, bytes, a full scan and a point lookup every 10
+# merges, spark-merge with and without auto compaction beside Delta with auto compaction and a fresh copy
+AGING_ARGS ?=
+bench-aging: $(DELTA)/ready
+	$(DELTA_RUN) bench/aging.py $(AGING_ARGS)
 
 clean:
 	rm -rf var .pytest_cache

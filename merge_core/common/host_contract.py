@@ -80,8 +80,9 @@ class StatementHost(Protocol):
     def can_carry(self, table: dict, old: list[dict]) -> bool:
         """Whether unchanged files can be carried into a new version (the host listed them)."""
 
-    def carry(self, table: dict, repoints: list[dict], rewritten: list[str]) -> list[dict]:
-        """Link the replaced directories' files but ``rewritten`` into the new ones; what it carried.
+    def carry(self, table: dict, repoints: list[dict], rewritten: list[str], fold: dict | None = None) -> list[dict]:
+        """Link the replaced directories' files but ``rewritten`` (and the small files of the
+        directories ``fold`` names, auto compaction) into the new ones; what it carried.
         Called only when ``can_carry`` said so."""
 
     def carry_late(self, table: dict, repoints: list[dict]) -> None:

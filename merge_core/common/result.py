@@ -50,8 +50,9 @@ class MergeResult:
             f"updated {m['numTargetRowsUpdated']}, deleted {m['numTargetRowsDeleted']}, "
             f"copied {m['numTargetRowsCopied']}; partitions rewritten {m['numTargetPartitionsRewritten']}, "
             f"files +{m['numTargetFilesAdded']}/-{m['numTargetFilesRemoved']}, "
-            f"bytes +{m['numTargetBytesAdded']}/-{m['numTargetBytesRemoved']}; "
-            f"{m['executionTimeMs'] / 1000:.1f} s"
+            f"bytes +{m['numTargetBytesAdded']}/-{m['numTargetBytesRemoved']}"
+            + (f" ({m['numTargetFilesCompacted']} small file(s) compacted)" if m.get("numTargetFilesCompacted") else "")
+            + f"; {m['executionTimeMs'] / 1000:.1f} s"
         )
 
 

@@ -99,6 +99,7 @@ class PlanContext(TypedDict, total=False):
     changes: str  # the changes query, inlined where it is read once
     changes_made: bool
     rewrite_files: list[str]  # file-granular rewrite: the files holding a changed row
+    fold: dict[str, Any]  # the table's auto compaction: the small files rewritten too (rewrite.sql: fold_plan)
     rebalance: bool
     inserts: bool
     stage_dropped: bool

@@ -304,6 +304,8 @@ class SparkHost(StatementHost):
                 "files": n,
                 "bytes": size,
                 "rows": rows,
+                # each data file's size: what the table's auto compaction decides by (rewrite.sql: fold_plan)
+                "sizes": sorted(size for size, _ in self.seen.get(files.key(d), {}).values()),
             }
             for (part, _), in_partition in zip(located, listed, strict=True)
             for d, (n, size, rows) in in_partition.items()
@@ -358,22 +360,27 @@ class SparkHost(StatementHost):
         _trace("can_carry")
         return bool(old) and all(files.key(r["dir"]) in self.seen for r in old)
 
-    def carry(self, table: dict, repoints: list[dict], rewritten: list[str]) -> list[dict]:
+    def carry(self, table: dict, repoints: list[dict], rewritten: list[str], fold: dict | None = None) -> list[dict]:
         """Link each replaced directory's data files, but those in ``rewritten`` (file URIs, as
-        _metadata.file_path gives them), into the directory that replaces it: a hard link on a local
-        file system, a server-side copy on an object store (files.link), never a re-encoding. Returns
+        _metadata.file_path gives them) and, in the directories ``fold`` names (the table's auto
+        compaction, rewrite.sql: fold_plan), those under ``fold['below']`` bytes, into the directory
+        that replaces it: a hard link on a local file system, a server-side copy on an object store
+        (files.link), never a re-encoding. The rewrite read exactly the files left out here. Returns
         per directory what it carried, as file_stats rows ({'partition', 'dir', 'files', 'bytes', 'rows'})."""
         _trace("carry", str(len(rewritten)))
         gone = {files.key(files.location_of_uri(f)) for f in rewritten}
+        folded = {files.key(d) for d in (fold or {}).get("dirs", [])}
+        below = (fold or {}).get("below", 0)
         out, pairs = [], []
         for r in repoints:
             if not r.get("old_location"):
                 continue
             old = r["old_location"].rstrip("/")
+            small = below if files.key(old) in folded else 0
             kept = [
                 (name, size, rows)
                 for name, (size, rows) in sorted(self.seen.get(files.key(old), {}).items())
-                if files.key(f"{old}/{name}") not in gone
+                if files.key(f"{old}/{name}") not in gone and size >= small
             ]
             pairs += [(f"{old}/{name}", f"{r['location'].rstrip('/')}/{name}") for name, _, _ in kept]
             if kept:

@@ -85,3 +85,33 @@ def test_a_partition_filter_names_each_partition_null_and_quotes_included(table)
         macros.render("partition_filter", two, [{"v": "it's", "dt": None}], "t.")
         == "(t.`v` = CAST('it\\'s' AS string) AND t.`dt` IS NULL)"
     )
+
+
+def test_auto_compaction_folds_a_partition_once_it_holds_enough_small_files(table):
+    def sized(dt, sizes):
+        return {**listing(dt, f"file:/w/acc/dt={dt}", len(sizes), sum(sizes)), "sizes": sizes}
+
+    old = [sized("2026-01-01", [10, 20, 30, 500]), sized("2026-01-02", [10, 20, 500, 600])]
+    assert macros.fill("fold_plan", table, old) == {}  # no policy: nothing folded
+    policy = {
+        **table,
+        "properties": {"spark_merge.auto_compact.min_files": "3", "spark_merge.auto_compact.small_file_bytes": "100"},
+    }
+    # three files under 100 bytes in the first partition only; its large file stays
+    assert macros.fill("fold_plan", policy, old) == {
+        "below": 100, "min_files": 3, "partitions": [{"dt": "2026-01-01"}],
+        "dirs": ["file:/w/acc/dt=2026-01-01"], "files": 3, "bytes": 60,
+    }  # fmt: skip
+    # the rewrite reads the changed files and, in the folded partitions, every small file
+    where = macros.render(
+        "file_filter", ["file:/w/acc/dt=2026-01-02/a.parquet"], policy, macros.fill("fold_plan", policy, old)
+    )
+    assert where == (
+        "_metadata.file_path IN ('file:/w/acc/dt=2026-01-02/a.parquet') OR "
+        "((`dt` = CAST('2026-01-01' AS date)) AND _metadata.file_size < 100)"
+    )
+    # a listing without sizes (a host that measured by query) folds nothing
+    assert macros.fill("fold_plan", policy, [listing("2026-01-01", "file:/w/acc/dt=2026-01-01", 9)]) == {}
+    for bad in ("three", "1"):
+        wrong = {**table, "properties": {"spark_merge.auto_compact.min_files": bad}}
+        assert "must be a whole number of at least 2" in macros.fill("fold_plan", wrong, old)["error"]

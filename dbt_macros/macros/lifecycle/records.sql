@@ -6,12 +6,13 @@
 {#- Every metric a commit reports (Delta's names where Delta has one), set to zero: the one list of
     them. numTargetFilesCarried / BytesCarried / RowsCarried: the unchanged files a file-granular
     rewrite carried into the new version without rewriting them (the removed files are then only
-    the rewritten ones). -#}
+    the rewritten ones). numTargetFilesCompacted / BytesCompacted: the small files the table's auto
+    compaction folded into a rewritten partition's new files (write.sql: lifecycle_fold). -#}
 {% macro spark_merge__zero_metrics(out) -%}
 {%- for k in ['numSourceRows', 'numTargetRowsInserted', 'numTargetRowsUpdated', 'numTargetRowsDeleted',
               'numTargetRowsNotMatchedBySourceUpdated', 'numTargetRowsNotMatchedBySourceDeleted', 'numTargetRowsCopied',
               'numOutputRows', 'numTargetFilesAdded', 'numTargetFilesRemoved', 'numTargetBytesAdded', 'numTargetBytesRemoved',
-              'numTargetFilesCarried', 'numTargetBytesCarried', 'numTargetRowsCarried',
+              'numTargetFilesCarried', 'numTargetBytesCarried', 'numTargetRowsCarried', 'numTargetFilesCompacted', 'numTargetBytesCompacted',
               'numTargetPartitionsRewritten', 'executionTimeMs'] -%}
   {%- do out.update({k: 0}) -%}
 {%- endfor -%}

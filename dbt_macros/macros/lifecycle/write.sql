@@ -62,11 +62,15 @@
     holding a changed row, and carries the others over (a hard link or a server-side copy: the
     same file); a host without a file system (dbt) rewrites the touched partitions whole -#}
 {%- set granular = merging and s.changes.files is not none and host.can_carry(table, old) -%}
-{%- if granular -%}{%- do ctx.update({'rewrite_files': s.changes.files}) -%}{%- endif -%}
+{%- if granular -%}
+  {%- do ctx.update({'rewrite_files': s.changes.files}) -%}
+  {%- do spark_merge.spark_merge__lifecycle_fold(host, s, old) -%}
+{%- endif -%}
 {#- a fused write broadcasts a small source (or has none): each target row stays in the scan task
     that read it, which writes it where it belongs; no shuffle to spread the rows (rebalance_hint) -#}
 {%- set broadcast = merging and s.get('fused') and m.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int -%}
-{%- do ctx.update({'broadcast_source': broadcast, 'rebalance': not broadcast, 'inserts': m.numTargetRowsInserted > 0}) -%}
+{#- a fold gathers each partition's rows into one file or a few (the REBALANCE), as the compaction is for -#}
+{%- do ctx.update({'broadcast_source': broadcast, 'rebalance': not broadcast or ctx.get('fold') is not none, 'inserts': m.numTargetRowsInserted > 0}) -%}
 {%- do host.step('execute: write ' ~ (s.changes.files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.changes.partitions | length
     ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}
@@ -86,7 +90,7 @@
 {%- for location in planned.empty -%}{%- do host.run(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}{%- endfor -%}
 {%- do m.update(planned.metrics) -%}
 {%- if granular -%}
-  {%- set carried = host.carry(table, planned.repoints, s.changes.files) -%}
+  {%- set carried = host.carry(table, planned.repoints, s.changes.files, ctx.get('fold')) -%}
   {%- do host.step('execute: carried ' ~ carried | sum(attribute='files') ~ ' unchanged file(s) into the new version') -%}
   {%- do spark_merge.spark_merge__carried_metrics(m, carried) -%}
   {%- set new = new + carried -%}
@@ -99,6 +103,22 @@
 {%- set fresh = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_verify(host, s, old, new, merging, fresh) -%}
 {%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s, fresh) -%}
+{%- endmacro %}
+
+{#- The table's auto compaction (fold_plan) for a file-granular rewrite: the small files it folds into
+    the partitions' new files, said as a step and counted (numTargetFilesCompacted); a bad policy
+    fails the merge here, before anything is staged. -#}
+{% macro spark_merge__lifecycle_fold(host, s, old) -%}
+{%- set fold = {} -%}
+{%- do spark_merge.spark_merge__fold_plan(s.table, old, fold) -%}
+{%- if fold.get('error') -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('invalid_spec'), fold.error) -%}
+{%- elif fold -%}
+  {%- do s.ctx.update({'fold': fold}) -%}
+  {%- do s.metrics.update({'numTargetFilesCompacted': fold.files, 'numTargetBytesCompacted': fold.bytes}) -%}
+  {%- do host.step('execute: auto compaction folds ' ~ fold.files ~ ' small file(s) of ' ~ fold.dirs | length ~ ' partition(s) into the rewrite'
+      ~ ' (spark_merge.auto_compact.min_files = ' ~ fold.min_files ~ ')') -%}
+{%- endif -%}
 {%- endmacro %}
 
 {#- The commit's checks, under the lock: no partition the merge read changed since (its files as they

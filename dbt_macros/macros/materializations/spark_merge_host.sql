@@ -122,7 +122,7 @@
 {%- endmacro %}
 
 {#- Never called: the lifecycle carries only where can_carry said it could. -#}
-{% macro spark_merge__dbt_host_carry(table, repoints, rewritten) -%}
+{% macro spark_merge__dbt_host_carry(table, repoints, rewritten, fold=none) -%}
 {%- do exceptions.raise_compiler_error('spark_merge: the dbt host cannot carry files (it has no file system)') -%}
 {%- endmacro %}
 

@@ -229,13 +229,14 @@ SELECT{% if fused and has_source and ctx.get('broadcast_source') %} /*+ BROADCAS
 {%- set join = 'FULL' if full else ('LEFT' if fused else 'RIGHT') -%}
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
-    ctx.get('rewrite_files')) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(ctx) | trim == 'True'
+    ctx.get('rewrite_files'), ctx.get('fold')) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(ctx) | trim == 'True'
     %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
     }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
 {{ join }} JOIN {{ ctx.source }} AS {{ s }}
   ON ({% if fused and changes_filter %}{{ t }}.__sm_j AND {% endif %}({{ spec.on }}))
 {%- elif fused -%}
-FROM {{ spark_merge.spark_merge__fused_target_scan(table, spec.partition_filter or '', write_partitions, t, false, ctx.get('rewrite_files')) }} AS {{ t }}
+FROM {{ spark_merge.spark_merge__fused_target_scan(table, spec.partition_filter or '', write_partitions, t, false, ctx.get('rewrite_files'),
+    ctx.get('fold')) }} AS {{ t }}
 {%- else -%}
 FROM {{ spark_merge.spark_merge__target_scan(table, spec.partition_filter) }} AS {{ t }}
 WHERE ({{ spec.on }})
@@ -334,11 +335,11 @@ WHERE ({{ spec.on }})
     an unpartitioned table), flagged __sm_touched, and __sm_j where `matchable` holds. With `widen`
     (the merge inserts), also the rows `matchable` keeps elsewhere: they only mark the source rows
     they match as matched (not inserted); without inserts an unmatched source row writes nothing. -#}
-{% macro spark_merge__fused_target_scan(table, matchable, partitions, alias, widen=false, only_files=none) -%}
+{% macro spark_merge__fused_target_scan(table, matchable, partitions, alias, widen=false, only_files=none, fold=none) -%}
 {#- with `only_files`, the rows of those files only, inside the touched partitions (a predicate on the
     partition columns too, so Spark still prunes partitions when the scan ORs it with `matchable`) -#}
 {%- set in_partitions = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
-{%- set touched = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '(' ~ spark_merge.spark_merge__file_filter(only_files) | trim
+{%- set touched = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '(' ~ spark_merge.spark_merge__file_filter(only_files, table, fold) | trim
     ~ ')' if only_files is not none
     else in_partitions -%}
 (SELECT *, '' AS __sm_file, 0L AS __sm_row, {{ 'coalesce((' ~ matchable ~ '), false)' if matchable else 'true' }} AS __sm_j, {{ 'coalesce(('

@@ -6,10 +6,45 @@
 -#}
 
 {#- The rows of exactly these data files (a rewrite that carries the others over): a filter on a
-    file's constant metadata, which Spark's file index applies before reading anything. -#}
-{% macro spark_merge__file_filter(files) -%}
+    file's constant metadata, which Spark's file index applies before reading anything. With `fold`
+    (fold_plan: the table's auto compaction), also every file under fold.below bytes of the
+    partitions fold.partitions names. -#}
+{% macro spark_merge__file_filter(files, table=none, fold=none) -%}
 {%- if files -%}_metadata.file_path IN ({% for f in files %}{{ spark_merge.spark_merge__literal(f) }}{{ ', ' if not loop.last }}{% endfor %})
 {%- else -%}false
+{%- endif -%}
+{%- if fold %} OR ({% if table.partition_columns %}({{ spark_merge.spark_merge__partition_filter(table, fold.partitions) | trim }}) AND {% endif
+    %}_metadata.file_size < {{ fold.below }}){%- endif -%}
+{%- endmacro %}
+
+{#- The table's auto compaction, decided for the partitions a file-granular rewrite replaces (`old`:
+    their file statistics, with each file's size): a partition holding at least
+    spark_merge.auto_compact.min_files files smaller than spark_merge.auto_compact.small_file_bytes
+    (default 64 MiB) has all of those rewritten with its changed files, into the new files of its new
+    version, instead of carried; larger files are carried as always. Unset: out stays empty. The same
+    commit, the same checks: the folded rows are the partition's own, counted as copied. out: {'below',
+    'partitions', 'dirs', 'files', 'bytes', 'min_files'}, or an error message ({'error'}). -#}
+{% macro spark_merge__fold_plan(table, old, out) -%}
+{%- set props = table.get('properties') or {} -%}
+{%- set raw_min, raw_below = props.get('spark_merge.auto_compact.min_files'), props.get('spark_merge.auto_compact.small_file_bytes') -%}
+{%- if raw_min is not none and raw_min | string | trim != '' -%}
+  {%- if not (raw_min | string | trim).isdigit() or raw_min | int < 2
+        or (raw_below is not none and not (raw_below | string | trim).isdigit()) or (raw_below is not none and raw_below | int < 1) -%}
+    {%- do out.update({'error': "table property spark_merge.auto_compact.min_files must be a whole number of at least 2 and "
+        ~ "spark_merge.auto_compact.small_file_bytes a positive number of bytes (found '" ~ raw_min ~ "' and '" ~ raw_below ~ "'); "
+        ~ "fix them with ALTER TABLE " ~ table.name ~ " SET TBLPROPERTIES, or UNSET them to turn auto compaction off"}) -%}
+  {%- else -%}
+    {%- set below = (raw_below or 67108864) | int -%}
+    {%- set chosen = {'below': below, 'min_files': raw_min | int, 'partitions': [], 'dirs': [], 'files': 0, 'bytes': 0} -%}
+    {%- for r in old if r.get('sizes') is not none -%}
+      {%- set small = r.sizes | select('lt', below) | list -%}
+      {%- if small | length >= raw_min | int -%}
+        {%- do chosen.partitions.append(r.partition) -%}{%- do chosen.dirs.append(r.dir) -%}
+        {%- do chosen.update({'files': chosen.files + small | length, 'bytes': chosen.bytes + small | sum}) -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- if chosen.dirs -%}{%- do out.update(chosen) -%}{%- endif -%}
+  {%- endif -%}
 {%- endif -%}
 {%- endmacro %}
 
@@ -28,8 +63,8 @@
 {% macro spark_merge__rewrite_select(table, ctx, partitions) -%}
 {%- set names = table.columns | map(attribute='name') | list -%}
 {%- set in_partitions = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
-{%- set where = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '(' ~ spark_merge.spark_merge__file_filter(ctx.rewrite_files) |
-    trim ~ ')' if ctx.get('rewrite_files') is not none
+{%- set where = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '('
+    ~ spark_merge.spark_merge__file_filter(ctx.rewrite_files, table, ctx.get('fold')) | trim ~ ')' if ctx.get('rewrite_files') is not none
     else in_partitions or none -%}
 SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
   SELECT {{ spark_merge.spark_merge__column_list(names, '__sm_t.') }}
