@@ -179,23 +179,20 @@ def main() -> None:
         }
     spark = get_session(master="local[2]", warehouse=str(where / "home"), conf={"spark.driver.memory": "6g", **conf})
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
-    out = Report("aging")
     generate(spark, args.rows, args.changes, where)
     spark.read.parquet(str(where / "target")).write.parquet(str(where / "flat"))
-    verdicts = []
     for layout in args.layouts.split(","):
+        out = Report(f"aging-{layout}")  # a section of docs/performance.md per layout
         last = age(spark, where, layout == "daily", args, out)
         sm, fresh, delta = (last[e]["scan"] for e in ("sm", "fresh", "delta"))
-        verdicts.append(
+        out()
+        out(
             f"- {layout}, after {args.merges} merges: spark-merge's full scan is {sm / fresh:.2f}x the fresh copy's "
             f"(goal: at most 1.2x) and {sm / delta:.2f}x Delta's (goal: at most 1x); without the policy "
             f"{last['sm_plain']['scan'] / fresh:.2f}x the fresh copy's."
         )
-    out()
-    for line in verdicts:
-        out(line)
-    if args.write_docs:
-        out.write()
+        if args.write_docs:
+            out.write()
     spark.stop()
     shutil.rmtree(where, ignore_errors=True)
 

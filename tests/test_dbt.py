@@ -160,6 +160,37 @@ def test_first_run_creates_later_runs_merge_full_refresh_rebuilds(project):  # o
     assert rows(db, t) == [(4, "di", 45.0, "apac"), (5, "ed", 50.0, "us")]
 
 
+COMPACTED = """{{ config(materialized='spark_merge', unique_key='id', partition_by=['region']) }}
+select id, name, region from {{ ref('account_updates') }} where batch = {{ var('batch', 1) }}
+"""
+
+
+def test_dbt_rewrites_the_partitions_it_touches_whole_so_auto_compaction_has_nothing_to_fold(session_project):
+    """The dbt host has no listing of the files to carry them by: a merge rewrites each partition it
+    touches whole, into the files its rebalance writes, which compacts them on every run. A table with
+    the auto compaction policy merges as any other (the policy is read, nothing is folded on top)."""
+    p = session_project
+    t = p.table("compacted")
+    p.model("compacted", COMPACTED)
+    p.dbt("run", "-s", "compacted", vars={"batch": 1})
+    p.sql.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.auto_compact.min_files' = '2')")
+    for i in range(3):  # three small files in the eu partition, rows batch 2 does not name
+        p.sql.sql(f"INSERT INTO {t} VALUES ({100 + i}, 'late', 'eu')")
+
+    def eu_files() -> set[str]:
+        return {r[0] for r in p.sql.sql(f"SELECT DISTINCT _metadata.file_path FROM {t} WHERE region = 'eu'").collect()}
+
+    before = eu_files()
+    assert len(before) == 4
+    p.dbt("run", "-s", "compacted", vars={"batch": 2})
+    after = eu_files()
+    assert not after & before and len(after) < len(before)  # every file rewritten, into fewer
+    assert rows(p.sql, t) == [(1, "ann", "eu"), (2, "bob", "us"), (3, "cy", "eu"), (4, "di", "apac"),
+                              (100, "late", "eu"), (101, "late", "eu"), (102, "late", "eu")]  # fmt: skip
+    newest = history(p.sql, t)[0]
+    assert newest["metrics"]["numTargetFilesCompacted"] == 0 and newest["metrics"]["numTargetRowsCopied"] == 4
+
+
 REFRESHED = """{{ config(materialized='spark_merge', unique_key='id', partition_by=['region']) }}
 select id, {{ var('name', 'name') }} as name, region from {{ ref('account_updates') }} where batch = {{ var('batch', 1) }}
 """
