@@ -38,13 +38,6 @@ FAST_CONF = {
     "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
 }
 
-# The tests' long-lived session (and the Connect server of the Connect tests) keep Spark's codegen, so
-# the generated code of every statement runs as in production, but stop the JIT at its first tier: the
-# suite is CPU-bound in the JVM (3% idle on 2 cores), and a run of thousands of distinct small queries
-# spends more on the optimizing compiler than it wins back (test_semantics.py and test_validation.py
-# side by side: 340 s -> 292 s). The JIT tier changes no result.
-JIT_CONF = {"spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1"}
-
 
 # the extra Spark conf of every test application, as JSON (test_object_store.py: a warehouse on S3)
 CONF_ENV = "SPARK_MERGE_TEST_CONF"

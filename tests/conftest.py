@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import JIT_CONF, app_conf
+from tests.cluster import app_conf
 
 _counter = itertools.count()
 # a command of the suite (in this process or a subprocess) starts no warm server by itself: the tests
@@ -61,7 +61,6 @@ def spark(tmp_path_factory):
         "spark.default.parallelism": "2",
         # one driver for the whole run: its parser and plan caches grow with every test's statements
         "spark.driver.memory": "3g",
-        **JIT_CONF,
         **app_conf(master, short_lived=False),
     }
     session = get_session(master=master, warehouse=str(home), conf=conf)
@@ -166,7 +165,6 @@ def connect_server(tmp_path_factory):
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "2",
-        **JIT_CONF,
     }
     args = [str(spark_home / "sbin" / "start-connect-server.sh"), "--master", "local[2]"]
     for k, v in confs.items():
