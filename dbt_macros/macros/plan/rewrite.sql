@@ -27,18 +27,19 @@
 {% macro spark_merge__fold_plan(table, old, out) -%}
 {%- set props = table.get('properties') or {} -%}
 {%- set raw_min, raw_below = props.get('spark_merge.auto_compact.min_files'), props.get('spark_merge.auto_compact.small_file_bytes') -%}
-{%- if raw_min is not none and raw_min | string | trim != '' -%}
-  {%- if not (raw_min | string | trim).isdigit() or raw_min | int < 2
-        or (raw_below is not none and not (raw_below | string | trim).isdigit()) or (raw_below is not none and raw_below | int < 1) -%}
+{%- set min_text = '' if raw_min is none else raw_min | string | trim -%}
+{%- set below_text = '67108864' if raw_below is none else raw_below | string | trim -%}
+{%- if min_text -%}
+  {%- if not min_text.isdigit() or min_text | int < 2 or not below_text.isdigit() or below_text | int < 1 -%}
     {%- do out.update({'error': "table property spark_merge.auto_compact.min_files must be a whole number of at least 2 and "
         ~ "spark_merge.auto_compact.small_file_bytes a positive number of bytes (found '" ~ raw_min ~ "' and '" ~ raw_below ~ "'); "
         ~ "fix them with ALTER TABLE " ~ table.name ~ " SET TBLPROPERTIES, or UNSET them to turn auto compaction off"}) -%}
   {%- else -%}
-    {%- set below = (raw_below or 67108864) | int -%}
-    {%- set chosen = {'below': below, 'min_files': raw_min | int, 'partitions': [], 'dirs': [], 'files': 0, 'bytes': 0} -%}
+    {%- set below = below_text | int -%}
+    {%- set chosen = {'below': below, 'min_files': min_text | int, 'partitions': [], 'dirs': [], 'files': 0, 'bytes': 0} -%}
     {%- for r in old if r.get('sizes') is not none -%}
       {%- set small = r.sizes | select('lt', below) | list -%}
-      {%- if small | length >= raw_min | int -%}
+      {%- if small | length >= min_text | int -%}
         {%- do chosen.partitions.append(r.partition) -%}{%- do chosen.dirs.append(r.dir) -%}
         {%- do chosen.update({'files': chosen.files + small | length, 'bytes': chosen.bytes + small | sum}) -%}
       {%- endif -%}
