@@ -17,7 +17,7 @@ must equal DuckDB's MERGE result (every target row received at most one
 modifying action, so the result is defined), or, for a lone unconditional
 DELETE matched twice under `strict`, the rows that deleting each matched row once
 gives. The seed is printed so a failure can be replayed with
-SPARK_MERGE_DIFF_SEED; SPARK_MERGE_DIFF_CASES sets the count (default 15, more while a rule or shape is untried; make test-all runs 200).
+SPARK_MERGE_DIFF_SEED; SPARK_MERGE_DIFF_CASES sets the count (default 10, more while a rule or shape is untried; make test-all runs 200).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import duckdb
 
 from merge_core import DuplicateMatchError, SpecError, ValidationError, merge
 
-CASES = int(os.environ.get("SPARK_MERGE_DIFF_CASES", "15"))
+CASES = int(os.environ.get("SPARK_MERGE_DIFF_CASES", "10"))
 SEED = int(os.environ.get("SPARK_MERGE_DIFF_SEED", random.randrange(1 << 30)))
 REPORT: dict = {}  # printed in the terminal summary (see conftest.py)
 COLUMNS = ["id", "k", "v", "s", "p"]
