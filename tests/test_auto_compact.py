@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from merge_core import MergeError, history, merge, rollback, vacuum
+from merge_core import MergeError, explain, history, merge, rollback, vacuum
 from merge_core.spark import metastore
 from merge_core.spark.host import SparkHost
 
 from .conftest import location, rows, snapshot
+from .test_readers import read_during_merges, versions
 
 SMALL_FILES = 6  # INSERT statements: each adds one file to every partition
 
@@ -46,6 +47,11 @@ def test_a_merge_folds_the_small_files_of_the_partitions_it_rewrites_and_no_othe
     folding, plain = _table(spark, f"{db}.folding"), _table(spark, f"{db}.plain", policy=None)
     root = location(spark, folding).removeprefix("file:")
     before = rows(spark, folding, "id")
+    # explain names the policy (which files it folds is known once the write measures the partitions)
+    assert "auto compaction (spark_merge.auto_compact.min_files = 4)" in explain(
+        spark, UPSERT.format(t=folding), verbose=True
+    )
+    assert "auto compaction" not in explain(spark, UPSERT.format(t=plain), verbose=True)
 
     folded = merge(spark, UPSERT.format(t=folding))
     carried = merge(spark, UPSERT.format(t=plain))
@@ -90,6 +96,8 @@ def test_an_unpartitioned_table_folds_its_small_files_and_carries_its_large_one(
 def test_a_bad_policy_fails_the_merge_before_anything_is_touched(spark, db, value):
     t = _table(spark, f"{db}.bad", policy=value)
     before = snapshot(spark, t)
+    plan = explain(spark, f"UPDATE {t} SET v = 0 WHERE id = 1", verbose=True)
+    assert "auto compaction: the run stops here, before it writes: table property" in plan
     with pytest.raises(MergeError, match="spark_merge.auto_compact.min_files must be a whole number of at least 2"):
         merge(spark, f"UPDATE {t} SET v = 0 WHERE id = 1")
     assert snapshot(spark, t) == before
@@ -130,3 +138,25 @@ def test_a_fold_cut_short_between_repoints_is_finished_and_can_be_rolled_back_an
     spark.catalog.refreshTable(t)
     assert rows(spark, t, "id") == after
     assert files_by_partition(spark, t) == {0: 1, 1: 1, 2: 1}
+
+
+def test_a_reader_during_folding_merges_sees_one_whole_version(spark, db):
+    """test_readers.py's reader, on a table whose every partition holds five one-row files: the first
+    merge folds all twenty partitions, yet no read mixes versions or misses a row."""
+    t = f"{db}.read"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT, p INT) USING parquet PARTITIONED BY (p)")
+    for i in range(5):  # each INSERT adds one file to every partition
+        spark.sql(
+            f"INSERT INTO {t} SELECT /*+ COALESCE(1) */ CAST(id AS INT), 0, CAST(id % 20 AS INT) "
+            f"FROM range({20 * i}, {20 * (i + 1)})"
+        )
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.auto_compact.min_files' = '2')")
+    assert set(files_by_partition(spark, t).values()) == {5}
+
+    reads = read_during_merges(spark, t)
+
+    assert set(files_by_partition(spark, t).values()) == {1}  # folded
+    assert len(reads) > 1  # the reader really ran during the commits
+    torn = [r for r in reads if len(versions(r)) != 1 or sum(s for _, s, _ in r) != 0]
+    assert torn == [], f"{len(torn)} of {len(reads)} reads mixed versions: {torn[:2]}"
+    assert all(len(r) == 20 and all(n == 5 for _, _, n in r) for r in reads)

@@ -26,7 +26,7 @@ def twenty(spark, db):
     return t
 
 
-def _read_during_merges(spark, t) -> list[list[tuple]]:
+def read_during_merges(spark, t) -> list[list[tuple]]:
     """Per-partition (p, sum, count) of every read made while the merges ran."""
     reads, done = [], threading.Event()
 
@@ -47,16 +47,16 @@ def _read_during_merges(spark, t) -> list[list[tuple]]:
     return reads
 
 
-def _versions(read) -> set[int]:
+def versions(read) -> set[int]:
     """Which merge's version each partition shows (partition 0 gains 95 per merge, others lose 5)."""
     return {s // 95 if p == 0 else -s // 5 for p, s, n in read}
 
 
 def test_a_classic_session_commits_all_partitions_in_one_metastore_call(spark, twenty):
     assert metastore.batch_available(spark)
-    reads = _read_during_merges(spark, twenty)
+    reads = read_during_merges(spark, twenty)
     assert len(reads) > MERGES  # the reader really ran during the commits
-    torn = [r for r in reads if len(_versions(r)) != 1 or sum(s for _, s, _ in r) != 0]
+    torn = [r for r in reads if len(versions(r)) != 1 or sum(s for _, s, _ in r) != 0]
     assert torn == [], f"{len(torn)} of {len(reads)} reads mixed versions: {torn[:2]}"
     assert all(len(r) == 20 and all(n == 5 for _, _, n in r) for r in reads)
 
@@ -65,12 +65,12 @@ def test_statement_by_statement_commits_keep_each_partition_whole(spark, twenty,
     """Spark Connect sessions and dbt repoint one partition per statement: during a commit a reader
     may see some partitions at the new version and others at the old, but never part of one."""
     monkeypatch.setattr(metastore, "_catalog", lambda spark_: None)
-    reads = _read_during_merges(spark, twenty)
+    reads = read_during_merges(spark, twenty)
     assert len(reads) > MERGES
     for r in reads:
         assert len(r) == 20 and all(n == 5 for _, _, n in r)  # no partition is ever partly rewritten
         for p, s, _ in r:  # each partition at some whole version
             assert (s % 95 == 0) if p == 0 else (s % 5 == 0)
-        assert max(_versions(r)) - min(_versions(r)) <= 1  # and at most one commit apart
-    torn = sum(1 for r in reads if len(_versions(r)) != 1)
+        assert max(versions(r)) - min(versions(r)) <= 1  # and at most one commit apart
+    torn = sum(1 for r in reads if len(versions(r)) != 1)
     print(f"statement-by-statement commits: {torn} of {len(reads)} reads saw two versions")

@@ -413,6 +413,11 @@ def source_broadcast_rows() -> int:
 
 
 # plan/rewrite.sql
+def fold_policy(table: Record) -> Record:
+    """The table's auto compaction policy: {'min_files', 'below'}, {'error'}, or {} when unset."""
+    return _fill("fold_policy", table)
+
+
 def append_sql(table: Record, ctx: Record) -> str:
     return _render("append_sql", table, ctx)
 

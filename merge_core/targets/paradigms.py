@@ -82,6 +82,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             "rows of the files to rewrite are written by the scan tasks that read them (no shuffle), and the rows to "
             "insert, the source rows a join with the target's ON columns leaves unmatched, are spread by partition "
             "(REBALANCE); a larger source is joined once, as below, and the staged rows spread by partition",
+            *_fold_note(table),
             macros.fused_stage_sql(s["spec"], table, s["resolved"], ctx, [sample] if sample else []),
             "-- 6. commit, under the lock: the partitions unchanged since read, the staged rows exactly the plan's "
             "(only planned partitions, each with its rows before plus the plan's change; more rows than planned means "
@@ -99,3 +100,17 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             macros.journal_done_sql(table, ctx["merge_id"]),
             macros.refresh_sql(table),
         ]
+
+
+def _fold_note(table: dict) -> list[str]:
+    """What the table's auto compaction adds to step 5 (rewrite.sql: fold_policy), if it is set."""
+    policy = macros.fold_policy(table)
+    if policy.get("error"):
+        return [f"-- auto compaction: the run stops here, before it writes: {policy['error']}"]
+    if not policy:
+        return []
+    return [
+        f"-- auto compaction (spark_merge.auto_compact.min_files = {policy['min_files']}): a partition step 5 "
+        f"rewrites that holds at least {policy['min_files']} files under {policy['below']:,} bytes has those files "
+        "rewritten too, into its new files (the file stats taken first name them; numTargetFilesCompacted counts them)"
+    ]

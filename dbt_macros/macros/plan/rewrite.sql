@@ -17,14 +17,10 @@
     %}_metadata.file_size < {{ fold.below }}){%- endif -%}
 {%- endmacro %}
 
-{#- The table's auto compaction, decided for the partitions a file-granular rewrite replaces (`old`:
-    their file statistics, with each file's size): a partition holding at least
-    spark_merge.auto_compact.min_files files smaller than spark_merge.auto_compact.small_file_bytes
-    (default 64 MiB) has all of those rewritten with its changed files, into the new files of its new
-    version, instead of carried; larger files are carried as always. Unset: out stays empty. The same
-    commit, the same checks: the folded rows are the partition's own, counted as copied. out: {'below',
-    'partitions', 'dirs', 'files', 'bytes', 'min_files'}, or an error message ({'error'}). -#}
-{% macro spark_merge__fold_plan(table, old, out) -%}
+{#- The table's auto compaction policy, from its properties: out gets {'min_files', 'below'} when
+    spark_merge.auto_compact.min_files is set (below: spark_merge.auto_compact.small_file_bytes, default
+    64 MiB), {'error'} when a value is bad, nothing when the policy is unset. -#}
+{% macro spark_merge__fold_policy(table, out) -%}
 {%- set props = table.get('properties') or {} -%}
 {%- set raw_min, raw_below = props.get('spark_merge.auto_compact.min_files'), props.get('spark_merge.auto_compact.small_file_bytes') -%}
 {%- set min_text = '' if raw_min is none else raw_min | string | trim -%}
@@ -35,17 +31,33 @@
         ~ "spark_merge.auto_compact.small_file_bytes a positive number of bytes (found '" ~ raw_min ~ "' and '" ~ raw_below ~ "'); "
         ~ "fix them with ALTER TABLE " ~ table.name ~ " SET TBLPROPERTIES, or UNSET them to turn auto compaction off"}) -%}
   {%- else -%}
-    {%- set below = below_text | int -%}
-    {%- set chosen = {'below': below, 'min_files': min_text | int, 'partitions': [], 'dirs': [], 'files': 0, 'bytes': 0} -%}
-    {%- for r in old if r.get('sizes') is not none -%}
-      {%- set small = r.sizes | select('lt', below) | list -%}
-      {%- if small | length >= min_text | int -%}
-        {%- do chosen.partitions.append(r.partition) -%}{%- do chosen.dirs.append(r.dir) -%}
-        {%- do chosen.update({'files': chosen.files + small | length, 'bytes': chosen.bytes + small | sum}) -%}
-      {%- endif -%}
-    {%- endfor -%}
-    {%- if chosen.dirs -%}{%- do out.update(chosen) -%}{%- endif -%}
+    {%- do out.update({'min_files': min_text | int, 'below': below_text | int}) -%}
   {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The table's auto compaction, decided for the partitions a file-granular rewrite replaces (`old`:
+    their file statistics, with each file's size): a partition holding at least
+    spark_merge.auto_compact.min_files files smaller than spark_merge.auto_compact.small_file_bytes
+    (fold_policy) has all of those rewritten with its changed files, into the new files of its new
+    version, instead of carried; larger files are carried as always. Unset: out stays empty. The same
+    commit, the same checks: the folded rows are the partition's own, counted as copied. out: {'below',
+    'partitions', 'dirs', 'files', 'bytes', 'min_files'}, or an error message ({'error'}). -#}
+{% macro spark_merge__fold_plan(table, old, out) -%}
+{%- set policy = {} -%}
+{%- do spark_merge.spark_merge__fold_policy(table, policy) -%}
+{%- if policy.get('error') -%}
+  {%- do out.update(policy) -%}
+{%- elif policy -%}
+  {%- set chosen = {'min_files': policy.min_files, 'below': policy.below, 'partitions': [], 'dirs': [], 'files': 0, 'bytes': 0} -%}
+  {%- for r in old if r.get('sizes') is not none -%}
+    {%- set small = r.sizes | select('lt', policy.below) | list -%}
+    {%- if small | length >= policy.min_files -%}
+      {%- do chosen.partitions.append(r.partition) -%}{%- do chosen.dirs.append(r.dir) -%}
+      {%- do chosen.update({'files': chosen.files + small | length, 'bytes': chosen.bytes + small | sum}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if chosen.dirs -%}{%- do out.update(chosen) -%}{%- endif -%}
 {%- endif -%}
 {%- endmacro %}
 
