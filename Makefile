@@ -46,24 +46,33 @@ bench: $(STAMP)
 	$(BIN)/python bench/merge_cost.py
 	$(BIN)/python bench/upsert_modes.py
 
-# Delta Lake's MERGE beside spark-merge's (bench/delta_spark.py): delta-spark 4.4.0, the newest on Maven
-# Central, is built for Spark 4.2, so both run on pyspark 4.2.1, fetched into var/delta (not committed)
-DELTA := var/delta
-MAVEN := https://repo1.maven.org/maven2/io/delta
+# The peers: Delta Lake and Iceberg, beside spark-merge in one Spark session (bench/peers.py). The newest
+# Spark both are built for is 4.1 (delta-spark 4.3.1, iceberg-spark-runtime-4.1 1.12.0), so the benches
+# that compare run on pyspark 4.1.4, fetched with the jars into var/peers (not committed)
+PEERS := var/peers
+MAVEN := https://repo1.maven.org/maven2
+PEER_JARS := delta-spark_2.13-4.3.1.jar delta-storage-4.3.1.jar iceberg-spark-runtime-4.1_2.13-1.12.0.jar
 DELTA_ARGS ?=
-$(DELTA)/ready: $(STAMP)
-	mkdir -p $(DELTA)
-	test -d $(DELTA)/py42/pyspark || $(BIN)/pip install --quiet --no-deps --target $(DELTA)/py42 pyspark==4.2.1
-	test -f $(DELTA)/delta-spark_2.13-4.4.0.jar || curl -fsSL -o $(DELTA)/delta-spark_2.13-4.4.0.jar $(MAVEN)/delta-spark_2.13/4.4.0/delta-spark_2.13-4.4.0.jar
-	test -f $(DELTA)/delta-storage-4.4.0.jar || curl -fsSL -o $(DELTA)/delta-storage-4.4.0.jar $(MAVEN)/delta-storage/4.4.0/delta-storage-4.4.0.jar
+$(PEERS)/ready: $(STAMP)
+	mkdir -p $(PEERS)
+	test -d $(PEERS)/py41/pyspark || $(BIN)/pip install --quiet --no-deps --target $(PEERS)/py41 pyspark==4.1.4
+	test -f $(PEERS)/delta-spark_2.13-4.3.1.jar || curl -fsSL -o $@.part $(MAVEN)/io/delta/delta-spark_2.13/4.3.1/delta-spark_2.13-4.3.1.jar
+	test -f $(PEERS)/delta-spark_2.13-4.3.1.jar || mv $@.part $(PEERS)/delta-spark_2.13-4.3.1.jar
+	test -f $(PEERS)/delta-storage-4.3.1.jar || curl -fsSL -o $@.part $(MAVEN)/io/delta/delta-storage/4.3.1/delta-storage-4.3.1.jar
+	test -f $(PEERS)/delta-storage-4.3.1.jar || mv $@.part $(PEERS)/delta-storage-4.3.1.jar
+	test -f $(PEERS)/iceberg-spark-runtime-4.1_2.13-1.12.0.jar || curl -fsSL -o $@.part \
+		$(MAVEN)/org/apache/iceberg/iceberg-spark-runtime-4.1_2.13/1.12.0/iceberg-spark-runtime-4.1_2.13-1.12.0.jar
+	test -f $(PEERS)/iceberg-spark-runtime-4.1_2.13-1.12.0.jar || mv $@.part $(PEERS)/iceberg-spark-runtime-4.1_2.13-1.12.0.jar
 	touch $@
 
-DELTA_RUN = PYTHONPATH=$(DELTA)/py42:. DELTA_JARS=$(CURDIR)/$(DELTA)/delta-spark_2.13-4.4.0.jar,$(CURDIR)/$(DELTA)/delta-storage-4.4.0.jar $(BIN)/python
+PEER_RUN = PYTHONPATH=$(PEERS)/py41:. PEER_JARS=$(subst $(space),$(comma),$(addprefix $(CURDIR)/$(PEERS)/,$(PEER_JARS))) $(BIN)/python
+comma := ,
+space := $(subst ,, )
 # a merge's commit against the partitions it rewrites and the table has (bench/partitions.py), on the
-# embedded and a service metastore, Delta beside it (so on Delta's Spark, as bench-delta)
+# embedded and a service metastore, Delta beside it (so on the peers' Spark, as bench-delta)
 PARTS_ARGS ?=
-bench-partitions: $(DELTA)/ready
-	$(DELTA_RUN) bench/partitions.py $(PARTS_ARGS)
+bench-partitions: $(PEERS)/ready
+	$(PEER_RUN) bench/partitions.py $(PARTS_ARGS)
 
 # S3 requests per merge (bench/s3_requests.py), on moto's S3 server; S3A's jars are fetched into var/s3a
 S3_ARGS ?=
@@ -79,20 +88,20 @@ bench-feed: $(STAMP)
 bench-cli: $(STAMP)
 	$(BIN)/python bench/warm_cli.py --write-docs
 
-bench-delta: $(DELTA)/ready
-	$(DELTA_RUN) bench/delta_spark.py $(DELTA_ARGS)
+bench-delta: $(PEERS)/ready
+	$(PEER_RUN) bench/delta_spark.py $(DELTA_ARGS)
 
-# Delta Lake's own MERGE benchmark (its 16 MergeTestCases), spark-merge beside Delta copy-on-write and
-# Delta with deletion vectors (bench/delta_matrix.py); --write-docs puts the table into docs/performance.md
+# Delta Lake's own MERGE benchmark (its 16 MergeTestCases), spark-merge beside Delta copy-on-write, Delta
+# with deletion vectors, Iceberg copy-on-write and Iceberg merge-on-read (bench/delta_matrix.py); --write-docs puts the table into docs/performance.md
 MATRIX_ARGS ?= --write-docs
-bench-matrix: $(DELTA)/ready
-	$(DELTA_RUN) bench/delta_matrix.py $(MATRIX_ARGS)
+bench-matrix: $(PEERS)/ready
+	$(PEER_RUN) bench/delta_matrix.py $(MATRIX_ARGS)
 
 # a table after 100 CDC merges (bench/aging.py): files, bytes, a full scan and a point lookup every 10
 # merges, spark-merge with and without auto compaction beside Delta with auto compaction and a fresh copy
 AGING_ARGS ?=
-bench-aging: $(DELTA)/ready
-	$(DELTA_RUN) bench/aging.py $(AGING_ARGS)
+bench-aging: $(PEERS)/ready
+	$(PEER_RUN) bench/aging.py $(AGING_ARGS)
 
 clean:
 	rm -rf var .pytest_cache

@@ -24,7 +24,6 @@ rows of all of them are checked to be the same. Runs on Delta's Spark, as bench-
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import tempfile
@@ -32,12 +31,12 @@ import time
 from pathlib import Path
 
 from merge_cost import COLUMNS, INSERT, SCHEMA, UPDATE_SET, checksum, generate, timed
+from peers import PEER_CONF
 from report import Report
 
 from merge_core import merge
 from merge_core.spark.session import get_session
 
-JARS = os.environ.get("DELTA_JARS", "")
 POLICY = 8  # spark_merge.auto_compact.min_files of the compacting table
 ENGINES = ("sm", "sm_plain", "delta", "fresh")
 TITLES = {
@@ -171,13 +170,9 @@ def main() -> None:
     parser.add_argument("--write-docs", action="store_true", help="write the tables into docs/performance.md")
     args = parser.parse_args()
     where = Path(tempfile.mkdtemp(prefix="sm_aging_"))
-    conf = {"spark.jars": JARS} if JARS else {}
-    if JARS:
-        conf |= {
-            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        }
-    spark = get_session(master="local[2]", warehouse=str(where / "home"), conf={"spark.driver.memory": "6g", **conf})
+    spark = get_session(
+        master="local[2]", warehouse=str(where / "home"), conf={"spark.driver.memory": "6g", **PEER_CONF}
+    )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
     generate(spark, args.rows, args.changes, where)
     spark.read.parquet(str(where / "target")).write.parquet(str(where / "flat"))

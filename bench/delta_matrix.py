@@ -1,8 +1,10 @@
 """Delta Lake's own MERGE benchmark (delta-io/delta benchmarks: MergeTestCases, MergeDataLoad) with
-spark-merge beside Delta copy-on-write and Delta with deletion vectors, in one Spark session.
+spark-merge beside Delta copy-on-write, Delta with deletion vectors, Iceberg copy-on-write and Iceberg
+merge-on-read, in one Spark session.
 
     make bench-matrix                                   # 5M rows in 40 files, medians of 3
     make bench-matrix MATRIX_ARGS="--rows 500000 --repeat 1 --cases upsert"   # a quick look
+    make bench-matrix MATRIX_ARGS="--peers delta,iceberg-mor"                 # some peers only
 
 The target is a generated table shaped like TPC-DS `web_returns` (keyed by order number and item),
 twice: unpartitioned, and partitioned by month (24 partitions). Each source is made as Delta's
@@ -11,7 +13,8 @@ from their rows a sample that matches (rowMatchedFraction) and a sample given ke
 nothing (rowNotMatchedFraction). The 16 cases are Delta's (6 insert-only, 1 delete-only, 9 upsert),
 with their statements. Every engine gets a fresh copy of the same target for every run (spark-merge:
 the parquet files hard-linked into a new table; Delta: a shallow clone of one Delta table made from
-the same files), runs the same statement, and the tables must hold the same rows afterwards. Per
+the same files; Iceberg: one Iceberg table made from the same files, set back to its first snapshot),
+runs the same statement, and the tables must hold the same rows afterwards. Per
 engine and case: the median seconds, the Spark jobs, and the bytes its stages read and wrote (the
 first run's). `--write-docs` puts each target's table into docs/performance.md between its markers
 (`--shapes monthly --write-docs` replaces the monthly table only).
@@ -28,13 +31,21 @@ import tempfile
 import time
 from pathlib import Path
 
+from peers import ICEBERG_MODES, JARS, PEER_CONF, iceberg_restored, iceberg_table
 from pyspark.sql import functions as F
 from report import Report
 
 from merge_core import merge
 from merge_core.spark.session import get_session
 
-JARS = os.environ.get("DELTA_JARS", "")
+PEERS = ("delta", "delta-dv", "iceberg-cow", "iceberg-mor")
+NAMES = {
+    "delta": "Delta copy-on-write",
+    "delta-dv": "Delta deletion vectors",
+    "iceberg-cow": "Iceberg copy-on-write",
+    "iceberg-mor": "Iceberg merge-on-read",
+}
+SHORT = {"delta": "Delta CoW", "delta-dv": "Delta DV", "iceberg-cow": "Iceberg CoW", "iceberg-mor": "Iceberg MoR"}
 KEYS = "t.wr_order_number = s.wr_order_number AND t.wr_item_sk = s.wr_item_sk"
 # (kind, fileMatchedFraction, rowMatchedFraction, rowNotMatchedFraction): MergeTestCases.testCases
 CASES = [
@@ -143,6 +154,18 @@ def delta_base(spark, where: Path, shape: str) -> None:
         )
 
 
+def iceberg_base(spark, where: Path, shape: str, peers: list[str]) -> dict[str, int]:
+    """An Iceberg table per write mode among `peers`, made from the target's files; the snapshot each run
+    starts from."""
+    part = "wr_month" if shape == "monthly" else ""
+    made = [e for e in ICEBERG_MODES if e in peers]
+    return {e: iceberg_table(spark, iceberg_name(shape, e), str(where / shape), e, part) for e in made}
+
+
+def iceberg_name(shape: str, engine: str) -> str:
+    return f"ice.bench.base_{shape}_{engine.split('-')[1]}"
+
+
 def delta_target(spark, shape: str, dv: bool) -> str:
     spark.sql("DROP TABLE IF EXISTS bench.d")
     spark.sql(f"CREATE TABLE bench.d SHALLOW CLONE bench.base_{shape}_{'dv' if dv else 'cow'}")
@@ -183,18 +206,21 @@ def checksum(spark, table: str) -> tuple:
     return tuple(spark.sql(f"SELECT count(*), sum(hash(*)) FROM {table}").first())
 
 
-def run_case(spark, where: Path, shape: str, case: tuple, repeat: int) -> dict:
+def run_case(spark, where: Path, shape: str, case: tuple, repeat: int, peers: list[str], snapshots: dict) -> dict:
     kind, files_f, matched_f, not_matched_f = case
     source = f"bench.{source_name(files_f, matched_f, not_matched_f)}_{shape}"
     out, sums = {}, set()
-    for engine in ("spark-merge", "delta", "delta-dv"):
+    for engine in ["spark-merge", *peers]:
         times, first = [], None
         for _ in range(repeat):
             if engine == "spark-merge":
                 table = spark_merge_target(spark, where, shape)
                 run = lambda: merge(spark, STATEMENTS[kind].format(t=table, s=source))  # noqa: E731
             else:
-                table = delta_target(spark, shape, engine == "delta-dv")
+                if engine.startswith("iceberg"):
+                    table = iceberg_restored(spark, iceberg_name(shape, engine), snapshots[shape][engine])
+                else:
+                    table = delta_target(spark, shape, engine == "delta-dv")
                 run = lambda: spark.sql(STATEMENTS[kind].format(t=table, s=source)).collect()  # noqa: E731
             result = measured(spark, run)
             times.append(result[0])
@@ -205,25 +231,30 @@ def run_case(spark, where: Path, shape: str, case: tuple, repeat: int) -> dict:
     return out
 
 
-def row(shape: str, case: tuple, r: dict) -> str:
+def row(shape: str, case: tuple, r: dict, peers: list[str]) -> str:
     kind, f, m, n = case
-    sm, cow, dv = r["spark-merge"][0], r["delta"][0], r["delta-dv"][0]
+    sm = r["spark-merge"][0]
 
     def cell(engine):
         s, jobs, read, written = r[engine]
         return f"{s:.2f} ({jobs} jobs, {read / 1e6:.0f}/{written / 1e6:.0f} MB)"
 
-    return (
-        f"| {kind} | {f} / {m} / {n} | {shape} | {cell('spark-merge')} | {cell('delta')} | {cell('delta-dv')} | "
-        f"**{cow / sm:.2f}x** | **{dv / sm:.2f}x** | {'yes' if r['same'] else 'NO'} |"
-    )
+    cells = [cell(e) for e in ["spark-merge", *peers]] + [f"**{r[e][0] / sm:.2f}x**" for e in peers]
+    return f"| {kind} | {f} / {m} / {n} | {shape} | {' | '.join(cells)} | {'yes' if r['same'] else 'NO'} |"
 
 
-HEADER = (
-    "| case | files / matched / not matched | target | spark-merge s (jobs, MB read/written) | Delta copy-on-write | "
-    "Delta deletion vectors | Delta CoW / spark-merge | Delta DV / spark-merge | same rows |\n"
-    "|---|---|---|---|---|---|---|---|---|"
-)
+def header(peers: list[str]) -> str:
+    """The table's head: spark-merge and each peer's seconds, then each peer's time over spark-merge's."""
+    names = [NAMES[p] for p in peers] + [f"{SHORT[p]} / spark-merge" for p in peers]
+    columns = [
+        "case",
+        "files / matched / not matched",
+        "target",
+        "spark-merge s (jobs, MB read/written)",
+        *names,
+        "same rows",
+    ]
+    return f"| {' | '.join(columns)} |\n|{'---|' * len(columns)}"
 
 
 def main() -> None:
@@ -233,10 +264,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cases", default="", help="only the cases whose kind contains this text")
     ap.add_argument("--shapes", default="flat,monthly")
+    ap.add_argument("--peers", default=",".join(PEERS), help=f"the peers beside spark-merge, of {', '.join(PEERS)}")
     ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
     args = ap.parse_args()
     if not JARS:
-        raise SystemExit("set DELTA_JARS to the delta-spark and delta-storage jars (make bench-matrix does)")
+        raise SystemExit("set PEER_JARS to the delta-spark, delta-storage and Iceberg jars (make bench-matrix does)")
+    peers = [p for p in args.peers.split(",") if p]
+    if set(peers) - set(PEERS):
+        raise SystemExit(f"--peers: unknown {sorted(set(peers) - set(PEERS))}; the peers are {', '.join(PEERS)}")
     import pyspark
 
     home = Path(tempfile.mkdtemp(prefix="sm_matrix_"))
@@ -250,8 +285,8 @@ def main() -> None:
             "spark.ui.retainedJobs": "100000",
             "spark.ui.retainedStages": "100000",
             "spark.jars": JARS,
-            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            **PEER_CONF,
+            "spark.sql.catalog.ice.warehouse": str(home / "iceberg"),
         },
     )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
@@ -260,10 +295,12 @@ def main() -> None:
     try:
         data = home / "data"
         sources = generate(spark, args.rows, args.files, data, shapes)
+        snapshots = {}
         for shape in shapes:
             delta_base(spark, data, shape)
+            snapshots[shape] = iceberg_base(spark, data, shape, peers)
         cases = [c for c in CASES if args.cases in c[0]]
-        run_case(spark, data, shapes[0], cases[0], 1)  # warm up every engine (JIT) before anything is timed
+        run_case(spark, data, shapes[0], cases[0], 1, peers, snapshots)  # warm up every engine (JIT) first
         for shape in shapes:
             n_files = len(list((data / shape).rglob("*.parquet")))
             target = "unpartitioned" if shape == "flat" else "partitioned by month (24 partitions)"
@@ -272,11 +309,12 @@ def main() -> None:
                 f"{sources[shape]}; Delta Lake's MergeTestCases; medians of {args.repeat}, seconds, side by side "
                 f"in one run; jobs and MB read/written from the first run.",
                 "",
-                HEADER,
+                header(peers),
             ]
             print("\n".join(tables[shape]), flush=True)
             for case in cases:
-                tables[shape].append(row(shape, case, run_case(spark, data, shape, case, args.repeat)))
+                result = run_case(spark, data, shape, case, args.repeat, peers, snapshots)
+                tables[shape].append(row(shape, case, result, peers))
                 print(tables[shape][-1], flush=True)
     finally:
         spark.stop()

@@ -6,16 +6,15 @@
     make bench-delta DELTA_ARGS="--rows none"          # the small merge only
 
 The peer a Spark user would pick instead of spark-merge is Delta Lake's (or Iceberg's) MERGE on the
-same Spark. delta-spark is published for a Spark minor version, not for every one: the newest
-(4.4.0) is built for Spark 4.2 and fails on Spark 4.3, the project's version, inside its own code
-(NoSuchMethodError on org.apache.spark.sql.execution.LogicalRDD.<init>, which changed in 4.3). So this
-bench runs both on Spark 4.2 (`make bench-delta` fetches pyspark 4.2.1 and the delta-spark jars into
-var/, outside the project's environment); spark-merge runs unchanged there.
+same Spark. Both run on the Spark they are built for, 4.1 (bench/peers.py says why); spark-merge runs
+unchanged there.
 
 Workload and data: bench/merge_cost.py's (a target of N rows partitioned by day, a CDC source of M
 rows). Each run gets a fresh copy: a parquet table for spark-merge; for Delta a Delta table made by
 CTAS from the same files (not timed), partitioned by dt, copy-on-write (no deletion vectors: Delta's
-default for a new table). The same MERGE statement runs on both. Jobs: the Spark jobs each MERGE ran
+default for a new table); for Iceberg one table per write mode (copy-on-write, and merge-on-read in
+format 3) made by CTAS from the same files, partitioned by dt, set back to the snapshot its CTAS made
+before each run. The same MERGE statement runs on all of them. Jobs: the Spark jobs each MERGE ran
 (job group + statusTracker), counted in the first run. The data floor (merge_cost.py's: the touched
 partitions and the source read, their union written, no join) is measured in the same session, so
 both engines' distance from it is side by side too.
@@ -36,7 +35,6 @@ and Delta's is restored to its first version (RESTORE TABLE) instead of created 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import tempfile
@@ -55,12 +53,11 @@ from merge_cost import (
     small_workload,
     timed,
 )
+from peers import ICEBERG_MODES, JARS, PEER_CONF, iceberg_restored, iceberg_table
 from report import Report
 
 from merge_core import merge
 from merge_core.spark.session import get_session
-
-JARS = os.environ.get("DELTA_JARS", "")
 
 
 def delta_target(spark, where: Path) -> str:
@@ -89,11 +86,12 @@ def jobs_of(spark, fn) -> tuple[float, int]:
     return seconds, len(sc.statusTracker().getJobIdsForGroup(group))
 
 
-def one_round(spark, where: Path, kind: str, r: dict, big: bool = False) -> list[str]:
+def one_round(spark, where: Path, kind: str, r: dict, big: bool = False, iceberg: dict | None = None) -> list[str]:
     """One side-by-side round of ``kind``: spark-merge, the data floor and Delta copy-on-write, each on
     a fresh target, their seconds appended to ``r['sm']``, ``r['floor']``, ``r['delta']`` and the
     first run's jobs kept in ``r['jobs']``, each table's checksum added to ``r['sums']``; the days the
-    merge touched. ``big``: the targets are hard links, Delta's is restored rather than created."""
+    merge touched. ``big``: the targets are hard links, Delta's is restored rather than created.
+    ``iceberg``: each Iceberg mode's table and first snapshot, merged into too (``r[mode]``)."""
     table = fresh_target(spark, where, link=big)
     done = []
     s, j = jobs_of(spark, lambda: done.append(merge(spark, scenarios(table)[kind])))
@@ -108,18 +106,26 @@ def one_round(spark, where: Path, kind: str, r: dict, big: bool = False) -> list
     r["delta"].append(s)
     r["jobs"].setdefault("delta", j)
     r["sums"].add(checksum(spark, table))
+    for engine, (name, snapshot) in (iceberg or {}).items():
+        table = iceberg_restored(spark, name, snapshot)
+        s, j = jobs_of(spark, lambda: spark.sql(scenarios(table)[kind]).collect())
+        r[engine].append(s)
+        r["jobs"].setdefault(engine, j)
+        r["sums"].add(checksum(spark, table))
     return days
 
 
 def rounds() -> dict:
-    return {"sm": [], "delta": [], "floor": [], "fused": [], "one": [], "sums": set(), "jobs": {}}
+    return {"sm": [], "delta": [], "floor": [], "fused": [], "one": [], "sums": set(), "jobs": {}} | {
+        engine: [] for engine in ICEBERG_MODES
+    }
 
 
-def compare(spark, where: Path, repeat: int, kinds: list[str], out=print) -> None:
+def compare(spark, where: Path, repeat: int, kinds: list[str], iceberg: dict, out=print) -> None:
     for kind in kinds:
         r = rounds()
         for _ in range(repeat):
-            one_round(spark, where, kind, r)
+            one_round(spark, where, kind, r, iceberg=iceberg)
             if kind.startswith("cdc"):  # the fused plan (two passes) and the one-pass plan, prototyped
                 for key, plan in (("fused", fused_cdc), ("one", one_pass_cdc)):
                     table = fresh_target(spark, where)
@@ -134,9 +140,13 @@ def compare(spark, where: Path, repeat: int, kinds: list[str], out=print) -> Non
             else "- | - | "
             for k in ("fused", "one")
         )
+        ice = "".join(
+            f"{statistics.median(r[e]):.2f} ({r['jobs'][e]} jobs) | **{statistics.median(r[e]) / a:.2f}x** | "
+            for e in ICEBERG_MODES
+        )
         out(
             f"| {kind} | {a:.2f} ({r['jobs']['sm']} jobs) | {b:.2f} ({r['jobs']['delta']} jobs) | **{b / a:.2f}x** | "
-            f"{c}{f:.2f} | {a / f:.2f} | {b / f:.2f} | {'yes' if len(r['sums']) == 1 else 'NO'} |"
+            f"{ice}{c}{f:.2f} | {a / f:.2f} | {b / f:.2f} | {'yes' if len(r['sums']) == 1 else 'NO'} |"
         )
 
 
@@ -224,7 +234,7 @@ def main() -> None:
     args = ap.parse_args()
     out = Report("delta-big" if args.big else "delta-cdc")
     if not JARS:
-        raise SystemExit("set DELTA_JARS to the delta-spark and delta-storage jars (make bench-delta does)")
+        raise SystemExit("set PEER_JARS to the delta-spark, delta-storage and Iceberg jars (make bench-delta does)")
     import pyspark
 
     home = Path(tempfile.mkdtemp(prefix="sm_bench_delta_"))
@@ -234,9 +244,7 @@ def main() -> None:
             "spark.sql.shuffle.partitions": "8",
             "spark.driver.memory": "6g",
             "spark.ui.showConsoleProgress": "false",
-            "spark.jars": JARS,
-            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            **PEER_CONF,
         },
     )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
@@ -265,6 +273,11 @@ def main() -> None:
             fresh_target(spark, data)  # warm up both (JIT compilation) before anything is timed
             merge(spark, scenarios("bench.t")["cdc, ON id"])
             spark.sql(scenarios(delta_target(spark, data))["cdc, ON id"]).collect()
+            iceberg = {}
+            for engine in ICEBERG_MODES:
+                name = f"ice.bench.cdc_{engine.split('-')[1]}_{n}"
+                iceberg[engine] = (name, iceberg_table(spark, name, str(data / "target"), engine, "dt"))
+                spark.sql(scenarios(name)["cdc, ON id"]).collect()
             fused_cdc(spark, fresh_target(spark, data), False, data)
             one_pass_cdc(spark, fresh_target(spark, data), False, data)
             out(
@@ -272,12 +285,13 @@ def main() -> None:
                 f"{args.repeat} (seconds; side by side in this run)\n"
             )
             out(
-                "| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | two-pass prototype | "
+                "| scenario | spark-merge | Delta Lake MERGE | Delta / spark-merge | Iceberg copy-on-write | "
+                "Iceberg CoW / spark-merge | Iceberg merge-on-read | Iceberg MoR / spark-merge | two-pass prototype | "
                 "Delta / two-pass | one-pass prototype | Delta / one-pass | data floor | spark-merge / data floor | "
                 "Delta / data floor | same rows |"
             )
-            out("|---|---|---|---|---|---|---|---|---|---|---|---|")
-            compare(spark, data, args.repeat, args.scenarios.split(";"), out)
+            out("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            compare(spark, data, args.repeat, args.scenarios.split(";"), iceberg, out)
         if not args.big and not args.no_small:
             small(spark, home, args.repeat, out)
     finally:

@@ -24,7 +24,7 @@ partition on each engine (see warm_up). Per merge:
 - Delta's time for the same MERGE on a Delta copy of the same rows, and whether the two tables then
   hold the same rows.
 
-Delta runs on Spark 4.2 (bench/delta_spark.py says why): `make bench-partitions` runs the whole bench there.
+Delta runs on Spark 4.1 (bench/peers.py says why): `make bench-partitions` runs the whole bench there.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import shutil
 import subprocess
 import sys
@@ -44,9 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from peers import JARS, PEER_CONF  # noqa: E402
 from report import Report  # noqa: E402
 
-JARS = os.environ.get("DELTA_JARS", "")
 ROWS_PER_PARTITION = 10
 
 
@@ -147,14 +146,7 @@ def child(args) -> None:
     home = Path(tempfile.mkdtemp(prefix="sm_bench_parts_"))
     home.chmod(0o755)  # PostgreSQL runs as its own user (tests/pg_server.py) and must reach its folder
     conf = {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g", "spark.ui.showConsoleProgress": "false"}
-    if JARS:
-        conf.update(
-            {
-                "spark.jars": JARS,
-                "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-            }
-        )
+    conf.update(PEER_CONF)
     services = []
     metastore = None
     if args.child == "service":
