@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from merge_cost import COLUMNS, INSERT, SCHEMA, UPDATE_SET, checksum, generate, timed
-from peers import PEER_CONF
+from peers import peer_conf
 from report import Report
 
 from merge_core import merge
@@ -171,7 +171,9 @@ def main() -> None:
     args = parser.parse_args()
     where = Path(tempfile.mkdtemp(prefix="sm_aging_"))
     spark = get_session(
-        master="local[2]", warehouse=str(where / "home"), conf={"spark.driver.memory": "6g", **PEER_CONF}
+        master="local[2]",
+        warehouse=str(where / "home"),
+        conf={"spark.driver.memory": "6g", **peer_conf(where / "home")},
     )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")
     generate(spark, args.rows, args.changes, where)

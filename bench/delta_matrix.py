@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from peers import ICEBERG_MODES, JARS, PEER_CONF, iceberg_restored, iceberg_table
+from peers import ICEBERG_MODES, JARS, iceberg_restored, iceberg_table, peer_conf
 from pyspark.sql import functions as F
 from report import Report
 
@@ -285,8 +285,7 @@ def main() -> None:
             "spark.ui.retainedJobs": "100000",
             "spark.ui.retainedStages": "100000",
             "spark.jars": JARS,
-            **PEER_CONF,
-            "spark.sql.catalog.ice.warehouse": str(home / "iceberg"),
+            **peer_conf(home),
         },
     )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")

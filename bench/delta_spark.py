@@ -53,7 +53,7 @@ from merge_cost import (
     small_workload,
     timed,
 )
-from peers import ICEBERG_MODES, JARS, PEER_CONF, iceberg_restored, iceberg_table
+from peers import ICEBERG_MODES, JARS, iceberg_restored, iceberg_table, peer_conf
 from report import Report
 
 from merge_core import merge
@@ -244,7 +244,7 @@ def main() -> None:
             "spark.sql.shuffle.partitions": "8",
             "spark.driver.memory": "6g",
             "spark.ui.showConsoleProgress": "false",
-            **PEER_CONF,
+            **peer_conf(home),
         },
     )
     spark.sql("CREATE DATABASE IF NOT EXISTS bench")

@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from peers import JARS, PEER_CONF  # noqa: E402
+from peers import JARS, peer_conf  # noqa: E402
 from report import Report  # noqa: E402
 
 ROWS_PER_PARTITION = 10
@@ -146,7 +146,7 @@ def child(args) -> None:
     home = Path(tempfile.mkdtemp(prefix="sm_bench_parts_"))
     home.chmod(0o755)  # PostgreSQL runs as its own user (tests/pg_server.py) and must reach its folder
     conf = {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g", "spark.ui.showConsoleProgress": "false"}
-    conf.update(PEER_CONF)
+    conf.update(peer_conf(home))
     services = []
     metastore = None
     if args.child == "service":

@@ -19,19 +19,24 @@ from __future__ import annotations
 import os
 
 JARS = os.environ.get("PEER_JARS", "")
-PEER_CONF = (
-    {
+
+
+def peer_conf(home) -> dict[str, str]:
+    """The session settings that load the peers (none when $PEER_JARS is unset); Iceberg's tables go
+    under ``home``/iceberg."""
+    if not JARS:
+        return {}
+    return {
         "spark.jars": JARS,
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension,"
         "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog",
         "spark.sql.catalog.ice.type": "hadoop",
+        "spark.sql.catalog.ice.warehouse": f"{home}/iceberg",
         "spark.sql.catalog.ice.cache-enabled": "false",
     }
-    if JARS
-    else {}
-)
+
 
 # Iceberg's two write modes as its users set them; merge-on-read in format 3 writes deletion vectors
 ICEBERG_MODES = {
