@@ -136,7 +136,7 @@ def age(spark, where: Path, daily: bool, args, out) -> dict:
     tables = targets(spark, where, daily)
     flat_files = len(spark.read.parquet(str(where / "flat")).inputFiles())
     layout = "daily" if daily else "unpartitioned"
-    out(f"\n**{layout}**, {args.rows:,} rows, each merge {args.changes:,} source rows\n")
+    out(f"\n**{layout}**, Spark {spark.version}, {args.rows:,} rows, each merge {args.changes:,} source rows\n")
     out("| merges | " + " | ".join(TITLES[e] for e in ENGINES) + " | same rows |")
     out("|---|" + "---|" * (len(ENGINES) + 1))
     spent = {e: 0.0 for e in ENGINES}
