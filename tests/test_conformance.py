@@ -147,7 +147,7 @@ def _unset_journal(text: str) -> str:
 
 
 def _assert_same(
-    spark, from_python: list, from_dbt: list, py_table: str, dbt_table: str, names: dict, first: str = "clean_dead"
+    spark, from_python: list, from_dbt: list, py_table: str, dbt_table: str, names: dict, first: str = "own_target"
 ) -> None:
     """The two traces are equal, step by step, once the tables' names and roots are placeholders; both
     start with the merge's first step (``first``: a merge-on-read upsert's begin starts by listing
@@ -276,7 +276,7 @@ def test_dbt_and_python_issue_the_same_statements(spark, session_project, shape,
         py_table,
         dbt_table,
         names,
-        "sql" if shape == "merge_on_read" else "clean_dead",
+        "sql" if shape == "merge_on_read" else "own_target",
     )
     if shape != "duplicate":
         assert rows(spark, py_table) == rows(spark, dbt_table)
@@ -386,6 +386,6 @@ def test_dbt_and_python_rollbacks_issue_the_same_statements(spark, session_proje
         from_python = list(host.trace)
     finally:
         host.trace = None
-    _assert_same(spark, from_python, from_dbt, tables["py"], tables["db"], {}, "describe_target")
+    _assert_same(spark, from_python, from_dbt, tables["py"], tables["db"], {}, "catalog")
     assert rows(spark, tables["py"]) == before["py"] and rows(spark, tables["db"]) == before["db"]
     assert rows(spark, f"(SELECT * FROM {tables['db']} WHERE region = 'ap')") == []

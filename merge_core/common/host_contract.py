@@ -18,6 +18,37 @@ from typing import Protocol
 from merge_core.common.run_state import RunState
 
 
+class LockHandle(Protocol):
+    """A host's handle on lock tables (commit/lock.sql: spark_merge__lock_holder, spark_merge__lock_wait):
+    the statements are the macros'; the handle runs them and keeps time."""
+
+    wait_s: float  # how long a waiter waits for a live holder
+
+    def lease(self) -> dict:
+        """``{'since', 'expires', 'owner'}`` of a lock taken now (the host's lease and name)."""
+
+    def take(self, table: dict, sql: str) -> None:
+        """Run ``sql`` (lock_sql: created only if none holds it)."""
+
+    def properties(self, table: dict, listing_sql: str, props_sql: str) -> dict | None:
+        """The lock table's properties (``props_sql``), None when ``listing_sql`` finds no lock table."""
+
+    def ages(self, since: str, expires: str) -> dict:
+        """``{'lapsed', 'held'}``: seconds since ``expires`` and since ``since`` (None where not a time)."""
+
+    def release(self, table: dict, sql: str) -> None:
+        """Run ``sql`` (unlock_sql)."""
+
+    def pause(self) -> None:
+        """A short wait between looks."""
+
+    def clock(self) -> float:
+        """Seconds, to time the wait."""
+
+    def note(self, text: str) -> None:
+        """A warning the user sees."""
+
+
 class StatementHost(Protocol):
     """What every lifecycle (merge, rollback, recovery) calls: statements, progress, the lock, files."""
 
@@ -44,8 +75,10 @@ class StatementHost(Protocol):
     def failpoint(self, name: str) -> None:
         """Where the crash tests stop a merge (merge_core/spark/faults.py)."""
 
-    def describe(self, table: dict) -> dict:
-        """The table as the catalog describes it now."""
+    def catalog(self, parts: list[str], json_sql: str, columns_sql: str) -> dict:
+        """What the catalog says of the table ``parts`` (spark_merge__lifecycle_describe makes the table
+        record of it): ``{'desc'}``, the JSON ``json_sql`` returns, and ``{'types'}``, the [name, type]
+        rows of ``columns_sql``; a missing table stops the run."""
 
     def lock(self, table: dict, merge_id: str) -> None:
         """Take the commit lock (a live holder is waited for)."""
@@ -53,8 +86,9 @@ class StatementHost(Protocol):
     def unlock(self, table: dict | None = None, merge_id: str = "") -> None:
         """Release the commit lock if this merge holds it (also on abort)."""
 
-    def wait_free(self, table: dict) -> None:
-        """Before planning: wait for a live commit to end, break a dead one's lock."""
+    def lock_handle(self) -> LockHandle:
+        """The host's handle on lock tables, for the lock's macros (before planning, the lifecycle waits
+        through it for a live commit to end and breaks a dead one's lock: spark_merge__lock_wait)."""
 
     def release_finished(self, table: dict, merge_id: str | None) -> None:
         """Break a lock that guards no work (its holder finished or died)."""
@@ -105,23 +139,27 @@ class StatementHost(Protocol):
 class BeginHost(StatementHost, Protocol):
     """A merge's begin (lifecycle/begin.sql): the steps each host takes its own way."""
 
-    def clean_dead(self) -> None:
-        """Drop what merges that died left in this session."""
+    def own_target(self, parts: list[str]) -> dict | None:
+        """The target named by ``parts`` when it is of the host's own kind (a PostgreSQL table), described;
+        None for a catalog table (the lifecycle describes it)."""
 
-    def describe_target(self, parts: list[str]) -> dict:
-        """The target named by ``parts``, described (a catalog table, or the host's own kind)."""
+    def check_files(self, table: dict, listing_sql: str) -> list[str]:
+        """Refuse a table whose files another format manages; the staging tables of merges that died
+        that ``listing_sql`` lists, to drop (none where the host cannot tell a dead merge)."""
 
-    def check_files(self, table: dict) -> None:
-        """Refuse a table whose files another format manages; drop dead merges' staging tables."""
-
-    def source_types(self, spec: dict) -> list[list[str]]:
-        """The source's columns and types."""
+    def source_types(self, spec: dict, sql: str) -> list[list[str]]:
+        """The source's columns and types (``sql``: describe_source_sql); a refusal names the source."""
 
     def prepare(self, s: RunState, table: dict, source_types: list[list[str]]) -> dict:
         """The request shaped for the table (names qualified, schema evolved): ``{'spec', 'table'}``."""
 
-    def part_types(self, spec: dict, table: dict, parts: list[dict]) -> dict:
-        """The types of the statement's parts (``{'types', 'errors'}``), each part named in its error."""
+    def evolve_spec(self, spec: dict, table: dict, source_types: list[list[str]]) -> dict:
+        """Schema evolution's part of the spec, in place (the source's columns, a struct given in part
+        filled in): ``{'direct', 'errors'}``, the columns assigned directly and what cannot be stored."""
+
+    def part_types(self, sql: str, singles: list[list[str]]) -> dict:
+        """The types of the statement's parts (``sql``: all at once), ``{'types', 'errors'}``; where the
+        host can catch a refusal, each part of ``singles`` ([label, sql]) asked alone, named in its error."""
 
     def on_keys(self, s: RunState, spec: dict) -> list[dict]:
         """ON's equalities: ``[{'target', 'source', 'null_safe'}]``."""
@@ -133,11 +171,8 @@ class BeginHost(StatementHost, Protocol):
 class RollbackHost(StatementHost, Protocol):
     """A rollback (lifecycle/rollback.sql): the history and the files it restores."""
 
-    def describe_target(self, parts: list[str]) -> dict:
-        """The table named by ``parts``, described."""
-
-    def check_files(self, table: dict) -> None:
-        """Refuse a table whose files another format manages."""
+    def check_files(self, table: dict, listing_sql: str) -> list[str]:
+        """Refuse a table whose files another format manages; the staging tables to drop."""
 
     def history(self, table: dict) -> list[dict]:
         """The table's history entries, checked; refused while one is unreadable."""

@@ -157,12 +157,8 @@ def unset_properties_sql(table: Record, keys: list[str]) -> str:
 
 
 # commit/lock.sql
-def lock_dead(lapsed_s: float | None, held_s: float | None) -> str:
-    return _render("lock_dead", lapsed_s, held_s)
-
-
-def lock_record(table: Record, props: dict[str, str]) -> Record:
-    return _fill("lock_record", table, props)
+def lock_holder(lock: Any, table: Record) -> Record:
+    return _fill("lock_holder", lock, table)
 
 
 def lock_relation(table: Record) -> str:

@@ -41,6 +41,7 @@ class RunState(TypedDict, total=False):
     to_merge_id: str  # rollback: the merge to undo, with every later one
     discard_later_writes: bool  # rollback: remove plain INSERTs written after the merges it undoes
     entry_extra: dict[str, Any]  # fields the history entry carries besides the lifecycle's (run_key)
+    schema_changes: str  # schema evolution's columns: "apply" (a run), "preview" (explain), "refuse" (a dry run)
     stage_select: str  # compaction: the query whose rows replace the log's
     rows_before: int  # compaction: the log's rows before it
     # set by begin
@@ -52,6 +53,7 @@ class RunState(TypedDict, total=False):
     log_plan: dict[str, Any]  # merge-on-read: the upsert's plan over the log
     insert_only: bool  # every clause inserts: the write may append in place
     properties: dict[str, str]  # table properties the commit sets besides the identity
+    added_columns: list[list[str]]  # schema evolution's columns ([name, type]), added (or, explained, to add)
     cleaned: bool  # this run's leftovers are dropped
     # set by plan
     matched_from_summary: bool  # the summary found the matched partitions (no separate job)

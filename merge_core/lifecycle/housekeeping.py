@@ -80,27 +80,34 @@ def refuse_foreign_format(table: dict) -> None:
 
 def drop_dead_stage_tables(spark: SparkSession, table: dict, min_age_hours: float = ORPHAN_MIN_AGE_HOURS) -> list[str]:
     """Drop the catalog tables (__sm_stage_/__sm_src_/__sm_chg_<id>) of merges killed before their
-    clean-up, in the target's database: those not alive in this process and older than
-    ``min_age_hours`` (a merge of another process may still be writing a younger one). Staging
-    tables are external: dropping them leaves their files to vacuum."""
+    clean-up, in the target's database (dead_stage_tables). Staging tables are external: dropping
+    them leaves their files to vacuum."""
+    dropped = dead_stage_tables(spark, macros.show_tables_sql(table["database"], "__sm_*"), min_age_hours)
+    for name in dropped:
+        spark.sql(macros.drop_table_sql(macros.relation(table["database"], name)))
+    if dropped:
+        log.warning("dropped %d table(s) left by merges that died: %s", len(dropped), ", ".join(dropped))
+    return dropped
+
+
+def dead_stage_tables(spark: SparkSession, listing_sql: str, min_age_hours: float = ORPHAN_MIN_AGE_HOURS) -> list[str]:
+    """The tables ``listing_sql`` (SHOW TABLES of a database, ``__sm_*``) names that merges killed
+    before their clean-up left: not alive in this process and older than ``min_age_hours`` (a merge
+    of another process may still be writing a younger one)."""
     try:
-        found = spark.sql(macros.show_tables_sql(table["database"], "__sm_*")).collect()
+        found = spark.sql(listing_sql).collect()
     except SPARK_ERRORS as e:
         log.debug("listing tables: %s", e)
         return []
     cutoff = datetime.now(UTC) - timedelta(hours=min_age_hours)
     live = live_ids()
-    dropped = []
+    dead = []
     for r in found:
         name = r["tableName"]
         matched = _MERGE_TABLE.match(name)
         if not matched or r["isTemporary"] or matched.group(1) in live:
             continue
         started = datetime.strptime(matched.group(2), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
-        if started > cutoff:
-            continue
-        spark.sql(macros.drop_table_sql(macros.relation(table["database"], name)))
-        dropped.append(name)
-    if dropped:
-        log.warning("dropped %d table(s) left by merges that died: %s", len(dropped), ", ".join(dropped))
-    return dropped
+        if started <= cutoff:
+            dead.append(name)
+    return dead

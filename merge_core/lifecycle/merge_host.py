@@ -1,11 +1,11 @@
 """The Python host's primitives for a merge's begin (spark_merge__lifecycle_begin, lifecycle/begin.sql).
 
 Begin is written once, in Jinja, for both hosts; these are the steps only Python can take or
-takes its own way: the session's leftovers of dead merges, the target (a Spark catalog table or a
-PostgreSQL table), its files (another format's metadata refused, dead merges' staging tables
-dropped), the request shaped for the table (one-sided names qualified with sqlglot, schema
-evolution), each part's type asked part by part when Spark refuses a batch (so the error names
-the part), ON's equalities read with sqlglot, and the row-change paradigm. Each is traced like
+takes its own way: the target (a Spark catalog table or a PostgreSQL table), its files (another
+format's metadata refused, dead merges' staging tables dropped), the request shaped for the table
+(one-sided names qualified with sqlglot, schema evolution's part of the spec), each part's type
+asked part by part when Spark refuses a batch (so the error names the part), ON's equalities read
+with sqlglot, and the row-change paradigm. Each runs the statements the macros hand it. Each is traced like
 every other primitive (tests/test_conformance.py compares the traces of both hosts).
 """
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from merge_core.common import macros
 from merge_core.common.errors import TargetError, ValidationError
 from merge_core.common.host_contract import BeginHost
 from merge_core.common.run_state import RunState
-from merge_core.lifecycle.housekeeping import drop_dead_leftovers, drop_dead_stage_tables, refuse_foreign_format
+from merge_core.lifecycle.housekeeping import dead_stage_tables, refuse_foreign_format
+from merge_core.request.evolution import evolve_spec
 from merge_core.request.parse import on_equalities, qualify_one_sided
-from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
+from merge_core.spark.catalog import SPARK_ERRORS, spark_message
 from merge_core.spark.host import SparkHost, _trace
 from merge_core.targets import paradigms
 
@@ -38,8 +38,6 @@ class BeginState(Protocol):
 
     def check_not_stopped(self) -> None: ...
 
-    def evolve_schema(self, source_types: list[list[str]]) -> None: ...
-
 
 class MergeHost(SparkHost, BeginHost):
     """SparkHost with the begin primitives of one MergeRun."""
@@ -48,29 +46,21 @@ class MergeHost(SparkHost, BeginHost):
         super().__init__(run.spark, run.merge_id, stop_check=run.check_not_stopped)
         self.merge = run  # not self.run: that is SparkHost.run, the statement primitive
 
-    def clean_dead(self) -> None:
-        _trace("clean_dead")
-        drop_dead_leftovers(self.spark)
+    def own_target(self, parts: list[str]) -> dict | None:
+        """A PostgreSQL target, as MergeRun.begin described it before the lifecycle (its catalog is
+        PostgreSQL's); None for a Spark catalog table, which the lifecycle describes."""
+        _trace("own_target")
+        return self.merge.table if self.merge.target is not None else None
 
-    def describe_target(self, parts: list[str]) -> dict:
-        _trace("describe_target")
-        run = self.merge
-        if run.target is not None:
-            from merge_core.targets import postgres
-
-            run.table = postgres.describe(self.spark, run.target, list(parts), run.merge_id)
-        else:
-            run.table = describe_table(self.spark, list(parts))
-        return run.table
-
-    def check_files(self, table: dict) -> None:
+    def check_files(self, table: dict, listing_sql: str) -> list[str]:
+        """Refuse another format's metadata in the table's directories; the dead merges' staging
+        tables ``listing_sql`` finds in its database (housekeeping.dead_stage_tables), to drop."""
         _trace("check_files")
         refuse_foreign_format(table)
-        drop_dead_stage_tables(self.spark, table)
+        return dead_stage_tables(self.spark, listing_sql)
 
-    def source_types(self, spec: dict) -> list[list[str]]:
-        """[name, type] of each source column (analysis only), or a ValidationError naming the source."""
-        sql = macros.describe_source_sql(spec)
+    def source_types(self, spec: dict, sql: str) -> list[list[str]]:
+        """[name, type] of each source column (``sql``: analysis only), or a ValidationError naming the source."""
         _trace("sql", sql)
         self.stop_check()
         try:
@@ -80,21 +70,36 @@ class MergeHost(SparkHost, BeginHost):
 
     def prepare(self, s: RunState, table: dict, source_types: list[list[str]]) -> dict:
         """The parsed spec for ``table``: the names a one-sided clause leaves unqualified qualified
-        (sqlglot), and with schema evolution the columns it adds (MergeRun.evolve_schema)."""
+        (sqlglot)."""
         _trace("prepare")
         run = self.merge
         run.table = table
         spec = run.spec_data
         if not run.spec.upsert and spec["source_kind"] != "none":
             qualify_one_sided(spec, lambda: [n for n, _ in source_types], [c["name"] for c in table["columns"]])
-        if spec["schema_evolution"]:
-            run.evolve_schema(source_types)
-        return {"spec": run.spec_data, "table": run.table}
+        return {"spec": spec, "table": table}
 
-    def part_types(self, spec: dict, table: dict, parts: list[dict]) -> dict:
-        """{'types', 'errors'}: each part's type (describe_parts_sql, analysis only); when Spark's
-        analyzer refuses the batch, part by part, so that each error names its part."""
-        sql = macros.describe_parts_sql(spec, table, parts)
+    def evolve_spec(self, spec: dict, table: dict, source_types: list[list[str]]) -> dict:
+        """Schema evolution's part of the spec, in place: the source's columns (``star_columns``, what
+        UPDATE SET * and INSERT * assign) and, for a struct the source gives with fewer fields than
+        the column, the value an INSERT and an UPDATE store (``evolved_values``, and in the direct
+        assignments). ``{'direct', 'errors'}``: the target columns assigned directly
+        (request/evolution.py), and the source struct fields the column lacks."""
+        _trace("evolve_spec")
+        run = self.merge
+        if run.target is not None or run.spec.upsert:
+            raise ValidationError(
+                [
+                    "schema_evolution applies to a MERGE into a Spark catalog table; for an upsert "
+                    "or a PostgreSQL target, add the columns (ALTER TABLE ... ADD COLUMNS) first"
+                ]
+            )
+        return evolve_spec(spec, table, source_types)
+
+    def part_types(self, sql: str, singles: list[list[str]]) -> dict:
+        """{'types', 'errors'}: each part's type (``sql``: describe_parts_sql of all, analysis only);
+        when Spark's analyzer refuses the batch, part by part (``singles``: [label, sql]), so that
+        each error names its part."""
         _trace("sql", sql)
         self.stop_check()
         try:
@@ -103,12 +108,12 @@ class MergeHost(SparkHost, BeginHost):
             pass
         types: list[Any] = []
         errors: list[str] = []
-        for part in parts:  # find the culprits, one analysis each
+        for label, single in singles:  # find the culprits, one analysis each
             try:
-                types.append(self.spark.sql(macros.describe_parts_sql(spec, table, [part])).collect()[0][1])
+                types.append(self.spark.sql(single).collect()[0][1])
             except SPARK_ERRORS as e:
                 types.append(None)
-                errors.append(f"{part['label']}: {spark_message(e)}")
+                errors.append(f"{label}: {spark_message(e)}")
         return {"types": types, "errors": errors}
 
     def on_keys(self, s: RunState, spec: dict) -> list[dict]:

@@ -15,12 +15,10 @@ import re
 from pyspark.sql import SparkSession
 
 from merge_core.common import macros
-from merge_core.common.errors import ValidationError
 from merge_core.common.result import MergeResult
+from merge_core.lifecycle.housekeeping import drop_dead_leftovers
 from merge_core.lifecycle.merge_host import MergeHost
 from merge_core.lifecycle.run import Lifecycle, drive
-from merge_core.request.evolution import extra_field_errors, missing_field_values
-from merge_core.request.parse import direct_assignments, direct_source_columns
 from merge_core.request.spec import MergeSpec, WhenClause
 from merge_core.targets.paradigms import RowChangeParadigm
 
@@ -47,7 +45,7 @@ class MergeRun(Lifecycle):
         self.target = target  # a postgres.PostgresTarget, or None for a Spark catalog table
         self.spec_data = spec.to_dict()
         # schema evolution's new columns: added at begin ("apply"), shown by explain ("preview"), or,
-        # in a dry run, whose plan would read them from the table, refused ("refuse")
+        # in a dry run, whose plan would read them from the table, refused ("refuse"): begin.sql
         self.schema_changes = "refuse" if dry_run else "apply"
         self.added_columns: list[list[str]] = []
         self.host = MergeHost(self)  # the begin primitives of this run (merge_host.py)
@@ -56,7 +54,13 @@ class MergeRun(Lifecycle):
         """Read the target, finish any interrupted commit, validate (spark_merge__lifecycle_begin, the
         statements dbt runs; this run's host binds its primitives). Touches no data."""
         self._tag(True)
+        drop_dead_leftovers(self.spark)  # what merges that died left in this session
+        if self.target is not None:  # a PostgreSQL table: its catalog is PostgreSQL's (lifecycle: own_target)
+            from merge_core.targets import postgres
+
+            self.table = postgres.describe(self.spark, self.target, list(self.spec.target), self.merge_id)
         self._start(spec=self.spec_data, kind=self.spec.kind, statement=self.spec.sql)
+        self.s["schema_changes"] = self.schema_changes
         macros.lifecycle_begin(self.host, self.s)
         self.table, self.spec_data, self.resolved, self.ctx = (
             self.s["table"],
@@ -65,64 +69,10 @@ class MergeRun(Lifecycle):
             self.s["ctx"],
         )
         self.plan_hash = self.s["plan_hash"]
+        self.added_columns = self.s["added_columns"]
         info = self._begun()
         log.debug("BEGIN %s", json.dumps(info))
         return info
-
-    def evolve_schema(self, types: list[list[str]]) -> None:
-        """MERGE WITH SCHEMA EVOLUTION: the source columns the merge assigns directly (UPDATE SET * /
-        INSERT *, SET c = s.c, INSERT (c) VALUES (s.c)) that the table lacks are added (ALTER TABLE
-        ... ADD COLUMNS) before planning, once the statement has been
-        validated against the table as it will be, so an invalid statement changes nothing. Spark
-        alters a Delta table's schema in the commit itself; a parquet table's schema lives in the
-        metastore, so here the columns come first and stay (NULL in every existing row) if the
-        merge then fails."""
-        if self.target is not None or self.spec.upsert:
-            raise ValidationError(
-                [
-                    "schema_evolution applies to a MERGE into a Spark catalog table; for an upsert "
-                    "or a PostgreSQL target, add the columns (ALTER TABLE ... ADD COLUMNS) first"
-                ]
-            )
-        self.spec_data["star_columns"] = [name.lower() for name, _ in types]
-        direct = direct_source_columns(self.spec_data)
-        evolved = macros.evolved_columns(self.spec_data, self.table, types, direct)
-        star = any(c["star"] for c in self.spec_data["clauses"])
-        assigned = [t for t in types if star or t[0].lower() in direct]
-        errors = evolved["errors"] + extra_field_errors(self.table, assigned)
-        if errors:
-            raise ValidationError(errors)
-        # a struct the source gives with fewer fields than the column (evolution.py): the value an
-        # INSERT and an UPDATE store, for the star clauses (resolve) and the direct assignments
-        filled = missing_field_values(
-            self.table, assigned, self.spec_data["source_alias"], self.spec_data["target_alias"]
-        )
-        self.spec_data["evolved_values"] = filled
-        for clause, kind, i, column in list(direct_assignments(self.spec_data)):
-            if kind == "assignments" and column.lower() in filled["update"]:
-                clause["assignments"][i] = [column, filled["update"][column.lower()]]
-            elif kind == "insert" and column.lower() in filled["insert"]:
-                clause["insert_values"][i] = filled["insert"][column.lower()]
-        self.added_columns = evolved["columns"]
-        if not self.added_columns:
-            return
-        names = ", ".join(name for name, _ in self.added_columns)
-        preview = _with_columns(self.table, self.added_columns)
-        relation = macros.evolved_relation(self.table, self.added_columns)
-        macros.lifecycle_validate(self.host, self.spec_data, {**preview, "relation": relation}, types)
-        if self.schema_changes == "refuse":
-            raise ValidationError(
-                [
-                    f"schema evolution would add column(s) {names} to {self.table['name']}, and a dry "
-                    f"run's plan reads them from the table; explain shows the plan, a run adds them"
-                ]
-            )
-        if self.schema_changes == "preview":
-            self.table = preview
-            return
-        self.host.step(f"schema evolution: adding column(s) {names} to {self.table['name']}")
-        self.host.run(macros.add_columns_sql(self.table, self.added_columns))
-        self.table = self.host.describe(self.table)
 
     def explain(self, placeholder_id: bool = False, verbose: bool = True) -> str:
         """The plan, before anything runs: each step's SQL in order (``verbose``), or the statement
@@ -243,16 +193,6 @@ def outline(parts: list[str], spec: dict) -> str:
             lines.append(f"  {number}. " + re.split(r" \(|\. ", rest, maxsplit=1)[0])
     lines.append("(explain(..., verbose=True), or spark-merge explain --verbose, prints each step's SQL)")
     return "\n".join(lines) + "\n"
-
-
-def _with_columns(table: dict, columns: list[list[str]]) -> dict:
-    """``table`` as it will be once ``columns`` ([name, type]) are added: nullable, no default."""
-    added = [macros.column_record(n, t, {}) for n, t in columns]
-    return {
-        **table,
-        "columns": table["columns"] + added,
-        "columns_by_name": {**table["columns_by_name"], **{c["name"].lower(): c for c in added}},
-    }
 
 
 def new_run(

@@ -19,7 +19,6 @@ from merge_core.lifecycle.run import Lifecycle, drive
 from merge_core.maintenance import history_store
 from merge_core.maintenance.versions import partition_location
 from merge_core.spark import files
-from merge_core.spark.catalog import describe_table
 from merge_core.spark.host import SparkHost, _trace
 
 log = logging.getLogger("spark_merge")
@@ -29,13 +28,11 @@ class RollbackHost(SparkHost, host_contract.RollbackHost):
     """SparkHost with rollback's primitives (spark_merge__lifecycle_begin_rollback and
     spark_merge__lifecycle_execute_rollback, dbt_macros/macros/lifecycle/rollback.sql)."""
 
-    def describe_target(self, parts: list[str]) -> dict:
-        _trace("describe_target")
-        return describe_table(self.spark, list(parts))
-
-    def check_files(self, table: dict) -> None:
+    def check_files(self, table: dict, listing_sql: str) -> list[str]:
+        """Refuse another format's metadata; a rollback drops no staging tables (a merge's begin does)."""
         _trace("check_files")
         refuse_foreign_format(table)
+        return []
 
     def history(self, table: dict) -> list[dict]:
         """Its entries, read file by file and checked; refused while one is rejected."""

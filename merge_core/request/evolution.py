@@ -22,7 +22,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from merge_core.request.parse import nested_field_paths
+from merge_core.request.parse import direct_assignments, direct_source_columns, nested_field_paths
 
 
 def _type(text: str) -> exp.DataType | None:
@@ -161,3 +161,24 @@ def missing_field_values(
         if updated is not None:
             values["update"][name.lower()] = updated.sql(dialect="spark")
     return values
+
+
+def evolve_spec(spec: dict, table: dict, types: list[list[str]]) -> dict:
+    """Schema evolution's part of ``spec``, in place, for a source of columns ``types`` ([name,
+    type]): ``star_columns`` (what UPDATE SET * and INSERT * assign) and, for a struct the source
+    gives with fewer fields than the column, the values stored instead (``evolved_values``, and in
+    the direct assignments themselves). Returns ``{'direct', 'errors'}``: the target columns the
+    explicit clauses assign directly, and why a struct with fields the column lacks cannot be stored.
+    The columns the table lacks are the macros' (spark_merge__evolved_columns)."""
+    spec["star_columns"] = [name.lower() for name, _ in types]
+    direct = direct_source_columns(spec)
+    star = any(c["star"] for c in spec["clauses"])
+    assigned = [t for t in types if star or t[0].lower() in direct]
+    filled = missing_field_values(table, assigned, spec["source_alias"], spec["target_alias"])
+    spec["evolved_values"] = filled
+    for clause, kind, i, column in list(direct_assignments(spec)):
+        if kind == "assignments" and column.lower() in filled["update"]:
+            clause["assignments"][i] = [column, filled["update"][column.lower()]]
+        elif kind == "insert" and column.lower() in filled["insert"]:
+            clause["insert_values"][i] = filled["insert"][column.lower()]
+    return {"direct": direct, "errors": extra_field_errors(table, assigned)}

@@ -68,16 +68,17 @@ def relation(parts: list[str]) -> str:
 
 def did_you_mean(spark: SparkSession, parts: list[str]) -> str:
     """ "; did you mean db.t?" for a table the catalog does not have: the closest table of its
-    database, or of the closest database; "" when none is close (asked only once a name is missing)."""
+    database, or of the closest database; "" when none is close (asked only once a name is missing,
+    of Spark's catalog API: no statement to render)."""
     import difflib
 
     database, table = (parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()), parts[-1]
     try:
-        databases = [r[0] for r in spark.sql(macros.show_databases_sql()).collect()]
+        databases = [d.name for d in spark.catalog.listDatabases()]
         if database.lower() not in (d.lower() for d in databases):
             close = difflib.get_close_matches(database.lower(), databases, n=1, cutoff=0.6)
             database = close[0] if close else ""
-        tables = [r[1] for r in spark.sql(macros.show_tables_sql(database)).collect()] if database else []
+        tables = [t.name for t in spark.catalog.listTables(database)] if database else []
     except SPARK_ERRORS:
         return ""
     found = difflib.get_close_matches(table.lower(), tables, n=1, cutoff=0.6)
@@ -86,19 +87,28 @@ def did_you_mean(spark: SparkSession, parts: list[str]) -> str:
     return ""
 
 
-def describe_table(spark: SparkSession, parts: list[str], trusted: bool = True) -> dict:
-    """The `table` dict every macro takes; TargetError if it is missing or not rewritable, and
-    (``trusted``) MetadataError when its spark-merge properties are not its own (copied from
-    another table's DDL, the table moved or renamed, an edited version: table_info's trust_errors)."""
+def catalog_rows(spark: SparkSession, parts: list[str], json_sql: str, columns_sql: str) -> dict:
+    """What the catalog says of the table ``parts``: ``{'desc'}``, the JSON of ``json_sql``
+    (describe_json_sql), and ``{'types'}``, the [name, type] rows of ``columns_sql``
+    (describe_columns_sql); a TargetError when the table is missing or unreadable."""
     name = ".".join(parts)
-    rel = relation(parts)
     try:
-        desc = json.loads(spark.sql(macros.describe_json_sql(rel)).collect()[0][0])
-        types = [[r[0], r[1]] for r in spark.sql(macros.describe_columns_sql(rel)).collect()]
+        desc = json.loads(spark.sql(json_sql).collect()[0][0])
+        types = [[r[0], r[1]] for r in spark.sql(columns_sql).collect()]
     except SPARK_ERRORS as e:
         if "TABLE_OR_VIEW_NOT_FOUND" in str(e) or "SCHEMA_NOT_FOUND" in str(e):
             raise TargetError(f"target table {name} not found{did_you_mean(spark, parts)}") from None
         raise TargetError(f"cannot read target table {name}: {spark_message(e)}") from None
+    return {"desc": desc, "types": types}
+
+
+def describe_table(spark: SparkSession, parts: list[str], trusted: bool = True) -> dict:
+    """The `table` dict every macro takes; TargetError if it is missing or not rewritable, and
+    (``trusted``) MetadataError when its spark-merge properties are not its own (copied from
+    another table's DDL, the table moved or renamed, an edited version: table_info's trust_errors)."""
+    rel = relation(parts)
+    got = catalog_rows(spark, parts, macros.describe_json_sql(rel), macros.describe_columns_sql(rel))
+    desc, types = got["desc"], got["types"]
     table = macros.table_info(desc, types)
     if table["errors"]:
         raise TargetError("; ".join(table["errors"]))

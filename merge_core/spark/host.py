@@ -40,7 +40,7 @@ from merge_core.common.errors import (
 from merge_core.common.host_contract import StatementHost
 from merge_core.common.run_state import RunState
 from merge_core.spark import faults, files, lock, metastore
-from merge_core.spark.catalog import SPARK_ERRORS, describe_table, spark_message
+from merge_core.spark.catalog import SPARK_ERRORS, catalog_rows, spark_message
 
 log = logging.getLogger("spark_merge")
 # the errors a check raises from inside Spark (raise_error in the plan's SQL); their codes are read
@@ -158,8 +158,10 @@ class SparkHost(StatementHost):
         faults.reached(name)
 
     # -- catalog and lock ------------------------------------------------------
-    def describe(self, table: dict) -> dict:
-        return describe_table(self.spark, [table["database"], table["table_name"]])
+    def catalog(self, parts: list[str], json_sql: str, columns_sql: str) -> dict:
+        _trace("catalog")
+        self.stop_check()
+        return catalog_rows(self.spark, parts, json_sql, columns_sql)
 
     def lock(self, table: dict, merge_id: str) -> None:
         _trace("lock")
@@ -174,9 +176,9 @@ class SparkHost(StatementHost):
             _trace("unlock")
             held.__exit__(None, None, None)
 
-    def wait_free(self, table: dict) -> None:
-        _trace("wait_free")
-        lock.wait_until_free(self.spark, table)
+    def lock_handle(self) -> Any:
+        _trace("lock_handle")
+        return lock.handle(self.spark)
 
     def release_finished(self, table: dict, merge_id: str | None) -> None:
         _trace("release_finished")

@@ -50,20 +50,15 @@ def exists(spark: SparkSession, table: dict) -> bool:
 
 
 def holder(spark: SparkSession, table: dict, look: bool = True) -> dict | None:
-    """{'merge_id', 'since', 'expires', 'owner'} of the lock on ``table``, or None when it is free.
-    MetadataError when its properties are not a lock spark-merge wrote for this table.
-    ``look``: list it first (a missing table would make Spark log an error stack for every merge);
-    False where it almost surely exists (just created, or held by the caller), one statement fewer."""
-    if look and not exists(spark, table):
-        return None
-    try:
-        props = {r[0]: r[1] for r in spark.sql(macros.show_properties_sql(macros.lock_relation(table))).collect()}
-    except SPARK_ERRORS:  # released in between
-        return None
-    record = macros.lock_record(table, props)  # checked as dbt checks it (macros/commit/lock.sql)
-    if record.get("error"):
-        raise MetadataError(record["error"])
-    return {k: record[k] for k in ("merge_id", "since", "expires", "owner")}
+    """{'merge_id', 'since', 'expires', 'owner', 'dead'} of the lock on ``table``, or None when it is
+    free (spark_merge__lock_holder, as dbt reads it). MetadataError when its properties are not a
+    lock spark-merge wrote for this table. ``look``: list it first (a missing table would make Spark
+    log an error stack for every merge); False where it almost surely exists (just created, or held
+    by the caller), one statement fewer."""
+    found = macros.lock_holder(_Handle(spark, took=not look), table)
+    if found.get("error"):
+        raise MetadataError(found["error"])
+    return found or None
 
 
 def _parse(moment: str) -> datetime | None:
@@ -71,16 +66,6 @@ def _parse(moment: str) -> datetime | None:
         return datetime.fromisoformat(moment)
     except (TypeError, ValueError):
         return None
-
-
-def is_dead(owner: dict, now: datetime | None = None) -> bool:
-    """Whether the holder's lease lapsed (it stopped renewing: its process is gone), as
-    spark_merge__lock_dead decides it for both hosts."""
-    now = now or _now()
-    expires, since = _parse(owner.get("expires", "")), _parse(owner.get("since", ""))
-    lapsed = (now - expires).total_seconds() if expires is not None else None
-    held = (now - since).total_seconds() if since is not None else None
-    return bool(macros.lock_dead(lapsed, held))
 
 
 def describe(owner: dict) -> str:
@@ -104,7 +89,7 @@ def break_if_dead(spark: SparkSession, table: dict, owner: dict | None = None, f
         return False
     if finished is not None and owner["merge_id"] == finished:
         log.warning("releasing the commit lock of merge %s on %s: its commit is complete", finished, table["name"])
-    elif is_dead(owner):
+    elif owner["dead"]:
         log.warning(
             "breaking the commit lock on %s of %s: its lease lapsed, the holder is gone", table["name"], describe(owner)
         )
@@ -115,33 +100,53 @@ def break_if_dead(spark: SparkSession, table: dict, owner: dict | None = None, f
 
 
 class _Handle:
-    """The Python host's handle on lock tables for the shared wait (spark_merge__lock_wait), the one
-    wait-and-take loop both hosts run."""
+    """The Python host's handle on lock tables (host_contract.LockHandle) for the shared holder and
+    wait (spark_merge__lock_holder, spark_merge__lock_wait): each primitive runs the statement the
+    macros hand it, or measures time."""
 
-    def __init__(self, spark: SparkSession):
+    def __init__(self, spark: SparkSession, took: bool = False):
         self.spark = spark
-        self.took = False  # just created: the look needs no listing first
+        self.took = took  # just created (or held by the caller): the look needs no listing first
+
+    @property
+    def wait_s(self) -> float:
+        return settings()["wait_s"]
 
     @functools.cached_property
     def owner_text(self) -> str:
         """Where this process runs, written into a lock it takes (a waiter that only looks never asks)."""
         return _identity(self.spark)
 
-    def holder(self, table: dict) -> dict | None:
-        owner = holder(self.spark, table, look=not self.took)
-        return owner and {**owner, "dead": is_dead(owner)}
-
-    def take(self, table: dict, merge_id: str) -> None:
+    def lease(self) -> dict:
         now = _now()
         expires = now + timedelta(seconds=settings()["lease_s"])
+        return {"since": now.isoformat(), "expires": expires.isoformat(), "owner": self.owner_text}
+
+    def take(self, table: dict, sql: str) -> None:
         try:
-            self.spark.sql(macros.lock_sql(table, merge_id, now.isoformat(), expires.isoformat(), self.owner_text))
+            self.spark.sql(sql)
         except SPARK_ERRORS as e:
             raise ConflictError(f"cannot take the commit lock on {table['name']}: {spark_message(e)}") from None
         self.took = True
 
-    def release(self, table: dict) -> None:
-        break_lock(self.spark, table)
+    def properties(self, table: dict, listing_sql: str, props_sql: str) -> dict | None:
+        if not self.took and not self.spark.sql(listing_sql).collect():
+            return None
+        try:
+            return {r[0]: r[1] for r in self.spark.sql(props_sql).collect()}
+        except SPARK_ERRORS:  # released in between
+            return None
+
+    def ages(self, since: str, expires: str) -> dict:
+        now = _now()
+        lapsed, held = _parse(expires), _parse(since)
+        return {
+            "lapsed": (now - lapsed).total_seconds() if lapsed is not None else None,
+            "held": (now - held).total_seconds() if held is not None else None,
+        }
+
+    def release(self, table: dict, sql: str) -> None:
+        self.spark.sql(sql)
         self.took = False
 
     def pause(self) -> None:
@@ -154,18 +159,17 @@ class _Handle:
         log.warning(text)
 
 
+def handle(spark: SparkSession) -> _Handle:
+    """A handle on lock tables for the lock macros (the lifecycle's settle waits through it)."""
+    return _Handle(spark)
+
+
 def _wait(spark: SparkSession, table: dict, merge_id: str | None, finished: str | None, wait_s: float | None) -> None:
     """The shared wait (spark_merge__lock_wait); its ConflictError when a live holder stays in the way."""
     wait_s = settings()["wait_s"] if wait_s is None else wait_s
-    error = macros.lock_wait(_Handle(spark), table, merge_id, finished, wait_s).get("error")
-    if error:
-        raise ConflictError(error)
-
-
-def wait_until_free(spark: SparkSession, table: dict, wait_s: float | None = None) -> None:
-    """Before planning: break a dead holder's lock, and wait (up to ``wait_s``) for a live holder's
-    commit to end, so the plan reads the table as that commit leaves it."""
-    _wait(spark, table, None, table["properties"].get("spark_merge.last_merge_id"), wait_s)
+    out = macros.lock_wait(_Handle(spark), table, merge_id, finished, wait_s)
+    if out.get("error"):
+        raise (MetadataError if out.get("code") == "metadata" else ConflictError)(out["error"])
 
 
 def _identity(spark: SparkSession) -> str:

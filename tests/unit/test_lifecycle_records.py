@@ -28,7 +28,7 @@ def table():
     ],
 )
 def test_a_lock_holder_is_dead_only_once_its_lease_and_grace_lapsed(lapsed_s, held_s, dead):
-    assert (macros.lock_dead(lapsed_s, held_s) == "True") is dead
+    assert (macros.render("lock_dead", lapsed_s, held_s) == "True") is dead
 
 
 def test_the_lock_s_timing_is_one_set_of_numbers_both_hosts_read():
@@ -38,10 +38,10 @@ def test_the_lock_s_timing_is_one_set_of_numbers_both_hosts_read():
 
 
 def test_a_lock_written_for_another_table_or_by_hand_is_refused_with_the_command_that_removes_it(table):
-    theirs = macros.lock_record(dict(table, table_id="20260101000000_aaaaaaaa"), {
+    theirs = macros.fill("lock_record", dict(table, table_id="20260101000000_aaaaaaaa"), {
         "spark_merge.lock.merge_id": "m", "spark_merge.lock.table_id": OTHER_ID})  # fmt: skip
     assert f"it is the lock of another table (table_id {OTHER_ID})" in theirs["error"]
-    forged = macros.lock_record(table, {"spark_merge.lock.merge_id": "../x"})
+    forged = macros.fill("lock_record", table, {"spark_merge.lock.merge_id": "../x"})
     assert 'spark_merge.lock.merge_id is "../x"' in forged["error"]
     for record in (theirs, forged):
         assert record["error"].endswith("`spark-merge recover db.acc --break-lock` removes it")

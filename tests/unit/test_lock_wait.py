@@ -3,11 +3,13 @@ scripted lock table: who holds it at each look, and a clock that moves only when
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from merge_core.common import macros
 
-TABLE = {"name": "db.t", "database": "db", "table_name": "t"}
+TABLE = {"name": "db.t", "database": "db", "table_name": "t", "root": "file:/w/t", "table_id": ""}
 MINE, OTHER, DONE = "20260101000000_aaaaaaaa", "20260101000000_bbbbbbbb", "20260101000000_cccccccc"
 
 
@@ -18,24 +20,44 @@ def holder(merge_id: str, dead: bool = False) -> dict:
 
 class ScriptedLock:
     """A lock table whose holder at each look comes from ``looks`` (the last one repeats); take()
-    makes this merge the holder when the table is free, as CREATE TABLE IF NOT EXISTS does."""
+    makes this merge the holder when the table is free, as CREATE TABLE IF NOT EXISTS does. The
+    handle's primitives are the hosts' (host_contract.LockHandle): the holder is read from its
+    properties, and whether it is dead from the ages this handle reports for it."""
+
+    wait_s = 2
 
     def __init__(self, *looks: dict | None):
         self.looks, self.now, self.calls = list(looks), 0.0, []
         self.held: dict | None = None
+        self.seen: dict | None = None
 
     def holder(self, table):
-        self.calls.append("holder")
         if self.held is not None:
             return self.held
         return self.looks.pop(0) if len(self.looks) > 1 else self.looks[0]
 
-    def take(self, table, merge_id):
+    def properties(self, table, listing_sql, props_sql):
+        assert "__sm_lock_t" in listing_sql and "__sm_lock_t" in props_sql
+        self.calls.append("holder")
+        self.seen = self.holder(table)
+        if self.seen is None:
+            return None
+        return {f"spark_merge.lock.{k}": self.seen[k] for k in ("merge_id", "since", "expires", "owner")}
+
+    def ages(self, since, expires):
+        return {"lapsed": 100.0 if self.seen["dead"] else -5.0, "held": 10.0}
+
+    def lease(self):
+        return {"since": "2026-01-01T00:00:00+00:00", "expires": "2026-01-01T00:00:30+00:00", "owner": "me"}
+
+    def take(self, table, sql):
         self.calls.append("take")
+        merge_id = re.search(r"'spark_merge\.lock\.merge_id' = '([^']+)'", sql).group(1)
         if (self.looks[0] if self.looks else None) is None:
             self.held = holder(merge_id)
 
-    def release(self, table):
+    def release(self, table, sql):
+        assert sql.startswith("DROP TABLE IF EXISTS")
         self.calls.append("release")
         self.looks[0] = None  # after the drop, the next look finds it free
 
@@ -98,9 +120,9 @@ def test_a_live_holder_past_the_wait_fails_naming_it_and_what_to_do():
 
 def test_a_lock_released_between_the_create_and_the_look_is_taken_again_without_a_pause():
     lock = ScriptedLock(holder(OTHER), None)
-    lock.take = lambda table, merge_id: lock.calls.append("take")  # the first create finds OTHER's lock
+    lock.take = lambda table, sql: lock.calls.append("take")  # the first create finds OTHER's lock
     looks = iter([holder(OTHER), None, holder(MINE)])
-    lock.holder = lambda table: lock.calls.append("holder") or next(looks)
+    lock.holder = lambda table: next(looks)
     assert wait(lock, MINE) == {}
     assert lock.calls == ["take", "holder", "pause", "take", "holder", "take", "holder"]
 
@@ -114,3 +136,9 @@ def test_a_holder_that_wrote_no_owner_or_lease_is_named_by_what_it_wrote():
         f"db.t is being committed by merge {OTHER} (since 2026-01-01T00:00:00+00:00), which is alive"
     )
     assert "None" not in error and "lease until" not in error and " on " not in error.split("(since")[0]
+
+
+def test_a_lock_table_that_is_not_spark_merges_stops_the_wait_as_metadata():
+    forged = {"merge_id": "../x", "since": "", "expires": "", "owner": "", "dead": False}
+    out = wait(ScriptedLock(forged), MINE)
+    assert out["code"] == "metadata" and "--break-lock` removes it" in out["error"]

@@ -77,29 +77,60 @@ ALTER TABLE {{ spark_merge.spark_merge__lock_relation(table) }} SET TBLPROPERTIE
 DROP TABLE IF EXISTS {{ spark_merge.spark_merge__lock_relation(table) }}
 {%- endmacro %}
 
-{#- The commit lock's wait, the one loop both hosts run (lock.py's table_lock and wait_until_free;
-    the dbt host's lock and wait_free). `lock` is the host's handle on lock tables: holder(table)
-    (none when free, else {merge_id, since, expires, owner, dead}, dead as lock_dead decides),
-    take(table, merge_id) (lock_sql: created only if none holds it), release(table) (unlock_sql),
+{#- The lock's holder as `lock` (a host's handle, below) finds it, into `out`: nothing when the lock is
+    free; else merge_id, since, expires, owner, and dead (lock_dead, from the ages the handle
+    measures); or error, when the lock table's properties are not a lock spark-merge wrote for this
+    table (lock_record). -#}
+{% macro spark_merge__lock_holder(lock, table, out) -%}
+{%- set props = lock.properties(table, spark_merge.spark_merge__show_tables_sql(table.database, '__sm_lock_' ~ table.table_name),
+    spark_merge.spark_merge__show_properties_sql(spark_merge.spark_merge__lock_relation(table))) -%}
+{%- if props is not none -%}
+  {%- set record = {} -%}
+  {%- do spark_merge.spark_merge__lock_record(table, props, record) -%}
+  {%- if record.get('error') -%}
+    {%- do out.update({'error': record.error}) -%}
+  {%- else -%}
+    {%- set age = lock.ages(record.since, record.expires) -%}
+    {%- do out.update({'merge_id': record.merge_id, 'since': record.since, 'expires': record.expires, 'owner': record.owner,
+                       'dead': spark_merge.spark_merge__lock_dead(age.lapsed, age.held) | trim == 'True'}) -%}
+  {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The commit lock's wait, the one loop both hosts run (lock.py's table_lock and holder; the
+    lifecycle's settle; the dbt host's lock). `lock` is the host's handle on lock tables (declared in
+    merge_core/common/host_contract.py, LockHandle), each of whose primitives runs what it is given:
+    lease() ({since, expires, owner} of a lock taken now), take(table, sql) (lock_sql: created only if
+    none holds it), properties(table, listing_sql, props_sql) (the lock table's properties, none when
+    there is none), ages(since, expires) (seconds since each), release(table, sql) (unlock_sql),
     pause() (a short wait), clock() (seconds, to time the wait), note(text) (a warning the user sees).
     `merge_id` none: wait until the lock is free, without taking it. Otherwise take it for that
     merge: the create is followed by a look, so a taker whose create lost the race to another
     (another application: the metastore took the other create) sees that one as the holder, and
     waits for it. A holder whose lease lapsed (its process is gone), or `finished` (the merge whose
     commit is complete: its lock guards no work), is broken at once.
-    out.error: why the wait gave up (a live holder still in the way after `wait_s` seconds). -#}
+    out.error: why the wait gave up (a live holder still in the way after `wait_s` seconds; with
+    out.code 'metadata', a lock table that is not spark-merge's). -#}
 {% macro spark_merge__lock_wait(lock, table, merge_id, finished, wait_s, out) -%}
 {%- set state = {'done': false, 'start': lock.clock()} -%}
 {%- for round in range(100000) -%}
-  {%- if merge_id -%}{%- do lock.take(table, merge_id) -%}{%- endif -%}
-  {%- set holder = lock.holder(table) -%}
-  {%- if holder is none or holder.merge_id == merge_id -%}
+  {%- if merge_id -%}
+    {%- set lease = lock.lease() -%}
+    {%- do lock.take(table, spark_merge.spark_merge__lock_sql(table, merge_id, lease.since, lease.expires, lease.owner)) -%}
+  {%- endif -%}
+  {%- set found = {} -%}
+  {%- do spark_merge.spark_merge__lock_holder(lock, table, found) -%}
+  {%- set holder = found if found else none -%}
+  {%- if found.get('error') -%}
+    {%- do out.update({'error': found.error, 'code': 'metadata'}) -%}
+    {%- do state.update({'done': true}) -%}
+  {%- elif holder is none or holder.merge_id == merge_id -%}
     {#- free, or held by this merge; a taker whose lock was released between its create and its look takes it again -#}
     {%- do state.update({'done': holder is not none or not merge_id}) -%}
   {%- elif holder.dead or holder.merge_id == finished -%}
     {%- do lock.note('breaking the commit lock on ' ~ table.name ~ ' of merge ' ~ holder.merge_id ~ ': ' ~
         ('its lease lapsed, the holder is gone' if holder.dead else 'its commit is complete')) -%}
-    {%- do lock.release(table) -%}
+    {%- do lock.release(table, spark_merge.spark_merge__unlock_sql(table)) -%}
     {%- do state.update({'done': not merge_id}) -%}
   {%- elif lock.clock() - state.start > wait_s -%}
     {%- do out.update({'error': spark_merge.spark_merge__lock_conflict(table, holder, lock.clock() - state.start) | trim}) -%}

@@ -2,48 +2,59 @@
   Begin, written once for both hosts (overview and host primitives in lifecycle/phases.sql):
   read the target, let a live commit end and finish an interrupted one, read the source's
   columns, shape the request into the spec for this table (the host's part: Python qualifies
-  one-sided names with sqlglot and applies schema evolution; dbt turns the model's config into
-  a spec and applies on_schema_change), generate an upsert's MERGE, validate, and name the
-  plan's relations. Touches no data. Fills `s`: table, spec, resolved, ctx, paradigm,
-  insert_only, plan_hash.
+  one-sided names with sqlglot; dbt turns the model's config into a spec and applies
+  on_schema_change), schema evolution's columns, generate an upsert's MERGE, validate once (against
+  the table as schema evolution will leave it), add the columns, and name the plan's relations.
+  Touches no data but schema evolution's columns. Fills `s`: table, spec, resolved, ctx, paradigm,
+  insert_only, plan_hash, added_columns.
 
-  Begin's host primitives (besides run, rows, step, warn, fail, describe, wait_free, ...):
-    clean_dead()                    drop what dead merges of this session left (Python; dbt: none)
-    describe_target(parts)          the target table, described and checked
-    check_files(table)              refuse a table whose files are another format's (Python lists
-                                    them; dbt: cannot) and drop dead merges' staging tables
-    source_types(spec)              [name, type] of each source column (describe_source_sql)
+  Begin's host primitives (besides run, rows, step, warn, fail, describe, wait_free, ...), each
+  given the statements it runs, none rendering a macro of its own:
+    own_target(parts)               a target of the host's own kind (Python: a PostgreSQL table),
+                                    or none: a catalog table, described here (catalog)
+    check_files(table, listing_sql) refuse a table whose files are another format's (Python lists
+                                    them; dbt: cannot); the dead merges' staging tables to drop
+    source_types(spec, sql)         [name, type] of each source column (sql: describe_source_sql)
     prepare(s, table, source_types) {spec, table}: the request as a spec for this table
-    part_types(spec, table, parts)  {types, errors}: the type of each part (describe_parts_sql;
-                                    Python asks part by part when Spark refuses the batch)
+    evolve_spec(spec, table, source_types)
+                                    schema evolution's part of the spec ({direct, errors}): the
+                                    columns assigned directly, a struct given in part filled in
+    part_types(sql, singles)        {types, errors}: the type of each part (sql: describe_parts_sql
+                                    of all; Python asks part by part, singles' [label, sql], when
+                                    Spark refuses the batch)
     on_keys(s, spec)                ON's equalities of a target and a source column
     target_begin(table)             the row-change paradigm's name (a PostgreSQL target's own)
 -#}
 {% macro spark_merge__lifecycle_begin(host, s) -%}
 {%- do host.step('begin: describe and validate') -%}
-{%- do host.clean_dead() -%}
-{%- set table = host.describe_target(s.spec.target) -%}
-{%- if table.provider != 'jdbc' -%}
-  {%- do host.check_files(table) -%}
-  {%- set settled = {} -%}
-  {%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
-  {%- if settled.recovered -%}{%- set table = host.describe(table) -%}{%- endif -%}
+{%- set table = host.own_target(s.spec.target) -%}
+{%- if table is none -%}
+  {%- set target = {} -%}
+  {%- do spark_merge.spark_merge__lifecycle_settled_target(host, s.spec.target, target) -%}
+  {%- set table = target.table -%}
 {%- endif -%}
-{%- set source_types = host.source_types(s.spec) if s.spec.source_kind != 'none' else [] -%}
+{%- set source_types = host.source_types(s.spec, spark_merge.spark_merge__describe_source_sql(s.spec)) if s.spec.source_kind != 'none' else [] -%}
 {%- set prepared = host.prepare(s, table, source_types) -%}
 {%- set spec, table = prepared.spec, prepared.table -%}
+{%- set evolution = {'columns': [], 'validated': table} -%}
+{%- if spec.schema_evolution -%}{%- do spark_merge.spark_merge__lifecycle_evolution(host, spec, table, source_types, evolution) -%}{%- endif -%}
 {%- if spec.upsert -%}
   {%- set compiled = {} -%}
   {%- do spark_merge.spark_merge__lifecycle_upsert_spec(host, spec, table, source_types, compiled) -%}
   {%- set spec = compiled -%}
 {%- endif -%}
 {%- set resolved = {} -%}
-{%- do spark_merge.spark_merge__lifecycle_validate(host, spec, table, source_types, resolved) -%}
+{%- do spark_merge.spark_merge__lifecycle_validate(host, spec, evolution.validated, source_types, resolved) -%}
+{%- if evolution.columns -%}
+  {%- set added = {} -%}
+  {%- do spark_merge.spark_merge__lifecycle_add_columns(host, s, table, evolution, added) -%}
+  {%- set table = added.table -%}
+{%- endif -%}
 {%- set ctx = {} -%}
 {%- do spark_merge.spark_merge__context(spec, table, s.merge_id, ctx) -%}
 {%- if spec.source_kind != 'none' -%}{%- do ctx.update({'on_keys': host.on_keys(s, spec)}) -%}{%- endif -%}
 {%- do s.update({'spec': spec, 'table': table, 'resolved': resolved, 'ctx': ctx, 'paradigm': host.target_begin(table),
-                 'insert_only': resolved.insert_only}) -%}
+                 'insert_only': resolved.insert_only, 'added_columns': evolution.columns}) -%}
 {%- do spark_merge.spark_merge__lifecycle_plan_hash(host, s) -%}
 {%- endmacro %}
 
@@ -63,6 +74,51 @@
 {%- for k, v in compiled.items() if k != 'errors' -%}{%- do out.update({k: v}) -%}{%- endfor -%}
 {%- endmacro %}
 
+{#- MERGE WITH SCHEMA EVOLUTION: the source columns the merge assigns directly (UPDATE SET * /
+    INSERT *, SET c = s.c, INSERT (c) VALUES (s.c)) that the table lacks, into out.columns, and the
+    table as it will be, into out.preview (the columns added, nullable, no default) and
+    out.validated (the same, read through a relation that has them: the statement is validated
+    before anything is added, so an invalid one changes nothing). -#}
+{% macro spark_merge__lifecycle_evolution(host, spec, table, source_types, out) -%}
+{%- set evolution = host.evolve_spec(spec, table, source_types) -%}
+{%- set evolved = {} -%}
+{%- do spark_merge.spark_merge__evolved_columns(spec, table, source_types, evolution.direct, evolved) -%}
+{%- set errors = evolved.errors + evolution.errors -%}
+{%- if errors -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('validation'), errors | join('; '), none, {'errors': errors}) -%}
+{%- endif -%}
+{%- if evolved.columns -%}
+  {%- set preview = {} -%}
+  {%- do spark_merge.spark_merge__evolved_table(table, evolved.columns, preview) -%}
+  {%- set validated = {} -%}{%- do validated.update(preview) -%}
+  {%- do validated.update({'relation': spark_merge.spark_merge__evolved_relation(table, evolved.columns)}) -%}
+  {%- do out.update({'columns': evolved.columns, 'preview': preview, 'validated': validated}) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Schema evolution's columns, once the statement is valid: added (ALTER TABLE ... ADD COLUMNS, then
+    the table described again), or shown by explain without adding them (s.schema_changes
+    'preview'), or refused (a dry run: its plan reads them from the table). They stay (NULL in every
+    existing row) if the merge then fails: a parquet table's schema lives in the metastore, apart
+    from the commit. The table as it now is into out.table. -#}
+{% macro spark_merge__lifecycle_add_columns(host, s, table, evolution, out) -%}
+{%- set names = evolution.columns | map(attribute=0) | join(', ') -%}
+{%- set mode = s.get('schema_changes') or 'apply' -%}
+{%- if mode == 'refuse' -%}
+  {%- set error = 'schema evolution would add column(s) ' ~ names ~ ' to ' ~ table.name ~ ", and a dry run's plan reads them from the "
+      ~ 'table; explain shows the plan, a run adds them' -%}
+  {%- do host.fail(spark_merge.spark_merge__error_code('validation'), error, none, {'errors': [error]}) -%}
+{%- elif mode == 'preview' -%}
+  {%- do out.update({'table': evolution.preview}) -%}
+{%- else -%}
+  {%- do host.step('schema evolution: adding column(s) ' ~ names ~ ' to ' ~ table.name) -%}
+  {%- do host.run(spark_merge.spark_merge__add_columns_sql(table, evolution.columns)) -%}
+  {%- set fresh = {} -%}
+  {%- do spark_merge.spark_merge__lifecycle_redescribe(host, table, fresh) -%}
+  {%- do out.update({'table': fresh}) -%}
+{%- endif -%}
+{%- endmacro %}
+
 {#- Validate the spec against the real target and source before anything is read or written
     (begin/validate.sql has the checks): the clauses' structure, names the plan keeps for itself,
     the type of every expression part (analysis only), then Spark's own rules on the conditions.
@@ -76,7 +132,9 @@
 {%- for scope in ['both', 'source', 'target'] -%}
   {%- set batch = out.parts | selectattr('scope', 'equalto', scope) | list -%}
   {%- if batch -%}
-    {%- set typed = host.part_types(spec, table, batch) -%}
+    {%- set singles = [] -%}
+    {%- for p in batch -%}{%- do singles.append([p.label, spark_merge.spark_merge__describe_parts_sql(spec, table, [p])]) -%}{%- endfor -%}
+    {%- set typed = host.part_types(spark_merge.spark_merge__describe_parts_sql(spec, table, batch), singles) -%}
     {%- do errors.extend(typed.errors) -%}
     {%- for p in batch if typed.types[loop.index0] is not none -%}
       {%- do typed_parts.append(p) -%}{%- do types.append(typed.types[loop.index0]) -%}
@@ -151,16 +209,20 @@
     {%- do host.fail(spark_merge.spark_merge__error_code('target'), db ~ '.' ~ name ~ ' is a table but ' ~ db ~ '.' ~ log_name ~
         ' exists too; drop one') -%}
   {%- endif -%}
-  {%- do spark_merge.spark_merge__lifecycle_check_log(host, s, host.describe({'database': db, 'table_name': name}), {}) -%}
+  {%- set plain = {} -%}
+  {%- do spark_merge.spark_merge__lifecycle_describe(host, [db, name], plain) -%}
+  {%- do spark_merge.spark_merge__lifecycle_check_log(host, s, plain, {}) -%}
   {%- do host.warn('converting ' ~ db ~ '.' ~ name ~ ' to merge-on-read: the table becomes ' ~ db ~ '.' ~ log_name ~
       ', read through the view ' ~ db ~ '.' ~ name) -%}
   {%- do host.run(spark_merge.spark_merge__rename_table_sql(spark_merge.spark_merge__relation(db, name),
       spark_merge.spark_merge__relation(db, log_name))) -%}
 {%- endif -%}
-{%- set table = host.describe({'database': db, 'table_name': log_name}) -%}
-{%- set settled = {} -%}
-{%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
-{%- if settled.recovered -%}{%- set table = host.describe(table) -%}{%- endif -%}
+{%- set described = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_describe(host, [db, log_name], described) -%}
+{%- set settled, fresh = {}, {} -%}
+{%- do spark_merge.spark_merge__lifecycle_settle(host, described, settled) -%}
+{%- if settled.recovered -%}{%- do spark_merge.spark_merge__lifecycle_redescribe(host, described, fresh) -%}{%- endif -%}
+{%- set table = fresh or described -%}
 {%- set plan = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_check_log(host, s, table, plan) -%}
 {%- do s.update({'table': table, 'view': spark_merge.spark_merge__relation(db, name), 'log_plan': plan,

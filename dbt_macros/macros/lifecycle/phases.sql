@@ -43,23 +43,56 @@
 {%- endif -%}
 {%- endmacro %}
 
+{#- The table `parts` names, as the catalog describes it now (table/describe.sql: table_info), into
+    `out`. A missing or unreadable table stops the run (MERGE_TARGET_ERROR), and so do spark-merge
+    properties that are not the table's own (MERGE_METADATA_ERROR: table_info's trust_errors). -#}
+{% macro spark_merge__lifecycle_describe(host, parts, out) -%}
+{%- set quoted = [] -%}
+{%- for p in parts -%}{%- do quoted.append(spark_merge.spark_merge__quote(p)) -%}{%- endfor -%}
+{%- set rel = quoted | join('.') -%}
+{%- set got = host.catalog(parts, spark_merge.spark_merge__describe_json_sql(rel), spark_merge.spark_merge__describe_columns_sql(rel)) -%}
+{%- do spark_merge.spark_merge__table_info(got.desc, got.types, out) -%}
+{%- if out.errors -%}{%- do host.fail(spark_merge.spark_merge__error_code('target'), out.errors | join('; ')) -%}{%- endif -%}
+{%- if out.trust_errors -%}{%- do host.fail(spark_merge.spark_merge__error_code('metadata'), out.trust_errors[0]) -%}{%- endif -%}
+{%- endmacro %}
+
+{#- The table described again, into `out` (it changed: a commit recovered, columns added). -#}
+{% macro spark_merge__lifecycle_redescribe(host, table, out) -%}
+{%- do spark_merge.spark_merge__lifecycle_describe(host, [table.database, table.table_name], out) -%}
+{%- endmacro %}
+
+{#- The file table `parts` names, described and its files checked (check_files: another format's
+    metadata refused; the staging tables of merges that died, which the host finds, dropped), into
+    `out`. -#}
+{% macro spark_merge__lifecycle_checked_target(host, parts, out) -%}
+{%- do spark_merge.spark_merge__lifecycle_describe(host, parts, out) -%}
+{%- for name in host.check_files(out, spark_merge.spark_merge__show_tables_sql(out.database, '__sm_*')) -%}
+  {%- do host.run(spark_merge.spark_merge__drop_table_sql(spark_merge.spark_merge__relation(out.database, name)), tolerate=true) -%}
+{%- endfor -%}
+{%- endmacro %}
+
 {#- The target of a rollback or a full refresh, into out.table: described, checked (its files), settled
     (an interrupted commit finished, then described again). -#}
 {% macro spark_merge__lifecycle_settled_target(host, parts, out) -%}
-{%- set table = host.describe_target(parts) -%}
-{%- do host.check_files(table) -%}
+{%- set table = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_checked_target(host, parts, table) -%}
 {%- set settled = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_settle(host, table, settled) -%}
-{%- do out.update({'table': host.describe(table) if settled.recovered else table}) -%}
+{%- set fresh = {} -%}
+{%- if settled.recovered -%}{%- do spark_merge.spark_merge__lifecycle_redescribe(host, table, fresh) -%}{%- endif -%}
+{%- do out.update({'table': fresh or table}) -%}
 {%- endmacro %}
 
-{#- Begin, before planning: let a live commit end (a dead holder's lock is broken), then finish
+{#- Begin, before planning: let a live commit end (a dead holder's lock is broken: lock_wait, with
+    the host's handle on lock tables, not taking the lock), then finish
     an interrupted commit (out.recovered: the table changed, describe it again), and drop this
     session's cached listing of the table's files (the recovery's commit did): the plan reads
     the files as they are, with rows another application appended to a partition since this
     session listed it (its INSERT, a spark-merge append), which a rewrite would otherwise drop. -#}
 {% macro spark_merge__lifecycle_settle(host, table, out) -%}
-{%- do host.wait_free(table) -%}
+{%- set lock, waited = host.lock_handle(), {} -%}
+{%- do spark_merge.spark_merge__lock_wait(lock, table, none, table.properties.get('spark_merge.last_merge_id'), lock.wait_s, waited) -%}
+{%- if waited.get('error') -%}{%- do host.fail(spark_merge.spark_merge__error_code(waited.get('code') or 'conflict'), waited.error) -%}{%- endif -%}
 {%- do spark_merge.spark_merge__lifecycle_recover(host, table, out, true) -%}
 {%- if not out.recovered -%}{%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}{%- endif -%}
 {%- endmacro %}
@@ -210,7 +243,8 @@
 
 {#- The table as it is now, failing MERGE_VERSION_MOVED if another merge committed since begin. -#}
 {% macro spark_merge__lifecycle_unchanged(host, s, out) -%}
-{%- set fresh = host.describe(s.table) -%}
+{%- set fresh = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_redescribe(host, s.table, fresh) -%}
 {%- if fresh.version != s.table.version -%}
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('version_moved'), fresh.name ~ ' moved from version ' ~
       s.table.version ~ ' to ' ~ fresh.version ~ ' since this merge began') -%}

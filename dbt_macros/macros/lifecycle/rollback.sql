@@ -8,8 +8,8 @@
   the repoints with a journal, the tail of every commit (lifecycle_journal_commit).
 
   Host primitives besides the lifecycle's:
-    describe_target(parts)            the table, described and checked
-    check_files(table)                refuse another format's files (Python; dbt cannot see them)
+    check_files(table, listing_sql)   refuse another format's files (Python; dbt cannot see them);
+                                      the staging tables to drop (none: a rollback drops none)
     history(table)                    its history entries, each checked (a rejected one refuses)
     partition_location(table, part)   where the catalog points a partition now (none: not there)
     require(location, message)        fail when a directory is gone (Python lists it; dbt reads it
@@ -42,7 +42,8 @@
     created is emptied (a new empty directory), one whose directory vacuum removed is refused. -#}
 {% macro spark_merge__lifecycle_execute_rollback(host, s) -%}
 {%- do host.lock(s.table, s.merge_id) -%}{%- do s.update({'locked': true}) -%}
-{%- set table = host.describe(s.table) -%}
+{%- set table = {} -%}
+{%- do spark_merge.spark_merge__lifecycle_redescribe(host, s.table, table) -%}
 {%- do s.update({'table': table}) -%}
 {%- set repoints = [] -%}
 {%- for target in s.restore -%}

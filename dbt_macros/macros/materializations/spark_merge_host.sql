@@ -11,9 +11,9 @@
   'run': spark_merge.spark_merge__dbt_host_run, 'rows': spark_merge.spark_merge__dbt_host_rows,
   'step': spark_merge.spark_merge__dbt_host_step, 'warn': spark_merge.spark_merge__dbt_host_warn,
   'fail': spark_merge.spark_merge__dbt_host_fail, 'failpoint': spark_merge.spark_merge__dbt_host_failpoint,
-  'describe': spark_merge.spark_merge__dbt_host_describe,
+  'catalog': spark_merge.spark_merge__dbt_host_catalog,
   'lock': spark_merge.spark_merge__dbt_lock, 'unlock': spark_merge.spark_merge__dbt_unlock,
-  'wait_free': spark_merge.spark_merge__dbt_wait_free, 'release_finished': spark_merge.spark_merge__dbt_release_finished,
+  'lock_handle': spark_merge.spark_merge__dbt_lock_handle, 'release_finished': spark_merge.spark_merge__dbt_release_finished,
   'exists': spark_merge.spark_merge__dbt_host_exists, 'file_stats': spark_merge.spark_merge__dbt_host_file_stats,
   'stage': spark_merge.spark_merge__dbt_host_stage, 'repoint':
       spark_merge.spark_merge__dbt_host_repoint,
@@ -23,7 +23,7 @@
   'carry': spark_merge.spark_merge__dbt_host_carry,
   'target_rows': spark_merge.spark_merge__dbt_host_target_rows,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
-  'clean_dead': spark_merge.spark_merge__dbt_host_clean_dead, 'describe_target': spark_merge.spark_merge__dbt_host_describe_target,
+  'evolve_spec': spark_merge.spark_merge__dbt_host_evolve_spec, 'own_target': spark_merge.spark_merge__dbt_host_own_target,
   'check_files': spark_merge.spark_merge__dbt_host_check_files, 'source_types': spark_merge.spark_merge__dbt_host_source_types,
   'prepare': spark_merge.spark_merge__dbt_host_prepare, 'part_types': spark_merge.spark_merge__dbt_host_part_types,
   'on_keys': spark_merge.spark_merge__dbt_host_on_keys, 'target_begin': spark_merge.spark_merge__dbt_host_target_begin,
@@ -89,8 +89,11 @@
 {%- endif -%}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_host_describe(table) -%}
-{{ return(spark_merge.spark_merge__dbt_describe(table.table_name, table.database)) }}
+{% macro spark_merge__dbt_host_catalog(parts, json_sql, columns_sql) -%}
+{%- do spark_merge.spark_merge__dbt_trace('catalog') -%}
+{%- set types = [] -%}
+{%- for row in run_query(columns_sql).rows -%}{%- do types.append([row[0], row[1]]) -%}{%- endfor -%}
+{{ return({'desc': fromjson(run_query(json_sql).rows[0][0]), 'types': types}) }}
 {%- endmacro %}
 
 {#- dbt has no file system: whether staged data exists cannot be told (Python checks it). -#}
@@ -161,52 +164,59 @@
 {{ return(local_md5(text)) }}
 {%- endmacro %}
 
-{#- The commit lock's holder: {merge_id, since, expires, owner, dead}, or none when free; dead as
-    spark_merge__lock_dead decides for both hosts. -#}
-{% macro spark_merge__dbt_lock_holder(table) -%}
-{%- set held = run_query(spark_merge.spark_merge__show_tables_sql(table.database, '__sm_lock_' ~ table.table_name)).rows -%}
-{%- if held | length == 0 -%}{{ return(none) }}{%- endif -%}
-{%- set props = {} -%}
-{%- for row in run_query(spark_merge.spark_merge__show_properties_sql(spark_merge.spark_merge__lock_relation(table))).rows -%}
-  {%- do props.update({row[0]: row[1]}) -%}
-{%- endfor -%}
-{%- set record = {} -%}
-{%- do spark_merge.spark_merge__lock_record(table, props, record) -%}
-{%- if record.error -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': ' ~ record.error) }}{%- endif -%}
-{%- set dt = modules.datetime -%}
-{%- set now = dt.datetime.now(modules.pytz.utc) -%}
-{%- set since, expires = record.since, record.expires -%}
-{%- set lapsed = (now - dt.datetime.fromisoformat(expires)).total_seconds() if expires else none -%}
-{%- set held = (now - dt.datetime.fromisoformat(since)).total_seconds() if since else none -%}
-{%- set dead = spark_merge.spark_merge__lock_dead(lapsed, held) | trim == 'True' -%}
-{{ return({'merge_id': record.merge_id, 'since': since, 'expires': expires, 'owner': record.owner or '?', 'dead': dead}) }}
+{#- The dbt host's handle on lock tables (host_contract.LockHandle) for the shared holder and wait
+    (spark_merge__lock_holder, spark_merge__lock_wait): the wait pauses 0.5 s in Spark (dbt has no
+    sleep of its own), and gives up after the var spark_merge_lock_wait_seconds (default:
+    lock_settings' wait_s, as for Python). A dbt holder takes a lease of lock_settings' dbt_lease_s:
+    a dbt run cannot renew it from a thread, and its commit takes seconds. -#}
+{% macro spark_merge__dbt_lock_handle() -%}
+{%- do spark_merge.spark_merge__dbt_trace('lock_handle') -%}
+{{ return(spark_merge.spark_merge__dbt_lock_handle_of()) }}
 {%- endmacro %}
 
-{#- The dbt host's handle on lock tables for the shared wait (spark_merge__lock_wait): the wait
-    pauses 0.5 s in Spark (dbt has no sleep of its own), and gives up after the var
-    spark_merge_lock_wait_seconds (default: lock_settings' wait_s, as for Python). A dbt holder
-    takes a lease of lock_settings' dbt_lease_s: a dbt run cannot renew it from a thread, and its
-    commit takes seconds. -#}
-{% macro spark_merge__dbt_lock_wait(table, merge_id, finished) -%}
-{%- set k, out = {}, {} -%}
+{% macro spark_merge__dbt_lock_handle_of() -%}
+{%- set k = {} -%}
 {%- do spark_merge.spark_merge__lock_settings(k) -%}
-{%- set handle = {'holder': spark_merge.spark_merge__dbt_lock_holder, 'take': spark_merge.spark_merge__dbt_lock_take,
-                  'release': spark_merge.spark_merge__dbt_lock_release, 'pause': spark_merge.spark_merge__dbt_lock_pause,
-                  'clock': spark_merge.spark_merge__dbt_lock_clock, 'note': spark_merge.spark_merge__dbt_lock_note} -%}
-{%- do spark_merge.spark_merge__lock_wait(handle, table, merge_id, finished, var('spark_merge_lock_wait_seconds', k.wait_s) | float, out) -%}
-{%- if out.error -%}{{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('conflict') ~ ': ' ~ out.error) }}{%- endif -%}
+{{ return({'lease': spark_merge.spark_merge__dbt_lock_lease, 'take': spark_merge.spark_merge__dbt_lock_run,
+           'properties': spark_merge.spark_merge__dbt_lock_properties, 'ages': spark_merge.spark_merge__dbt_lock_ages,
+           'release': spark_merge.spark_merge__dbt_lock_run, 'pause': spark_merge.spark_merge__dbt_lock_pause,
+           'clock': spark_merge.spark_merge__dbt_lock_clock, 'note': spark_merge.spark_merge__dbt_lock_note,
+           'wait_s': var('spark_merge_lock_wait_seconds', k.wait_s) | float}) }}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_lock_take(table, merge_id) -%}
+{#- The shared wait with this host's handle; a conflict (or a lock that is not spark-merge's) fails the model. -#}
+{% macro spark_merge__dbt_lock_wait(table, merge_id, finished) -%}
+{%- set lock, out = spark_merge.spark_merge__dbt_lock_handle_of(), {} -%}
+{%- do spark_merge.spark_merge__lock_wait(lock, table, merge_id, finished, lock.wait_s, out) -%}
+{%- if out.get('error') -%}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code(out.get('code') or 'conflict') ~ ': ' ~ out.error) }}
+{%- endif -%}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_lock_lease() -%}
 {%- set k = {} -%}
 {%- do spark_merge.spark_merge__lock_settings(k) -%}
 {%- set now = modules.datetime.datetime.now(modules.pytz.utc) -%}
-{%- do run_query(spark_merge.spark_merge__lock_sql(table, merge_id, now.isoformat(), (now + modules.datetime.timedelta(seconds=k.dbt_lease_s)).isoformat(),
-    'dbt ' ~ invocation_id)) -%}
+{{ return({'since': now.isoformat(), 'expires': (now + modules.datetime.timedelta(seconds=k.dbt_lease_s)).isoformat(), 'owner': 'dbt ' ~ invocation_id}) }}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_lock_release(table) -%}
-{%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
+{% macro spark_merge__dbt_lock_run(table, sql) -%}
+{%- do run_query(sql) -%}
+{%- endmacro %}
+
+{#- dbt cannot catch an error: the lock table is listed first, always. -#}
+{% macro spark_merge__dbt_lock_properties(table, listing_sql, props_sql) -%}
+{%- if run_query(listing_sql).rows | length == 0 -%}{{ return(none) }}{%- endif -%}
+{%- set props = {} -%}
+{%- for row in run_query(props_sql).rows -%}{%- do props.update({row[0]: row[1]}) -%}{%- endfor -%}
+{{ return(props) }}
+{%- endmacro %}
+
+{% macro spark_merge__dbt_lock_ages(since, expires) -%}
+{%- set dt = modules.datetime -%}
+{%- set now = dt.datetime.now(modules.pytz.utc) -%}
+{{ return({'lapsed': (now - dt.datetime.fromisoformat(expires)).total_seconds() if expires else none,
+           'held': (now - dt.datetime.fromisoformat(since)).total_seconds() if since else none}) }}
 {%- endmacro %}
 
 {% macro spark_merge__dbt_lock_pause() -%}
@@ -221,15 +231,14 @@
 {%- do log('spark_merge: ' ~ text, info=true) -%}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_wait_free(table) -%}
-{%- do spark_merge.spark_merge__dbt_trace('wait_free') -%}
-{%- do spark_merge.spark_merge__dbt_lock_wait(table, none, table.properties.get('spark_merge.last_merge_id')) -%}
-{%- endmacro %}
-
 {% macro spark_merge__dbt_release_finished(table, merge_id) -%}
 {%- do spark_merge.spark_merge__dbt_trace('release_finished') -%}
-{%- set holder = spark_merge.spark_merge__dbt_lock_holder(table) -%}
-{%- if holder is not none and (holder.dead or holder.merge_id == merge_id) -%}
+{%- set holder = {} -%}
+{%- do spark_merge.spark_merge__lock_holder(spark_merge.spark_merge__dbt_lock_handle_of(), table, holder) -%}
+{%- if holder.get('error') -%}
+  {{ spark_merge.spark_merge__dbt_runtime_fail(spark_merge.spark_merge__error_code('metadata') ~ ': ' ~ holder.error) }}
+{%- endif -%}
+{%- if holder and (holder.dead or holder.merge_id == merge_id) -%}
   {%- do run_query(spark_merge.spark_merge__unlock_sql(table)) -%}
 {%- endif -%}
 {%- endmacro %}
@@ -247,20 +256,17 @@
 
 {#- Begin's primitives (lifecycle/begin.sql). -#}
 
-{#- dbt runs one model per session: no dead merge of this session can have left views in it. -#}
-{% macro spark_merge__dbt_host_clean_dead() -%}
-{%- do spark_merge.spark_merge__dbt_trace('clean_dead') -%}
-{%- endmacro %}
-
-{% macro spark_merge__dbt_host_describe_target(parts) -%}
-{%- do spark_merge.spark_merge__dbt_trace('describe_target') -%}
-{{ return(spark_merge.spark_merge__dbt_describe(parts[1], parts[0])) }}
+{#- A model's target is a catalog table, which the lifecycle describes. -#}
+{% macro spark_merge__dbt_host_own_target(parts) -%}
+{%- do spark_merge.spark_merge__dbt_trace('own_target') -%}
+{{ return(none) }}
 {%- endmacro %}
 
 {#- dbt has no file system: another format's metadata in the table's directories cannot be seen
     (Python refuses it), and dead merges' staging tables are left to vacuum. -#}
-{% macro spark_merge__dbt_host_check_files(table) -%}
+{% macro spark_merge__dbt_host_check_files(table, listing_sql) -%}
 {%- do spark_merge.spark_merge__dbt_trace('check_files') -%}
+{{ return([]) }}
 {%- endmacro %}
 
 {#- An analysis-only statement; dbt reports Spark's refusal itself (it cannot catch it to name `label`). -#}
@@ -319,8 +325,7 @@
 {{ return(out) }}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_host_source_types(spec) -%}
-{%- set sql = spark_merge.spark_merge__describe_source_sql(spec) -%}
+{% macro spark_merge__dbt_host_source_types(spec, sql) -%}
 {%- do spark_merge.spark_merge__dbt_trace('sql', sql) -%}
 {%- set out = [] -%}
 {%- for row in run_query(sql).rows -%}{%- do out.append([row[0], row[1]]) -%}{%- endfor -%}
@@ -345,12 +350,18 @@
 {%- endmacro %}
 
 {#- dbt cannot catch a refusal: Spark's error on the batch fails the model (Python names the part). -#}
-{% macro spark_merge__dbt_host_part_types(spec, table, parts) -%}
-{%- set sql = spark_merge.spark_merge__describe_parts_sql(spec, table, parts) -%}
+{% macro spark_merge__dbt_host_part_types(sql, singles) -%}
 {%- do spark_merge.spark_merge__dbt_trace('sql', sql) -%}
 {%- set types = [] -%}
 {%- for row in run_query(sql).rows -%}{%- do types.append(row[1]) -%}{%- endfor -%}
 {{ return({'types': types, 'errors': []}) }}
+{%- endmacro %}
+
+{#- A model's new columns are on_schema_change's (prepare): by the time schema evolution looks, the
+    table has them, and its clauses (from the config) assign no struct in part. -#}
+{% macro spark_merge__dbt_host_evolve_spec(spec, table, source_types) -%}
+{%- do spark_merge.spark_merge__dbt_trace('evolve_spec') -%}
+{{ return({'direct': [], 'errors': []}) }}
 {%- endmacro %}
 
 {#- ON's equalities: each unique_key column of target and source, when ON is built from unique_key

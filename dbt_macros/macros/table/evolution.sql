@@ -16,6 +16,20 @@ ALTER TABLE {{ table.relation }} ADD COLUMNS ({% for c in columns %}{{ spark_mer
 (SELECT *{% for c in columns %}, CAST(NULL AS {{ c[1] }}) AS {{ spark_merge.spark_merge__quote(c[0]) }}{% endfor %} FROM {{ table.relation }})
 {%- endmacro %}
 
+{#- The table record as it will be once `columns` ([name, type] pairs) are added, into `out`: each
+    new column nullable, without a default. -#}
+{% macro spark_merge__evolved_table(table, columns, out) -%}
+{%- set all, by_name = [], {} -%}
+{%- do all.extend(table.columns) -%}{%- do by_name.update(table.columns_by_name) -%}
+{%- for c in columns -%}
+  {%- set record = {} -%}
+  {%- do spark_merge.spark_merge__column_record(c[0], c[1], {}, record) -%}
+  {%- do all.append(record) -%}{%- do by_name.update({c[0] | lower: record}) -%}
+{%- endfor -%}
+{%- do out.update(table) -%}
+{%- do out.update({'columns': all, 'columns_by_name': by_name}) -%}
+{%- endmacro %}
+
 {#- The source columns the table lacks that the merge assigns directly ([name, type] pairs of
     `source_types`): all of them with an UPDATE SET * / INSERT * clause, else those in `direct`
     (SET c = s.c, INSERT (c) VALUES (s.c): parse.direct_source_columns); a column without a type
