@@ -38,7 +38,7 @@ def test_cli_run_explain_history(spark, people, capsys):
     sql = f"UPDATE {people} SET name = 'zed' WHERE id = 2"
     assert main(["explain", "--sql", sql, "-q"]) == 0
     outline = capsys.readouterr().out  # for a person: the statement and the steps, no SQL, no plan columns
-    assert "WHEN MATCHED THEN UPDATE" in outline and "steps:" in outline and "2. changes" in outline
+    assert "WHEN MATCHED THEN UPDATE" in outline and "steps:" in outline and "3. changes" in outline
     assert "CACHE LAZY TABLE" not in outline and "__sm_" not in outline, outline
     assert main(["explain", "--sql", sql, "-q", "--verbose"]) == 0
     assert "CACHE LAZY TABLE" in capsys.readouterr().out

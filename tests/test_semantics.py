@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
 
 from merge_core import DuplicateMatchError, MergeError, explain, history, merge
+from merge_core.common import macros
 
 from .conftest import rows, snapshot, table_files, tree
 
@@ -326,6 +328,14 @@ def test_explain_runs_nothing_and_history_records_runs(spark, kv):
     files_before = tree(root)
     plan = explain(spark, UPSERT.format(t=t, s=s), verbose=True)
     assert "CACHE LAZY TABLE" in plan and "RIGHT JOIN" in plan and "SET LOCATION" in plan
+    # its headings are the plan's own steps, numbered as the progress lines number them (plan_steps)
+    headings = re.findall(r"^-- (\d)\. (\w+):", plan, re.M)
+    steps = macros.plan_steps()
+    assert [name for _, name in headings] == [steps[int(n) - 1] for n, _ in headings]
+    numbers = [int(n) for n, _ in headings]
+    assert numbers == sorted(set(numbers)) and {"source", "changes", "summary", "write", "commit"} <= set(
+        dict(headings).values()
+    )
     assert tree(root) == files_before
     assert history(spark, t) == []
     r1 = merge(spark, UPSERT.format(t=t, s=s))

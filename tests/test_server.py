@@ -55,7 +55,7 @@ def test_server_start_run_history_stop(tmp_path):
         assert "updated 1" in run.stdout
         merge_id = run.stdout.split("merge ", 1)[1].split()[0]
         assert merge_id in (tmp_path / "w" / "connect-logs" / "server.log").read_text()
-        assert "plan: join target and source" in run.stderr, run.stderr
+        assert "step 3/6 (changes): join target and source" in run.stderr, run.stderr
         # and the command itself starts no Spark: it imports neither PySpark nor pyarrow nor sqlglot
         # (what the warm server's half second per command would otherwise go to)
         for args in (["run", "--warehouse", w, "--sql", "UPDATE d.t SET v = 'x' WHERE id = 2", "-q"],

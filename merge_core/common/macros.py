@@ -380,6 +380,16 @@ def by_source_reads(spec: Record, resolved: Record) -> Record:
     return _fill("by_source_reads", spec, resolved)
 
 
+def plan_steps() -> list[str]:
+    return _fill_list("plan_steps")
+
+
+def step_comment(name: str, text: str) -> str:
+    """explain's heading of the plan's step ``name``, numbered as plan_steps numbers it (the progress
+    lines' step_label too): ``-- 4. summary: <text>``."""
+    return f"-- {plan_steps().index(name) + 1}. {name}: {text}"
+
+
 def cache_changes_sql(spec: Record, table: Record, resolved: Record, ctx: Record) -> str:
     return _render("cache_changes_sql", spec, table, resolved, ctx)
 

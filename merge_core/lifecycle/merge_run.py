@@ -92,11 +92,13 @@ class MergeRun(Lifecycle):
         if spec["source_kind"] != "none":
             keys = ", ".join(f"{k['target']} = {k['source']}" for k in ctx["on_keys"]) or "none"
             parts += [
-                f"-- 0. the source, read once (cached with this merge's id in its plan; written once to "
-                f"{ctx['source_table']} instead when Spark will not serve the cache, as for rand()); its count is "
-                f"numSourceRows; for the ON equalities "
-                f"({keys}) its values' range (a partition column's list), which every target scan below "
-                f"is narrowed to",
+                macros.step_comment(
+                    "source",
+                    f"read once (cached with this merge's id in its plan; written once to {ctx['source_table']} "
+                    f"instead when Spark will not serve the cache, as for rand()); its count is numSourceRows; for "
+                    f"the ON equalities ({keys}) its values' range (a partition column's list), which every target "
+                    f"scan below is narrowed to",
+                ),
                 macros.cache_source_sql(spec, ctx),
                 macros.source_stats_sql(table, ctx),
             ]
@@ -111,37 +113,48 @@ class MergeRun(Lifecycle):
             parts.append(f"-- {by_source['note']}")
         if self._prunes_by_matches() and not by_source["all"]:
             parts += [
-                "-- 1. partitions holding matched target rows (a join reading only the ON and partition "
-                "columns; the source is broadcast when small); step 2 scans only these. Skipped when step 0 "
-                "listed every partition column; no join, only the range, for a dense integer key. Skipped "
-                "too for a fused write (every part of the statement deterministic, not insert-only): step 3's join "
-                "reads only the columns it needs and names these partitions, and step 5 reads them",
+                macros.step_comment(
+                    "matched",
+                    "the partitions holding matched target rows (a join reading only the ON and partition "
+                    "columns; the source is broadcast when small); step 3 scans only these. Skipped when step 1 "
+                    "listed every partition column; no join, only the range, for a dense integer key. Found by "
+                    "step 4 instead for a fused write (every part of the statement deterministic, not insert-only): "
+                    "its join reads only the columns it needs and names these partitions, and step 5 reads them",
+                ),
                 macros.matched_partitions_sql(spec, table, ctx),
             ]
-        parts += [
-            "-- 2. changes: join, first matching WHEN clause, new values with their checks. A subquery when every "
-            "part of the statement is deterministic: step 3 reads the join and step 5 joins once more (fused). Else "
-            f"a lazy cache as below, or written once to {ctx['changes_table']} when Spark will not serve it",
+        return parts + self._join_parts(ctx) + self.paradigm.explain(self.spark, self.s, ctx)
+
+    def _join_parts(self, ctx: dict) -> list[str]:
+        """Steps 3 and 4: the changes and their summary (with the duplicates' examples on failure)."""
+        spec, table = self.spec_data, self.table
+        parts = [
+            macros.step_comment(
+                "changes",
+                "join, first matching WHEN clause, new values with their checks. A subquery when every part of the "
+                "statement is deterministic: step 4 reads the join and step 5 joins once more (fused). Else a lazy "
+                f"cache as below, or written once to {ctx['changes_table']} when Spark will not serve it",
+            ),
             macros.cache_changes_sql(spec, table, self.resolved, ctx),
-        ]
-        parts += [
-            "-- 3. one aggregation over the changes: the duplicate check (no target row may receive two "
-            f"modifying actions under any rule; here duplicate_rule={spec['duplicate_rule']}), the counts per "
-            "operation and the partitions touched",
+            macros.step_comment(
+                "summary",
+                "one aggregation over the changes: the duplicate check (no target row may receive two modifying "
+                f"actions under any rule; here duplicate_rule={spec['duplicate_rule']}), the counts per operation "
+                "and the partitions touched",
+            ),
             macros.change_summary_sql(spec, table, self.resolved, ctx),
         ]
         dup = macros.duplicates_sql(spec, table, self.resolved, ctx)
         if dup:
             parts += [
-                "-- 4. only when step 3 finds duplicates: which target rows, and up to 5 source rows that "
+                "-- (step 4, only when it finds duplicates) which target rows, and up to 5 source rows that "
                 "matched each with the clause it chose, for the error",
                 dup,
             ]
-        parts += self.paradigm.explain(self.spark, self.s, ctx)
         return parts
 
     def _prunes_by_matches(self) -> bool:
-        """A partitioned target merged with a source: find the matched partitions first (step 1)."""
+        """A partitioned target merged with a source: find the matched partitions first (step 2)."""
         return bool(self.table["partition_columns"]) and self.spec_data["source_kind"] != "none"
 
     def plan(self) -> dict:

@@ -62,7 +62,7 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
     def explain(self, spark: SparkSession, s: RunState, ctx: dict) -> list[str]:
         table = s["table"]
         if s["insert_only"]:
-            return ["-- 5. insert-only: append, no rewrite", macros.append_sql(table, ctx)]
+            return [macros.step_comment("write", "insert-only: append, no rewrite"), macros.append_sql(table, ctx)]
         pcols = table["partition_columns"]
         sample = {c: f"<{c}>" for c in pcols} if pcols else None
         repoint = {
@@ -72,22 +72,28 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
             "exists": True,
         }
         return [
-            "-- 5. stage the new version of the touched partitions (the file stats of the partitions it replaces "
-            "are taken first) in one join: each row of those partitions written as its clause makes it or copied, "
-            "plus the inserted rows (the changes' cache is dropped once the probe shows Spark computes them the same "
-            "at every read; when it does not, as for rand(), or when step 3 finds a target row joined with several "
-            "source rows that do not all delete it, the stored changes are written instead: the partitions' rows "
-            "whose ids they do not name, plus their new rows). A source of at most "
-            f"{macros.source_broadcast_rows():,} rows is broadcast: the "
-            "rows of the files to rewrite are written by the scan tasks that read them (no shuffle), and the rows to "
-            "insert, the source rows a join with the target's ON columns leaves unmatched, are spread by partition "
-            "(REBALANCE); a larger source is joined once, as below, and the staged rows spread by partition",
+            macros.step_comment(
+                "write",
+                "stage the new version of the touched partitions (the file stats of the partitions it replaces "
+                "are taken first) in one join: each row of those partitions written as its clause makes it or "
+                "copied, plus the inserted rows (the changes' cache is dropped once the probe shows Spark computes "
+                "them the same at every read; when it does not, as for rand(), or when step 4 finds a target row "
+                "joined with several source rows that do not all delete it, the stored changes are written instead: "
+                "the partitions' rows whose ids they do not name, plus their new rows). A source of at most "
+                f"{macros.source_broadcast_rows():,} rows is broadcast: the rows of the files to rewrite are written "
+                "by the scan tasks that read them (no shuffle), and the rows to insert, the source rows a join with "
+                "the target's ON columns leaves unmatched, are spread by partition (REBALANCE); a larger source is "
+                "joined once, as below, and the staged rows spread by partition",
+            ),
             *_fold_note(table),
             macros.fused_stage_sql(s["spec"], table, s["resolved"], ctx, [sample] if sample else []),
-            "-- 6. commit, under the lock: the partitions unchanged since read, the staged rows exactly the plan's "
-            "(only planned partitions, each with its rows before plus the plan's change; more rows than planned means "
-            "the changes were read from files the table no longer holds: MERGE_CONFLICT; else MERGE_PLAN_VIOLATION), "
-            "then the journal (with the history entry), then repoint: "
+            macros.step_comment(
+                "commit",
+                "under the lock: the partitions unchanged since read, the staged rows exactly the plan's (only "
+                "planned partitions, each with its rows before plus the plan's change; more rows than planned means "
+                "the changes were read from files the table no longer holds: MERGE_CONFLICT; else "
+                "MERGE_PLAN_VIOLATION), then the journal (with the history entry), then repoint: ",
+            )
             + (
                 "all moved partitions in one metastore call (ExternalCatalog.alterPartitions) and created ones in one "
                 "ADD, as below"

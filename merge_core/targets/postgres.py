@@ -397,10 +397,15 @@ class ChangeOnlyUpdatedColumns(RowChangeParadigm):
         )
         plan = pg_merge.build(s["spec"], table, s["resolved"], staged, table["database"], table["table_name"])
         return [
-            "-- 5. stage the source's rows in PostgreSQL (Spark's JDBC writer; date-times as text)",
-            "-- 6. one PostgreSQL transaction in Spark's session time zone: lock the rows the merge can touch, "
-            "count each clause's rows, MERGE (PostgreSQL evaluates the conditions and values on each row as it "
-            "is then), the NOT MATCHED BY SOURCE clauses, the history row",
+            macros.step_comment(
+                "write", "stage the source's rows in PostgreSQL (Spark's JDBC writer, date-times as text)"
+            ),
+            macros.step_comment(
+                "commit",
+                "one PostgreSQL transaction in Spark's session time zone: lock the rows the merge can touch, count "
+                "each clause's rows, MERGE (PostgreSQL evaluates the conditions and values on each row as it is then), "
+                "the NOT MATCHED BY SOURCE clauses, the history row",
+            ),
             *plan.lock,
             *([plan.capture] if plan.capture else []),
             plan.count,

@@ -142,7 +142,9 @@
   {%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
   {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx)) -%}
 {%- endif -%}
-{%- do host.step('plan: join target and source; in one aggregation the duplicate check (' ~ spec.duplicate_rule ~
+{%- do host.step(spark_merge.spark_merge__step_label('changes') ~ ': join target and source' ~ (', read by the summary and joined again by the '
+    ~ 'write' if fuse.ok else ', kept for the write (the summary fills it)')) -%}
+{%- do host.step(spark_merge.spark_merge__step_label('summary') ~ ': in one aggregation the duplicate check (' ~ spec.duplicate_rule ~
     ' rule), the counts and the partitions the changes touch') -%}
 {%- set summary = {} -%}
 {%- do spark_merge.spark_merge__summarize_changes(table, host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx)), summary) -%}
@@ -171,7 +173,7 @@
 {%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
 {%- set narrowed = {'matched_by': 'join'} -%}
 {%- set fuse = {'ok': fused} -%}
-{%- do host.step('plan: read the source once') -%}
+{%- do host.step(spark_merge.spark_merge__step_label('source') ~ ': read the source once') -%}
 {%- do ctx.update({'source_made': true}) -%}
 {%- do host.run(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
 {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
@@ -195,9 +197,11 @@
     {#- the summary's join reads only the columns it needs, and names the partitions holding matched
         rows exactly: the fused write reads those (summary.matched, below), not a step of its own -#}
     {%- do s.update({'matched_from_summary': true}) -%}
-    {%- do host.step('plan: the partitions holding matched rows come from the summary (its join reads the ON, condition and partition columns)') -%}
+    {%- do host.step(spark_merge.spark_merge__step_label('matched') ~
+        ': the partitions holding matched rows come from the summary (its join reads the ON, condition and partition columns)') -%}
   {%- else -%}
-    {%- do host.step('plan: find partitions with matched rows (' ~ ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
+    {%- do host.step(spark_merge.spark_merge__step_label('matched') ~ ': find partitions with matched rows (' ~
+        ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
     {%- set matched = [] -%}
     {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx,
         m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}

@@ -3,6 +3,12 @@
   rewrite (stage, carry, check, lock, journal, repoint), and the journal's apply and recovery.
 -#}
 
+{#- A progress line's phase: the plan's step label (step_label) for a merge that planned its steps
+    (lifecycle_plan set s.fused), else `other` (a compaction, a merge-on-read upsert). -#}
+{% macro spark_merge__phase(s, name, other) -%}
+{{ spark_merge.spark_merge__step_label(name) if 'fused' in s else other }}
+{%- endmacro %}
+
 {#- Execute: write the planned changes and commit them. The write mode is a branch here:
     an insert-only merge or a merge-on-read upsert (s.append_statements) appends under the lock;
     a rollback (s.repoints given) commits its repoints; anything else stages the touched
@@ -32,7 +38,7 @@
 {%- endmacro %}
 
 {% macro spark_merge__lifecycle_append(host, s) -%}
-{%- do host.step('execute: append inserted rows (under the commit lock)') -%}
+{%- do host.step(spark_merge.spark_merge__phase(s, 'write', 'execute') ~ ': append inserted rows (under the commit lock)') -%}
 {%- if (s.get('ctx') or {}).get('feed') and not s.get('append_statements') -%}
   {%- do spark_merge.spark_merge__lifecycle_feed(host, s, [spark_merge.spark_merge__feed_write_sql(s.table, s.ctx, s.merge_id)]) -%}
 {%- endif -%}
@@ -55,7 +61,7 @@
 {% macro spark_merge__lifecycle_rewrite(host, s) -%}
 {%- set table, ctx, m = s.table, s.ctx, s.metrics -%}
 {%- set merging = not s.get('stage_select') -%}
-{%- do host.step('execute: measure partitions to replace') -%}
+{%- do host.step(spark_merge.spark_merge__phase(s, 'write', 'execute') ~ ': measure partitions to replace') -%}
 {%- set old = [] -%}
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.changes.partitions, old) -%}
 {#- file-granular: a host that knows the partitions' files (it listed them) rewrites only the files
@@ -127,7 +133,7 @@
     table's own), and the staged data is still there. Any of them failing: nothing is written. -#}
 {% macro spark_merge__lifecycle_verify(host, s, old, new, merging, fresh) -%}
 {%- set table = s.table -%}
-{%- do host.step('commit: lock, check for conflicts, journal, repoint') -%}
+{%- do host.step(spark_merge.spark_merge__phase(s, 'commit', 'commit') ~ ': lock, check for conflicts, journal, repoint') -%}
 {%- do host.lock(table, s.merge_id) -%}{%- do s.update({'locked': true, 'checked_at': host.now()}) -%}
 {#- the files as they are now: a query reads this session's listing, cached while planning -#}
 {%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}

@@ -1,41 +1,56 @@
 {#-
-  The merge plan (DELETE_ROW_AND_INSERT_ROW, copy-on-write).
+  The merge plan (DELETE_ROW_AND_INSERT_ROW, copy-on-write), in the steps plan_steps numbers (the
+  progress lines and explain name them by these numbers too):
 
-  0. source:    the source is read once and cached with a row number
+  1. source:    the source is read once and cached with a row number
                 (__sm_srow), so every later step sees the same rows; the job
                 that fills the cache also returns numSourceRows and the range
                 (or list) of the source's values of each ON equality, which
                 narrows every target scan below (match_filter).
-  1. matched:   (partitioned targets, with a source) the partitions holding a
-                target row that ON matches: named by step 0's lists, or from a
+  2. matched:   (partitioned targets, with a source) the partitions holding a
+                target row that ON matches: named by step 1's lists, or from a
                 scan of a dense key range, or from a join that reads only the
-                columns ON names and the partition columns; step 2 scans only
+                columns ON names and the partition columns; step 3 scans only
                 those partitions, so the full-width read follows the change.
-  2. changes:   target (with a row id) RIGHT JOIN source ON ... (a FULL join when
+                The fused write finds them in step 4 instead.
+  3. changes:   target (with a row id) RIGHT JOIN source ON ... (a FULL join when
                 WHEN NOT MATCHED BY SOURCE clauses need the unmatched target
                 rows: see by_source_reads); a searched CASE
                 picks the first WHEN clause that holds (case number, -1 = none)
                 and its operation (INSERT=1, DELETE=2, UPDATE=3); the new values
                 are computed per target column as __sm_c<i>, each with its checks
-                (NOT NULL, CHAR/VARCHAR length). Declared as a lazy cache; dropped
-                again before anything reads it when Spark computes it the same at
-                every read (the fused write, step 5), else cached (the first step
-                reading it fills it) or written once to a table.
-  3. checks:    duplicate matches per the duplicate rule; NOT NULL and length
-                violations raise in the summary. Both before any write.
-  4. summary:   one aggregation gives the counts per operation and the
-                partitions touched: where a changed row was, and where an
-                output row goes; for the fused write also the partitions
-                holding matched rows (then step 1 is skipped).
-  5. rewrite:   the fused write: the touched partitions joined with the source
+                (NOT NULL, CHAR/VARCHAR length). A subquery when Spark computes it
+                the same at every read (the fused write, step 5), else a lazy
+                cache (the first step reading it fills it) or written once to a
+                table.
+  4. summary:   one aggregation: duplicate matches per the duplicate rule (their
+                examples queried only when there are some), NOT NULL and length
+                violations raised, the counts per operation and the partitions
+                touched: where a changed row was, and where an output row goes;
+                for the fused write also the partitions holding matched rows.
+                Nothing is written before it passes.
+  5. write:     the fused write: the touched partitions joined with the source
                 once more, each row written as its clause makes it or copied
                 (fused_rewrite_select); else untouched target rows (anti-join on
                 row id) + new rows. A staging table under <root>/_merge_<id>.
+                Insert-only merges append their rows instead.
   6. commit:    see commit/commit.sql.
-  Insert-only merges skip the rewrite: their rows are appended.
   Joins whose build side holds at most broadcast_rows() rows are broadcast
   (no shuffle of the large side).
 -#}
+
+{#- The plan's steps, numbered once: the overview above, the progress lines (step_label) and explain
+    (MergeRun.explain, the paradigms' write and commit) all number them by their place here. -#}
+{% macro spark_merge__plan_steps(out) -%}
+{%- do out.extend(['source', 'matched', 'changes', 'summary', 'write', 'commit']) -%}
+{%- endmacro %}
+
+{#- A step's label in the progress lines: "step 4/6 (summary)". -#}
+{% macro spark_merge__step_label(name) -%}
+{%- set steps = [] -%}
+{%- do spark_merge.spark_merge__plan_steps(steps) -%}
+step {{ steps.index(name) + 1 }}/{{ steps | length }} ({{ name }})
+{%- endmacro %}
 
 {#-
   A predicate on the target's columns that every target row ON can match
