@@ -49,6 +49,9 @@ from .common.result import (
 from .lifecycle.merge_run import (
     MergeRun as MergeRun,
 )
+from .request.options import (
+    MergeOptions as MergeOptions,
+)
 from .request.parse import (
     parse as parse,
 )

@@ -48,7 +48,7 @@ def test_injection_in_a_dict_spec_target_name(spark, db, pair, target):
 @pytest.mark.parametrize(
     "options, error, fragment",
     [
-        ({"duplicate_rule": "trino'; DROP TABLE x; --"}, SpecError, "unknown rule"),
+        ({"duplicate_rule": "trino'; DROP TABLE x; --"}, SpecError, "unknown value"),
         ({"partition_filter": "p = 1; DROP TABLE {src}"}, ValidationError, "option partition_filter"),
     ],
 )

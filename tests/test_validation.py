@@ -252,7 +252,7 @@ def test_rejected_before_anything_is_touched(spark, refused_tables, case):
 def test_unknown_option_and_rule(spark, tables):
     with pytest.raises(SpecError, match="unknown option"):
         merge(spark, M(tables, "WHEN MATCHED THEN DELETE"), duplicate_rul="trino")
-    with pytest.raises(SpecError, match="unknown rule 'mysql'"):
+    with pytest.raises(SpecError, match="unknown value 'mysql'"):
         merge(spark, M(tables, "WHEN MATCHED THEN DELETE"), duplicate_rule="mysql")
 
 

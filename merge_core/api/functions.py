@@ -5,7 +5,7 @@ repair, vacuum, rollback and compaction. ``merge_core`` re-exports them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
 from pyspark.sql import SparkSession
 
@@ -14,12 +14,15 @@ from merge_core.common.errors import (
 )
 from merge_core.common.result import MergeResult
 from merge_core.lifecycle.merge_run import MergeRun, run
+from merge_core.request.options import MergeOptions
 from merge_core.request.parse import parse
 from merge_core.request.spec import MergeSpec, list_options, upsert_options
 from merge_core.spark.catalog import reports_spark_errors
 
 
-def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **options: Any) -> MergeSpec:
+def to_spec(
+    sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **options: Unpack[MergeOptions]
+) -> MergeSpec:
     """SQL text, a dict or a MergeSpec, with options: any declared option (duplicate_rule,
     partition_filter, primary_key, watermark_key, merge_engine, ...; ``spark-merge options`` lists
     them all).
@@ -27,11 +30,12 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
     ``dialect`` ("spark" or "trino") fixes how SQL text is read; by default Spark's
     grammar is tried first and Trino's second.
     """
+    rest: dict[str, Any] = dict(options)
     if isinstance(sql_or_spec, MergeSpec):
         spec = sql_or_spec
     elif isinstance(sql_or_spec, dict):
         data = dict(sql_or_spec)
-        upsert = {k: options.pop(k) for k in upsert_options() if options.get(k) is not None}
+        upsert = {k: rest.pop(k) for k in upsert_options() if rest.get(k) is not None}
         if upsert:
             for k in list_options():
                 if isinstance(upsert.get(k), str):
@@ -42,7 +46,7 @@ def to_spec(sql_or_spec: str | dict | MergeSpec, dialect: str | None = None, **o
         spec = parse(sql_or_spec, dialect)
     else:
         raise SpecError(f"expected SQL text, a dict or a MergeSpec, got {type(sql_or_spec).__name__}")
-    return spec.with_options(**options) if options else spec
+    return spec.with_options(**rest) if rest else spec
 
 
 @reports_spark_errors
@@ -57,7 +61,7 @@ def merge(
     on_planned: Callable | None = None,
     dry_run: bool = False,
     run_key: str | None = None,
-    **options: Any,
+    **options: Unpack[MergeOptions],
 ) -> MergeResult:
     """Run a MERGE, UPDATE or DELETE to completion and return its metrics.
 
@@ -174,7 +178,7 @@ def explain(
     jdbc_user: str | None = None,
     jdbc_password: str | None = None,
     verbose: bool = False,
-    **options: Any,
+    **options: Unpack[MergeOptions],
 ) -> str:
     """Validate and return the plan without running it: the statement and each step's title, or
     (``verbose``) each step's SQL in order."""

@@ -7,8 +7,42 @@ the docs (``spark-merge options``) all come from that one table; this module han
 from __future__ import annotations
 
 import functools
+from typing import Any, Literal, TypedDict
 
 from merge_core.common import macros
+
+DuplicateRule = Literal["trino", "postgres", "strict"]
+LossyAssignments = Literal["warn", "refuse", "allow"]
+
+
+class MergeOptions(TypedDict, total=False):
+    """The options merge(), explain(), to_spec() and the builders take, typed: one value from the call
+    to the spec the SQL reads (MergeSpec's fields, its ``upsert`` dict). The declarations in
+    options.sql are the source; tests/unit/test_options.py holds these names, kinds and choices to
+    them."""
+
+    duplicate_rule: DuplicateRule
+    lossy_assignments: LossyAssignments
+    schema_evolution: bool
+    partition_filter: str
+    key_columns: list[str]
+    primary_key: str | list[str]
+    watermark_key: str | list[str]
+    tombstone_key: str
+    tombstone_string_key_value: str
+    upsert_mode: Literal["copy-on-write", "merge-on-read"]
+    merge_engine: Literal["deduplicate", "partial-update", "aggregation", "first-row"]
+    sequence_field: str | list[str]
+    row_kind_field: str
+    ignore_delete: bool
+    remove_record_on_delete: bool
+    default_aggregate_function: str
+    aggregate_function: dict[str, Any]
+    sequence_group: dict[str, Any]
+    ignore_retract: dict[str, Any]
+    distinct: dict[str, Any]
+    nested_key: dict[str, Any]
+    listagg_delimiter: dict[str, Any]
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,11 +11,11 @@ those macros are the single SQL compiler for both hosts (Python and dbt).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from merge_core.common import macros
 from merge_core.common.errors import SpecError
-from merge_core.request.options import choices, merge_keywords, names
+from merge_core.request.options import DuplicateRule, LossyAssignments, MergeOptions, choices, merge_keywords, names
 
 Action = Literal["update", "delete", "insert"]
 SOURCE_KINDS = ("table", "query", "none")
@@ -78,9 +78,9 @@ class MergeSpec:
     target_alias: str = "t"
     source_alias: str = "s"
     kind: Literal["merge", "update", "delete"] = "merge"
-    duplicate_rule: str = "trino"
+    duplicate_rule: DuplicateRule = "trino"
     # a value whose type says storing it loses information: warn (log), refuse, or allow
-    lossy_assignments: str = "warn"
+    lossy_assignments: LossyAssignments = "warn"
     # MERGE WITH SCHEMA EVOLUTION: directly assigned source columns the target lacks are added
     # (UPDATE SET *, INSERT *, SET c = s.c; MergeRun.evolve_schema, request/evolution.py)
     schema_evolution: bool = False
@@ -96,16 +96,10 @@ class MergeSpec:
     upsert: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.duplicate_rule not in choices("duplicate_rule"):
-            raise SpecError(
-                f"option duplicate_rule: unknown rule {self.duplicate_rule!r}; "
-                f"expected one of {', '.join(choices('duplicate_rule'))}"
-            )
-        if self.lossy_assignments not in choices("lossy_assignments"):
-            raise SpecError(
-                f"option lossy_assignments: unknown value {self.lossy_assignments!r}; "
-                f"expected one of {', '.join(choices('lossy_assignments'))}"
-            )
+        for name in names("merge", kind="choice"):  # the statement's own options with a list of values
+            value = getattr(self, name)
+            if value not in choices(name):
+                raise SpecError(f"option {name}: unknown value {value!r}; expected one of {', '.join(choices(name))}")
         if self.source_kind not in SOURCE_KINDS:
             raise SpecError(f"source kind {self.source_kind!r} is not one of {SOURCE_KINDS}")
         if not self.clauses and not self.upsert:
@@ -121,7 +115,10 @@ class MergeSpec:
     def target_name(self) -> str:
         return ".".join(self.target)
 
-    def with_options(self, **options: Any) -> MergeSpec:
+    def with_options(self, **typed: Unpack[MergeOptions]) -> MergeSpec:
+        """This spec with the options given (request/options.py: MergeOptions, as options.sql declares
+        them): the statement's own as fields, an upsert's into ``upsert``."""
+        options: dict[str, Any] = dict(typed)
         known = set(merge_keywords())
         unknown = set(options) - known
         if unknown:

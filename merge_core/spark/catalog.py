@@ -8,7 +8,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
@@ -18,6 +18,8 @@ from merge_core.common.errors import MetadataError, TargetError
 
 SPARK_ERRORS = (AnalysisException, ParseException)
 _OWN = threading.local()  # how deep this thread is inside a spark-merge operation
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class _ReportedByUs(logging.Filter):
@@ -37,12 +39,12 @@ def _filter_pyspark_error_logs() -> None:
         PySparkLogger.getLogger(name).addFilter(_ReportedByUs())
 
 
-def reports_spark_errors(fn: Callable) -> Callable:
+def reports_spark_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """A public operation: the Spark errors raised inside it reach the user as spark-merge's own
     one-line errors, without PySpark's log line of each (the thread's other Spark calls keep theirs)."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         _filter_pyspark_error_logs()
         _OWN.depth = getattr(_OWN, "depth", 0) + 1
         try:

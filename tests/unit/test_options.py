@@ -8,6 +8,11 @@ tests/test_dbt.py::test_config_errors_are_compilation_errors.)
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
 import pytest
 
 from merge_core import MergeSpec, SpecError, to_spec
@@ -143,3 +148,50 @@ def test_an_option_that_would_do_nothing_is_refused(options, message):
     assert to_spec(
         {"target": "db.t", "source": "db.s"}, primary_key="id", merge_engine="deduplicate", sequence_field="ts"
     ).upsert["sequence_field"] == ["ts"]
+
+
+def test_the_typed_options_are_the_declared_ones_with_their_kinds_and_choices():
+    """MergeOptions (what merge() and to_spec() take, for type checkers) names every option merge()
+    takes, typed by its declared kind; a choice's Literal holds exactly its declared values, and the
+    spec's own fields of a choice are typed the same."""
+    hints = typing.get_type_hints(options.MergeOptions)
+    assert list(hints) == list(options.merge_keywords())
+    kinds = {"bool": bool, "string": str, "list": str | list[str], "fields": dict[str, typing.Any]}
+    for o in options.table():
+        if o["name"] not in hints:
+            continue
+        hint = hints[o["name"]]
+        if o["kind"] == "choice":
+            assert typing.get_origin(hint) is typing.Literal and list(typing.get_args(hint)) == o["choices"], o["name"]
+        elif o["name"] == "key_columns":  # the statement's own list: MergeSpec keeps a list
+            assert hint == list[str]
+        else:
+            assert hint == kinds[o["kind"]], o["name"]
+    spec_hints = typing.get_type_hints(MergeSpec)
+    for name in options.names("merge", kind="choice"):
+        assert spec_hints[name] == hints[name], name
+
+
+def test_an_unknown_value_of_a_choice_is_refused_naming_the_option_and_its_values():
+    with pytest.raises(
+        SpecError, match="option duplicate_rule: unknown value 'mysql'; expected one of trino, postgres, strict"
+    ):
+        to_spec(MERGE, duplicate_rule="mysql")  # type: ignore[typeddict-item]
+
+
+def test_a_type_checker_refuses_an_unknown_value_of_a_choice_at_the_call(tmp_path):
+    """The typed options reach the caller: mypy flags merge(..., duplicate_rule="mysql") and accepts
+    the declared values (docs/python-and-cli.md says so)."""
+    call = tmp_path / "call.py"
+    call.write_text(
+        "from typing import Any\nfrom merge_core import merge, to_spec\nspark: Any = None\n"
+        'merge(spark, "MERGE ...", duplicate_rule="mysql")\n'
+        'to_spec("MERGE ...", duplicate_rule="strict", schema_evolution=True, primary_key=["id"])\n'
+    )
+    root = Path(__file__).parents[2]
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(root / "pyproject.toml"), str(call)],
+        capture_output=True, text=True, cwd=root,
+    ).stdout  # fmt: skip
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "call.py:4:" in errors[0] and '"duplicate_rule"' in errors[0], out
