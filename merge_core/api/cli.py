@@ -42,9 +42,13 @@ WAREHOUSE_HELP = (
     "folder of the embedded warehouse and metastore (default: $SPARK_MERGE_HOME, else the project's var/: the "
     "nearest one above the working directory, or var/ beside the project's .git or pyproject.toml)"
 )
-# the options `run` and `explain` pass on to merge() when given (the declared ones have their flags)
-STATEMENT_OPTIONS = ("duplicate_rule", "dialect", "partition_filter", "lossy_assignments", "schema_evolution")
 JDBC_OPTIONS = ("jdbc_url", "jdbc_user", "jdbc_password")
+
+
+def statement_options() -> tuple[str, ...]:
+    """The statement's declared options that have a flag (options.sql, group merge): `run` and
+    `explain` offer them and pass them on to merge() when given, with --dialect."""
+    return tuple(n for n in options.names("merge") if options.option(n)["cli"])
 
 
 def upsert_flags() -> list[str]:
@@ -122,7 +126,7 @@ def _statement_parser(sub: Any, name: str, text: str) -> argparse.ArgumentParser
     src = sp.add_mutually_exclusive_group(required=True)
     src.add_argument("--sql", help="the MERGE, UPDATE or DELETE statement")
     src.add_argument("--file", type=Path, help="a .sql file holding one statement")
-    for option in ("duplicate_rule", "partition_filter", "lossy_assignments", "schema_evolution"):
+    for option in statement_options():
         declared(sp, options.option(option))
     sp.add_argument("--dialect", choices=["spark", "trino"], help="how to read the SQL (default: Spark, then Trino)")
     sp.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -527,7 +531,7 @@ def _upsert(spark: Any, args: argparse.Namespace) -> int:
 def _statement(spark: Any, args: argparse.Namespace) -> int:
     """run and explain."""
     sql = args.sql if args.sql is not None else args.file.read_text()
-    chosen = {k: getattr(args, k) for k in STATEMENT_OPTIONS + JDBC_OPTIONS if getattr(args, k)}
+    chosen = {k: getattr(args, k) for k in ("dialect", *statement_options(), *JDBC_OPTIONS) if getattr(args, k)}
     if args.command == "explain":
         from merge_core.api.functions import explain
 
