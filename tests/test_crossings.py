@@ -11,6 +11,7 @@ import pytest
 
 from merge_core import explain, merge
 from merge_core.lifecycle.merge_host import MergeHost
+from merge_core.spark import lock
 from merge_core.spark.host import SparkHost
 
 from .crossings import counted
@@ -46,7 +47,7 @@ def test_begin_and_plan_cross_between_python_and_jinja_at_most_twice(spark, tabl
         if isinstance(statement, str)
         else {k: v.format(t=t, s=s) for k, v in statement.items()}
     )
-    with counted(monkeypatch, SparkHost, MergeHost) as c:
+    with counted(monkeypatch, SparkHost, MergeHost, lock._Handle) as c:  # the lock handle's primitives too
         explain(spark, request, verbose=True, **options)
         merge(spark, request, **options)
     for root in ROOTS:
