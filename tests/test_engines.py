@@ -595,6 +595,19 @@ def test_bad_row_kind_is_rejected(spark, db):
     assert rows(spark, t) == []
 
 
+@pytest.mark.parametrize("engine", ["partial-update", "deduplicate"])
+def test_a_source_lacking_a_column_of_the_table_is_refused_naming_it_and_the_fix(spark, db, engine):
+    """An engine writes whole rows: a source without one of the table's columns is refused before anything
+    is read, naming the column and how to give it (not as the generated MERGE's unresolved columns)."""
+    t = f"{db}.narrow"
+    spark.sql(f"CREATE TABLE {t} (k INT, v STRING, note STRING) USING parquet")
+    with pytest.raises(ValidationError) as caught:
+        engine_merge(spark, t, "k, v", ["(1, 'a')"], merge_engine=engine, primary_key="k")
+    assert str(caught.value).count("note") == 2 and "the source lacks column(s) note of" in str(caught.value)
+    assert "NULL AS note" in str(caught.value) and "__sm_" not in str(caught.value)
+    assert rows(spark, t) == []
+
+
 # -- command line --------------------------------------------------------------------------------
 
 

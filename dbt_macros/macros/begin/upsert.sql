@@ -131,7 +131,11 @@ SELECT __sm_best.* FROM (SELECT max_by(struct(*), {{ plan.order.replace('{p}', '
     Fills `out` with the spec (errors in out.errors). -#}
 {% macro spark_merge__upsert_spec(spec, table, source_columns, out) -%}
 {%- if spec.upsert.get('merge_engine') -%}
-  {%- do spark_merge.spark_merge__engine_spec(spec, table, out) -%}
+  {#- an engine folds whole rows too: the source's columns are checked first, as a watermark upsert's -#}
+  {%- set errors = [] -%}
+  {%- do spark_merge.spark_merge__upsert_source_errors({'primary_key': spec.upsert.get('primary_key') or [], 'watermark_key': [],
+      'tombstone_key': none}, table, source_columns, errors) -%}
+  {%- if errors -%}{%- do out.update({'errors': errors}) -%}{%- else -%}{%- do spark_merge.spark_merge__engine_spec(spec, table, out) -%}{%- endif -%}
 {%- else -%}
 {%- set plan = {} -%}
 {%- do spark_merge.spark_merge__upsert_plan(spec.upsert, table, plan, source_columns) -%}
