@@ -5,8 +5,9 @@ takes its own way: the target (a Spark catalog table or a PostgreSQL table), its
 format's metadata refused, dead merges' staging tables dropped), the request shaped for the table
 (one-sided names qualified with sqlglot, schema evolution's part of the spec), each part's type
 asked part by part when Spark refuses a batch (so the error names the part), ON's equalities read
-with sqlglot, and the row-change paradigm. Each runs the statements the macros hand it. Each is traced like
-every other primitive (tests/test_conformance.py compares the traces of both hosts).
+with sqlglot, and the row-change paradigm. Each runs the statements the macros hand it and renders
+none of its own (tests/test_crossings.py), and is traced like every other primitive
+(tests/test_conformance.py compares the traces of both hosts).
 """
 
 from __future__ import annotations
