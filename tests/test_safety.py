@@ -101,11 +101,13 @@ def test_a_table_of_another_format_registered_as_parquet_is_refused(spark, t, ma
     assert snapshot(spark, t) == before
 
 
-def test_catalog_tables_of_killed_merges_are_dropped_by_begin_and_vacuum(spark, t, db, tmp_path):
+def test_catalog_tables_of_killed_merges_are_dropped_by_begin_and_vacuum(spark, t, db, tmp_path, caplog):
     young = f"__sm_stage_{datetime.now(UTC):%Y%m%d%H%M%S}_0000beef"
     for name in ("__sm_stage_20200101000000_deadbeef", "__sm_chg_20200101000000_deadbeef", young):
         spark.sql(f"CREATE TABLE {db}.{name} (x INT) USING parquet LOCATION '{tmp_path / name}'")
-    merge(spark, f"UPDATE {t} SET d = 0 WHERE id = 1")
+    with caplog.at_level("WARNING", logger="spark_merge"):
+        merge(spark, f"UPDATE {t} SET d = 0 WHERE id = 1")
+    assert "dropped 2 table(s) left by merges that died" in caplog.text  # the user is told
     left = sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {db} LIKE '__sm_*'").collect() if not r.isTemporary)
     assert left == [young]  # a younger one may belong to a merge of another process still running
     spark.sql(f"CREATE TABLE {db}.__sm_src_20200101000000_deadbeef (x INT) USING parquet")

@@ -8,7 +8,7 @@
   Touches no data but schema evolution's columns. Fills `s`: table, spec, resolved, ctx, paradigm,
   insert_only, plan_hash, added_columns.
 
-  Begin's host primitives (besides run, rows, step, warn, fail, describe, wait_free, ...), each
+  Begin's host primitives (besides run, rows, step, warn, fail, catalog, lock_handle, ...), each
   given the statements it runs, none rendering a macro of its own:
     own_target(parts)               a target of the host's own kind (Python: a PostgreSQL table),
                                     or none: a catalog table, described here (catalog)

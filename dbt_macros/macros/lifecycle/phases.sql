@@ -66,9 +66,11 @@
     `out`. -#}
 {% macro spark_merge__lifecycle_checked_target(host, parts, out) -%}
 {%- do spark_merge.spark_merge__lifecycle_describe(host, parts, out) -%}
-{%- for name in host.check_files(out, spark_merge.spark_merge__show_tables_sql(out.database, '__sm_*')) -%}
-  {%- do host.run(spark_merge.spark_merge__drop_table_sql(spark_merge.spark_merge__relation(out.database, name)), tolerate=true) -%}
+{%- set dead = host.check_files(out, spark_merge.spark_merge__show_tables_sql(out.database, '__sm_*')) -%}
+{%- for name in dead -%}
+  {%- do host.run(spark_merge.spark_merge__drop_table_sql(spark_merge.spark_merge__relation(out.database, name))) -%}
 {%- endfor -%}
+{%- if dead -%}{%- do host.warn('dropped ' ~ dead | length ~ ' table(s) left by merges that died: ' ~ dead | join(', ')) -%}{%- endif -%}
 {%- endmacro %}
 
 {#- The target of a rollback or a full refresh, into out.table: described, checked (its files), settled
