@@ -41,13 +41,15 @@ def test_cli_run_explain_history(spark, people, capsys):
     assert "WHEN MATCHED THEN UPDATE" in outline and "steps:" in outline and "3. changes" in outline
     assert "CACHE LAZY TABLE" not in outline and "__sm_" not in outline, outline
     assert main(["explain", "--sql", sql, "-q", "--verbose"]) == 0
-    assert "CACHE LAZY TABLE" in capsys.readouterr().out
+    verbose = capsys.readouterr().out  # each step's SQL: the summary's aggregation, the commit's repoint
+    assert "-- 4. summary:" in verbose and "GROUP BY op, bys" in verbose and "SET LOCATION" in verbose
     # a dry run: the planning jobs run, the counts are reported, nothing is written or recorded
     root = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {people} AS JSON").collect()[0][0])["location"]
     before, files_before = snapshot(spark, people), tree(root)
     assert main(["explain", "--sql", sql, "--counts", "-q"]) == 0
     out = capsys.readouterr().out
-    assert "CACHE LAZY TABLE" in out and "would insert 0, update 1, delete 0" in out
+    ran = out.split("-- the statements the dry run ran")[1]  # the planning statements, then the counts
+    assert "GROUP BY op, bys" in ran and "would insert 0, update 1, delete 0" in ran
     assert "rewriting 1 partition(s); nothing written" in out
     assert main(["run", "--sql", f"DELETE FROM {people} WHERE id >= 2", "--dry-run", "--json", "-q"]) == 0
     dry = json.loads(capsys.readouterr().out)

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from merge_core import (
     ValidationError,
     merge,
 )
+from merge_core.common import macros
 from merge_core.lifecycle.merge_run import run
 from merge_core.targets.postgres import PostgresTarget, history
 
@@ -217,6 +219,14 @@ def test_cli_runs_against_postgres(spark, db, accounts, capsys):
     from merge_core.api.cli import main
 
     target, table, conn = accounts
+    before = pg_rows(conn, table)
+    # explain: the plan's steps in its one numbering, PostgreSQL's own MERGE in the commit; nothing runs
+    assert main(["explain", "--sql", MERGE.format(table=table, db=db), "--jdbc-url", target.url, "-q", "-v"]) == 0
+    plan = capsys.readouterr().out
+    headings = re.findall(r"^-- (\d)\. (\w+):", plan, re.M)
+    assert [name for _, name in headings] == ["source", "changes", "summary", "write", "commit"], headings
+    assert all(macros.plan_steps()[int(n) - 1] == name for n, name in headings)
+    assert "CACHE LAZY TABLE" in plan and "\nMERGE INTO" in plan and pg_rows(conn, table) == before
     assert main(["run", "--sql", MERGE.format(table=table, db=db), "--jdbc-url", target.url, "--json", "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["paradigm"] == "CHANGE_ONLY_UPDATED_COLUMNS" and out["metrics"]["numTargetRowsInserted"] == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from decimal import Decimal
 
@@ -318,7 +319,7 @@ def test_no_change_writes_nothing(spark, kv):
     assert not changed.noop and history(spark, t)[0]["status"] == "committed"
 
 
-def test_explain_runs_nothing_and_history_records_runs(spark, kv):
+def test_explain_runs_nothing_and_history_records_runs(spark, kv, caplog):
     t, source = kv
     s = source("(1, 'x', 1), (5, 'y', 1)")
     location = spark.sql(f"DESCRIBE TABLE EXTENDED {t} AS JSON").collect()[0][0]
@@ -338,7 +339,11 @@ def test_explain_runs_nothing_and_history_records_runs(spark, kv):
     )
     assert tree(root) == files_before
     assert history(spark, t) == []
-    r1 = merge(spark, UPSERT.format(t=t, s=s))
+    with caplog.at_level(logging.INFO, logger="spark_merge"):
+        r1 = merge(spark, UPSERT.format(t=t, s=s))
+    # explain ran the plan the run runs: the run's progress lines name the same steps, in that order
+    ran = re.findall(r"step (\d)/\d \((\w+)\):", caplog.text)
+    assert ran == headings, (ran, headings)
     r2 = merge(spark, f"DELETE FROM {t} WHERE id = 5")
     entries = history(spark, t)
     assert [e["merge_id"] for e in entries] == [r2.merge_id, r1.merge_id]

@@ -55,8 +55,10 @@ class StatementHost(Protocol):
     def run(self, sql: str, tolerate: bool = False) -> None:
         """Run a statement. ``tolerate``: a failure is a warning where the host can catch it."""
 
-    def rows(self, sql: str) -> list[dict]:
-        """Run a query; its rows as dicts."""
+    def rows(self, sql: str, kind: str = "rows") -> list[dict]:
+        """Run a query; its rows as dicts. ``kind`` names what the query asks (the plan's: ``probe``,
+        ``source_stats``, ``matched``, ``summary``, ``duplicates``), so that explain's host
+        (lifecycle/explain_host.py) can answer it without running it."""
 
     def analyze(self, sql: str, label: str) -> None:
         """Have Spark analyze a statement without running it; a refusal is a validation error naming ``label``."""

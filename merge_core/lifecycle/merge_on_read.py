@@ -68,32 +68,6 @@ class UpsertRun(Lifecycle):
         directory of the log: ``<root>/_merge_<id>``."""
         files.remove(macros.changes_location(self.s["table"], self.merge_id).rsplit("/", 1)[0])
 
-    def explain(self, placeholder_id: bool = False) -> str:
-        macros.lifecycle_plan_log(_Explaining(), self.s)
-        return (
-            ";\n\n".join(
-                [
-                    f"-- spark-merge plan for a merge-on-read UPSERT into {self.s['view']} (log "
-                    f"{self.s['table']['name']}): append the source's rows, re-create the view",
-                    *self.s["append_statements"],
-                ]
-            )
-            + ";\n"
-        )
-
-
-class _Explaining:
-    """A host for explain: no failpoint, no statement runs, the source count reads as 0."""
-
-    def failpoint(self, name: str) -> None:
-        pass
-
-    def step(self, text: str) -> None:
-        pass
-
-    def rows(self, sql: str) -> list[dict]:
-        return [{"n": 0}]
-
 
 def upsert(spark: SparkSession, spec: MergeSpec) -> MergeResult:
     """Append the source to the log (no join, no rewrite) and keep the view current."""

@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 
 from merge_core.common import macros
 from merge_core.common.result import MergeResult
+from merge_core.lifecycle.explain_host import ExplainHost
 from merge_core.lifecycle.housekeeping import drop_dead_leftovers
 from merge_core.lifecycle.merge_host import MergeHost
 from merge_core.lifecycle.run import Lifecycle, drive
@@ -81,81 +82,37 @@ class MergeRun(Lifecycle):
         return ";\n\n".join(parts) + ";\n" if verbose else outline(parts, self.spec_data)
 
     def _plan_parts(self, placeholder_id: bool) -> list[str]:
-        """The plan's steps: a comment saying what a step does, then its statements."""
-        spec, table = self.spec_data, self.table
-        ctx = macros.context(spec, table, "<id>") if placeholder_id else self.ctx
+        """The plan's steps, each a heading saying what it does, then its statements: the plan run
+        against explain's host (explain_host.py, which runs nothing), then the paradigm's write."""
+        state = json.loads(json.dumps(self.s, default=str))  # the plan's updates stay in this copy
+        if placeholder_id:
+            state = json.loads(json.dumps(state).replace(self.merge_id, "<id>"))
+        spec, table, ctx = state["spec"], state["table"], state["ctx"]
         parts = [
             f"-- spark-merge plan for {spec['kind'].upper()} into {table['name']} "
             f"({table['provider']}, partitioned by {table['partition_columns'] or 'nothing'}); "
             f"duplicate_rule={spec['duplicate_rule']}",
         ]
-        if spec["source_kind"] != "none":
-            keys = ", ".join(f"{k['target']} = {k['source']}" for k in ctx["on_keys"]) or "none"
-            parts += [
-                macros.step_comment(
-                    "source",
-                    f"read once (cached with this merge's id in its plan; written once to {ctx['source_table']} "
-                    f"instead when Spark will not serve the cache, as for rand()); its count is numSourceRows; for "
-                    f"the ON equalities ({keys}) its values' range (a partition column's list), which every target "
-                    f"scan below is narrowed to",
-                ),
-                macros.cache_source_sql(spec, ctx),
-                macros.source_stats_sql(table, ctx),
-            ]
         if self.added_columns:
             parts += [
                 "-- schema evolution: first add the source's columns the target lacks (UPDATE SET * and "
                 "INSERT * carry them)",
                 macros.add_columns_sql(table, self.added_columns),
             ]
-        by_source = macros.by_source_reads(spec, self.resolved)
+        by_source = macros.by_source_reads(spec, state["resolved"])
         if by_source["note"]:
             parts.append(f"-- {by_source['note']}")
-        if self._prunes_by_matches() and not by_source["all"]:
-            parts += [
-                macros.step_comment(
-                    "matched",
-                    "the partitions holding matched target rows (a join reading only the ON and partition "
-                    "columns; the source is broadcast when small); step 3 scans only these. Skipped when step 1 "
-                    "listed every partition column; no join, only the range, for a dense integer key. Found by "
-                    "step 4 instead for a fused write (every part of the statement deterministic, not insert-only): "
-                    "its join reads only the columns it needs and names these partitions, and step 5 reads them",
-                ),
-                macros.matched_partitions_sql(spec, table, ctx),
-            ]
-        return parts + self._join_parts(ctx) + self.paradigm.explain(self.spark, self.s, ctx)
-
-    def _join_parts(self, ctx: dict) -> list[str]:
-        """Steps 3 and 4: the changes and their summary (with the duplicates' examples on failure)."""
-        spec, table = self.spec_data, self.table
-        parts = [
-            macros.step_comment(
-                "changes",
-                "join, first matching WHEN clause, new values with their checks. A subquery when every part of the "
-                "statement is deterministic: step 4 reads the join and step 5 joins once more (fused). Else a lazy "
-                f"cache as below, or written once to {ctx['changes_table']} when Spark will not serve it",
-            ),
-            macros.cache_changes_sql(spec, table, self.resolved, ctx),
-            macros.step_comment(
-                "summary",
-                "one aggregation over the changes: the duplicate check (no target row may receive two modifying "
-                f"actions under any rule; here duplicate_rule={spec['duplicate_rule']}), the counts per operation "
-                "and the partitions touched",
-            ),
-            macros.change_summary_sql(spec, table, self.resolved, ctx),
-        ]
-        dup = macros.duplicates_sql(spec, table, self.resolved, ctx)
+        host = ExplainHost(state)
+        macros.lifecycle_plan(host, state)
+        parts += host.parts
+        dup = macros.duplicates_sql(spec, table, state["resolved"], ctx) if spec["source_kind"] != "none" else ""
         if dup:
             parts += [
                 "-- (step 4, only when it finds duplicates) which target rows, and up to 5 source rows that "
                 "matched each with the clause it chose, for the error",
                 dup,
             ]
-        return parts
-
-    def _prunes_by_matches(self) -> bool:
-        """A partitioned target merged with a source: find the matched partitions first (step 2)."""
-        return bool(self.table["partition_columns"]) and self.spec_data["source_kind"] != "none"
+        return parts + self.paradigm.explain(self.spark, state, ctx)
 
     def plan(self) -> dict:
         """Build the changes, run the duplicate check, count, find partitions. No writes.

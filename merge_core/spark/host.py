@@ -105,7 +105,7 @@ class SparkHost(StatementHost):
             return
         self._sql(sql)
 
-    def rows(self, sql: str) -> list[dict]:
+    def rows(self, sql: str, kind: str = "rows") -> list[dict]:
         sql = str(sql).strip()
         _trace("sql", sql)
         return [r.asDict() for r in self._sql(sql, collect=True)]

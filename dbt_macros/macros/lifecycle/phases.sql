@@ -18,7 +18,7 @@
     read, so then the rows are written once to a managed table of this merge. -#}
 {% macro spark_merge__lifecycle_read_once(host, ctx, kind, select) -%}
 {%- set served = {} -%}
-{%- do spark_merge.spark_merge__read_once_served(host.rows(spark_merge.spark_merge__read_once_probe_sql(ctx, kind))[0]['plan'], served) -%}
+{%- do spark_merge.spark_merge__read_once_served(host.rows(spark_merge.spark_merge__read_once_probe_sql(ctx, kind), 'probe')[0]['plan'], served) -%}
 {%- if not served.served -%}
   {%- do host.step('plan: the ' ~ kind ~ ' is non-deterministic; writing it once to ' ~ ctx[kind ~ '_table']) -%}
   {%- set statements = [] -%}
@@ -136,6 +136,8 @@
     (read_once, below). An append and a database target read cached rows. -#}
 {%- set fuse = {'ok': not s.get('insert_only') and table.provider != 'jdbc' and resolved.get('deterministic', false)} -%}
 {%- if spec.source_kind != 'none' -%}{%- do spark_merge.spark_merge__plan_source(host, s, fuse.ok) -%}{%- endif -%}
+{%- do host.step(spark_merge.spark_merge__step_label('changes') ~ ': join target and source' ~ (', read by the summary and joined again by the '
+    ~ 'write' if fuse.ok else ', kept for the write (the summary fills it)')) -%}
 {%- if fuse.ok -%}
   {%- do ctx.update({'changes': '(' ~ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) | trim ~ ')'}) -%}
 {%- else -%}
@@ -144,12 +146,11 @@
   {%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
   {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx)) -%}
 {%- endif -%}
-{%- do host.step(spark_merge.spark_merge__step_label('changes') ~ ': join target and source' ~ (', read by the summary and joined again by the '
-    ~ 'write' if fuse.ok else ', kept for the write (the summary fills it)')) -%}
 {%- do host.step(spark_merge.spark_merge__step_label('summary') ~ ': in one aggregation the duplicate check (' ~ spec.duplicate_rule ~
     ' rule), the counts and the partitions the changes touch') -%}
 {%- set summary = {} -%}
-{%- do spark_merge.spark_merge__summarize_changes(table, host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx)), summary) -%}
+{%- set summary_rows = host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx), 'summary') -%}
+{%- do spark_merge.spark_merge__summarize_changes(table, summary_rows, summary) -%}
 {%- do s.update({'fused': fuse.ok and summary.multi == 0}) -%}
 {%- if s.get('matched_from_summary') -%}
   {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, summary.matched) | trim}) -%}
@@ -179,7 +180,7 @@
 {%- do ctx.update({'source_made': true}) -%}
 {%- do host.run(spark_merge.spark_merge__cache_source_sql(spec, ctx)) -%}
 {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
-{%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx))[0] -%}
+{%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx), 'source_stats')[0] -%}
 {%- do m.update({'numSourceRows': stats.numSourceRows | int}) -%}
 {%- do ctx.update({'source_rows': m.numSourceRows}) -%}
 {%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
@@ -206,7 +207,7 @@
         ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
     {%- set matched = [] -%}
     {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_partitions_sql(spec, table, ctx,
-        m.numSourceRows, narrowed.matched_by == 'range')), matched) -%}
+        m.numSourceRows, narrowed.matched_by == 'range'), 'matched'), matched) -%}
     {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
     {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
   {%- endif -%}
@@ -221,7 +222,8 @@
 {%- if summary.dups -%}
   {#- the failure path only: which target rows, for the message -#}
   {%- set dups = {} -%}
-  {%- do spark_merge.spark_merge__duplicate_examples(host.rows(spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx)), resolved, ctx, dups) -%}
+  {%- set dup_rows = host.rows(spark_merge.spark_merge__duplicates_sql(spec, table, resolved, ctx), 'duplicates') -%}
+  {%- do spark_merge.spark_merge__duplicate_examples(dup_rows, resolved, ctx, dups) -%}
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('duplicate'),
       'One MERGE target table row matched more than one source row (duplicate_rule=' ~ spec.duplicate_rule ~ '), ' ~ summary.dups ~
       ' target row(s) in all. Offending target rows, each with up to 5 of the source rows that matched it and the clause each chose:\n' ~ dups.text,

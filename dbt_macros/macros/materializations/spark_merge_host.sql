@@ -49,7 +49,7 @@
 {%- do run_query(sql) -%}
 {%- endmacro %}
 
-{% macro spark_merge__dbt_host_rows(sql) -%}
+{% macro spark_merge__dbt_host_rows(sql, kind='rows') -%}
 {%- do spark_merge.spark_merge__dbt_trace('sql', sql) -%}
 {{ return(spark_merge.spark_merge__dbt_rows(sql)) }}
 {%- endmacro %}
