@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from merge_core import MergeError, ValidationError, compact, merge
+from merge_core import MergeError, ValidationError, compact, explain, merge
 
 from .conftest import rows, snapshot
 
@@ -290,6 +290,24 @@ def test_merge_on_read_view_agrees_with_copy_on_write(spark, db):
     )
     upsert(spark, cow, stream_sql([(k, "late", 0, False) for k in range(25)]), tombstone_key="deleted")
     assert rows(spark, mor) == live(spark, cow)
+
+
+def test_explain_of_a_merge_on_read_upsert_says_it_appends_and_changes_nothing(spark, db):
+    """Its begin would convert the table to a view over the log: explain describes the append instead
+    (not the copy-on-write MERGE's plan), and the table stays a table."""
+    t = f"{db}.mor_explained"
+    spark.sql(f"CREATE TABLE {t} (order_id INT, v STRING, ts INT) USING parquet")
+    source = "SELECT * FROM VALUES (1, 'a', 1) AS x(order_id, v, ts)"
+    options = {"primary_key": ["order_id"], "watermark_key": "ts", "upsert_mode": "merge-on-read"}
+    plan = explain(spark, {"target": t, "source": source}, verbose=True, **options)
+    assert f"merge-on-read UPSERT into {t}: append the source's rows to the log {t}__sm_log" in plan
+    assert "JOIN" not in plan and "SET LOCATION" not in plan
+    assert spark.catalog.getTable(t).tableType == "MANAGED"  # not converted to a view
+    assert not spark.catalog.tableExists(f"{t}__sm_log")
+    # the same request as copy-on-write is a MERGE's plan
+    assert "-- 4. summary:" in explain(
+        spark, {"target": t, "source": source}, verbose=True, **dict(options, upsert_mode="copy-on-write")
+    )
 
 
 def test_compaction_drops_tombstones_older_than_the_retention(spark, db):
