@@ -17,7 +17,7 @@ from merge_core.lifecycle.merge_on_read import LOG_SUFFIX
 from merge_core.lifecycle.merge_run import MergeRun, merges_on_read, run
 from merge_core.request.options import MergeOptions
 from merge_core.request.parse import parse
-from merge_core.request.spec import MergeSpec, list_options, upsert_options
+from merge_core.request.spec import MergeSpec, lift_upsert_options
 from merge_core.spark.catalog import reports_spark_errors
 
 
@@ -36,12 +36,9 @@ def to_spec(
         spec = sql_or_spec
     elif isinstance(sql_or_spec, dict):
         data = dict(sql_or_spec)
-        upsert = {k: rest.pop(k) for k in upsert_options() if rest.get(k) is not None}
+        upsert = lift_upsert_options(rest, data.get("upsert"))  # before from_dict: an upsert has no clauses
         if upsert:
-            for k in list_options():
-                if isinstance(upsert.get(k), str):
-                    upsert[k] = [upsert[k]]
-            data["upsert"] = {**(data.get("upsert") or {}), **upsert}
+            data["upsert"] = upsert
         spec = MergeSpec.from_dict(data)
     elif isinstance(sql_or_spec, str):
         spec = parse(sql_or_spec, dialect)

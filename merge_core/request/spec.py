@@ -124,11 +124,7 @@ class MergeSpec:
         if unknown:
             raise SpecError(f"unknown option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
         data = asdict(self)
-        upsert = dict(data.get("upsert") or {})
-        for k in upsert_options():
-            value = options.pop(k, None)
-            if value is not None:
-                upsert[k] = [value] if k in list_options() and isinstance(value, str) else value
+        upsert = lift_upsert_options(options, data.get("upsert"))
         if upsert:
             if self.kind != "merge" or self.source is None:
                 raise SpecError("upsert options (primary_key, watermark_key, ...) need a merge with a source")
@@ -196,3 +192,14 @@ class MergeSpec:
         if unknown:
             raise SpecError(f"unknown spec field(s): {', '.join(sorted(unknown))}")
         return cls(**data)
+
+
+def lift_upsert_options(options: dict[str, Any], upsert: dict[str, Any] | None) -> dict[str, Any]:
+    """``upsert`` with the upsert options given in ``options`` (taken out of it): a list option given
+    as one name becomes a list of it. Empty when neither has any."""
+    lifted = dict(upsert or {})
+    for k in upsert_options():
+        value = options.pop(k, None)
+        if value is not None:
+            lifted[k] = [value] if k in list_options() and isinstance(value, str) else value
+    return lifted

@@ -195,3 +195,18 @@ def test_a_type_checker_refuses_an_unknown_value_of_a_choice_at_the_call(tmp_pat
     ).stdout  # fmt: skip
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert len(errors) == 1 and "call.py:4:" in errors[0] and '"duplicate_rule"' in errors[0], out
+
+
+def test_upsert_options_are_lifted_the_same_into_a_dict_request_and_onto_a_parsed_statement():
+    """One lifting (spec.lift_upsert_options) for both ways in: a key given as one name becomes a list."""
+    from_dict = to_spec({"target": "db.t", "source": "db.s"}, primary_key="id", watermark_key="ts")
+    parsed = to_spec(
+        "MERGE INTO db.t t USING db.s s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *",
+        primary_key="id",
+        watermark_key="ts",
+    )
+    assert from_dict.upsert == parsed.upsert and from_dict.upsert["primary_key"] == ["id"]
+    assert not parsed.clauses  # the upsert generates its statement at begin
+    # a dict's own upsert options and the keywords meet in one upsert
+    both = to_spec({"target": "db.t", "source": "db.s", "upsert": {"primary_key": ["id"]}}, watermark_key="ts")
+    assert both.upsert == from_dict.upsert
