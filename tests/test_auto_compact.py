@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from merge_core import MergeError, explain, history, merge, rollback, vacuum
+from merge_core.common import macros
 from merge_core.spark import metastore
+from merge_core.spark.catalog import describe_table
 from merge_core.spark.host import SparkHost
 
 from .conftest import location, rows, snapshot
@@ -90,6 +92,48 @@ def test_an_unpartitioned_table_folds_its_small_files_and_carries_its_large_one(
     assert result.metrics["numTargetFilesCarried"] == 1
     assert len(spark.table(t).inputFiles()) == 2  # the large file, and one new file of the others' rows
     assert rows(spark, t, "id")[0] == (0, 1, 0) and spark.table(t).count() == 3 * SMALL_FILES + 5000
+
+
+def scanned_files(spark, sql: str) -> tuple[int, int]:
+    """(files, bytes) the scan of ``sql`` read, from its scan node's metrics (adaptive execution off,
+    so the executed plan is the one that ran)."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        df = spark.sql(sql)
+        df.collect()
+        nodes, scans = [df._jdf.queryExecution().executedPlan()], []
+        while nodes:
+            node = nodes.pop()
+            scans += [node] if node.nodeName().startswith("Scan") else []
+            children = node.children().iterator()
+            while children.hasNext():
+                nodes.append(children.next())
+        [scan] = scans
+        return scan.metrics().apply("numFiles").value(), scan.metrics().apply("filesSize").value()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+
+
+def test_the_rewrite_reads_the_changed_files_and_the_small_files_it_folds_not_the_large_ones(spark, db):
+    """Spark's file index skips files only by a filter that names nothing but file metadata: the
+    rewrite's filter (rewrite_filter) is shaped so, and the large file of a folded partition is not read."""
+    t = _table(spark, f"{db}.pruned")
+    spark.sql(f"INSERT INTO {t} SELECT /*+ COALESCE(1) */ id, 0, 1 FROM range(100, 200100)")  # one large file in p = 1
+    table = describe_table(spark, [db, "pruned"])
+    sizes = {
+        r[0]: r[1] for r in spark.sql(f"SELECT DISTINCT _metadata.file_path, _metadata.file_size FROM {t}").collect()
+    }
+    large = max(sizes.values())
+    changed = next(f for f in sizes if "p=2" in f)
+    fold = {"below": 100_000, "partitions": [{"p": "1"}]}
+    assert large > fold["below"] > max(s for s in sizes.values() if s != large)
+    where = macros.render("rewrite_filter", table, [{"p": "1"}, {"p": "2"}], [changed], fold)
+    files, read = scanned_files(spark, f"SELECT count(*) FROM {t} WHERE {where}")
+    assert files == 2 * SMALL_FILES and read < large, (files, read)  # the small files of p = 1 and 2, not the large
+    # and the rows are the changed file's and those of p = 1's small files
+    [[got]] = spark.sql(f"SELECT count(*) FROM {t} WHERE {where}").collect()
+    expected = f"_metadata.file_path = '{changed}' OR (p = 1 AND _metadata.file_size < 100000)"
+    assert got == spark.sql(f"SELECT count(*) FROM {t} WHERE {expected}").collect()[0][0] == SMALL_FILES + 1
 
 
 @pytest.mark.parametrize("value", ["many", "1"])

@@ -102,13 +102,16 @@ def test_auto_compaction_folds_a_partition_once_it_holds_enough_small_files(tabl
         "below": 100, "min_files": 3, "partitions": [{"dt": "2026-01-01"}],
         "dirs": ["file:/w/acc/dt=2026-01-01"], "files": 3, "bytes": 60,
     }  # fmt: skip
-    # the rewrite reads the changed files and, in the folded partitions, every small file
-    where = macros.render(
-        "file_filter", ["file:/w/acc/dt=2026-01-02/a.parquet"], policy, macros.fill("fold_plan", policy, old)
-    )
+    # the rewrite reads the touched partitions' changed files and, in the folded partitions, every small
+    # file: with conjuncts that name only file metadata, by which Spark's file index skips the large
+    # files (test_auto_compact.py checks that it does)
+    files = ["file:/w/acc/dt=2026-01-02/a.parquet"]
+    touched = [{"dt": "2026-01-01"}, {"dt": "2026-01-02"}]
+    where = macros.render("rewrite_filter", policy, touched, files, macros.fill("fold_plan", policy, old))
     assert where == (
-        "_metadata.file_path IN ('file:/w/acc/dt=2026-01-02/a.parquet') OR "
-        "((`dt` = CAST('2026-01-01' AS date)) AND _metadata.file_size < 100)"
+        "(`dt` IN (CAST('2026-01-01' AS date), CAST('2026-01-02' AS date))) AND "
+        "(_metadata.file_path IN ('file:/w/acc/dt=2026-01-02/a.parquet') OR _metadata.file_size < 100) AND "
+        "(_metadata.file_path IN ('file:/w/acc/dt=2026-01-02/a.parquet') OR (`dt` = CAST('2026-01-01' AS date)))"
     )
     # a listing without sizes (a host that measured by query) folds nothing
     assert macros.fill("fold_plan", policy, [listing("2026-01-01", "file:/w/acc/dt=2026-01-01", 9)]) == {}

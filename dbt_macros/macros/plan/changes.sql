@@ -353,10 +353,7 @@ WHERE ({{ spec.on }})
 {% macro spark_merge__fused_target_scan(table, matchable, partitions, alias, widen=false, only_files=none, fold=none) -%}
 {#- with `only_files`, the rows of those files only, inside the touched partitions (a predicate on the
     partition columns too, so Spark still prunes partitions when the scan ORs it with `matchable`) -#}
-{%- set in_partitions = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
-{%- set touched = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '(' ~ spark_merge.spark_merge__file_filter(only_files, table, fold) | trim
-    ~ ')' if only_files is not none
-    else in_partitions -%}
+{%- set touched = spark_merge.spark_merge__rewrite_filter(table, partitions, only_files, fold) | trim -%}
 (SELECT *, '' AS __sm_file, 0L AS __sm_row, {{ 'coalesce((' ~ matchable ~ '), false)' if matchable else 'true' }} AS __sm_j, {{ 'coalesce(('
     ~ touched ~ '), false)' if touched else 'true' }} AS __sm_touched
  FROM {{ table.relation }} AS {{ alias }}{% if touched and not (widen and not matchable) %} WHERE ({{ touched }}){% if widen %} OR ({{

@@ -5,16 +5,36 @@
   the repoints the commit applies.
 -#}
 
-{#- The rows of exactly these data files (a rewrite that carries the others over): a filter on a
-    file's constant metadata, which Spark's file index applies before reading anything. With `fold`
-    (fold_plan: the table's auto compaction), also every file under fold.below bytes of the
-    partitions fold.partitions names. -#}
-{% macro spark_merge__file_filter(files, table=none, fold=none) -%}
-{%- if files -%}_metadata.file_path IN ({% for f in files %}{{ spark_merge.spark_merge__literal(f) }}{{ ', ' if not loop.last }}{% endfor %})
-{%- else -%}false
+{#- The rows a rewrite reads of the touched `partitions` (all rows of an unpartitioned table): with
+    `files` (a rewrite that carries the others over), only the rows of those data files, by a filter
+    on a file's constant metadata, which Spark's file index applies before reading anything. With
+    `fold` (fold_plan: the table's auto compaction), also every file under fold.below bytes of the
+    partitions fold.partitions names. That is `files OR (small AND in fold's partitions)`, written as
+    the equal `files OR small` AND `files OR in fold's partitions`, conjuncts of one level after the
+    partitions' own: Spark's file index skips files only by a conjunct that names nothing but file
+    metadata (and simplifies the two conjuncts back into the first form when they stand alone). So
+    the scan reads the small files of every touched partition and the changed files; the second
+    conjunct drops the rows of the small files it does not fold. Empty: every row. -#}
+{% macro spark_merge__rewrite_filter(table, partitions, files=none, fold=none) -%}
+{%- set conjuncts = [] -%}
+{%- if table.partition_columns -%}{%- do conjuncts.append(spark_merge.spark_merge__partition_filter(table, partitions) | trim) -%}{%- endif -%}
+{%- if files is not none -%}
+  {%- set named -%}
+  {%- if files -%}_metadata.file_path IN ({% for f in files %}{{ spark_merge.spark_merge__literal(f) }}{{ ', ' if not loop.last }}{% endfor %})
+  {%- else -%}false{%- endif -%}
+  {%- endset -%}
+  {%- if not fold -%}
+    {%- do conjuncts.append(named) -%}
+  {%- else -%}
+    {%- do conjuncts.append(named ~ ' OR _metadata.file_size < ' ~ fold.below) -%}
+    {%- if table.partition_columns -%}
+      {%- do conjuncts.append(named ~ ' OR (' ~ spark_merge.spark_merge__partition_filter(table, fold.partitions) | trim ~ ')') -%}
+    {%- endif -%}
+  {%- endif -%}
 {%- endif -%}
-{%- if fold %} OR ({% if table.partition_columns %}({{ spark_merge.spark_merge__partition_filter(table, fold.partitions) | trim }}) AND {% endif
-    %}_metadata.file_size < {{ fold.below }}){%- endif -%}
+{%- if conjuncts | length == 1 -%}{{ conjuncts[0] }}
+{%- else -%}{%- for c in conjuncts -%}({{ c }}){{ ' AND ' if not loop.last }}{%- endfor -%}
+{%- endif -%}
 {%- endmacro %}
 
 {#- The table's auto compaction policy, from its properties: out gets {'min_files', 'below'} when
@@ -75,10 +95,7 @@
     ctx.rewrite_files, only of those files (the others are carried over). -#}
 {% macro spark_merge__rewrite_select(table, ctx, partitions) -%}
 {%- set names = table.columns | map(attribute='name') | list -%}
-{%- set in_partitions = spark_merge.spark_merge__partition_filter(table, partitions) | trim if table.partition_columns else '' -%}
-{%- set where = ('(' ~ in_partitions ~ ') AND ' if in_partitions else '') ~ '('
-    ~ spark_merge.spark_merge__file_filter(ctx.rewrite_files, table, ctx.get('fold')) | trim ~ ')' if ctx.get('rewrite_files') is not none
-    else in_partitions or none -%}
+{%- set where = spark_merge.spark_merge__rewrite_filter(table, partitions, ctx.get('rewrite_files'), ctx.get('fold')) | trim or none -%}
 SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
   SELECT {{ spark_merge.spark_merge__column_list(names, '__sm_t.') }}
   FROM {{ spark_merge.spark_merge__target_scan(table, where) }} AS __sm_t
