@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from merge_core import explain, merge
+from merge_core.lifecycle.explain_host import ExplainHost
 from merge_core.lifecycle.merge_host import MergeHost
 from merge_core.spark import lock
 from merge_core.spark.host import SparkHost
@@ -47,7 +48,8 @@ def test_begin_and_plan_cross_between_python_and_jinja_at_most_twice(spark, tabl
         if isinstance(statement, str)
         else {k: v.format(t=t, s=s) for k, v in statement.items()}
     )
-    with counted(monkeypatch, SparkHost, MergeHost, lock._Handle) as c:  # the lock handle's primitives too
+    # the lock handle's primitives too, and explain's host (it runs the plan too)
+    with counted(monkeypatch, SparkHost, MergeHost, lock._Handle, ExplainHost) as c:
         explain(spark, request, verbose=True, **options)
         merge(spark, request, **options)
     for root in ROOTS:

@@ -27,4 +27,4 @@ def test_demo_job(spark, capsys):
     # what the merge did comes first, then the table; the plan last, for a person (no plan columns)
     assert out.index("== what it did") < out.index("== demo.accounts after") < out.index("== the plan")
     plan = out.split("== the plan")[1]
-    assert "3. changes: join, first matching WHEN clause" in plan and "__sm_" not in plan
+    assert "3. changes: join target and source" in plan and "__sm_" not in plan

@@ -21,7 +21,7 @@ from merge_core.common import macros
 from merge_core.common.errors import error_for
 from merge_core.common.run_state import RunState
 
-STEP = re.compile(r"step \d+/\d+ \((\w+)\): (.*)", re.S)
+STEP = re.compile(r"step (\d+)/\d+ \((\w+)\): (.*)", re.S)  # step_label's form: "step 4/6 (summary): ..."
 
 
 def step_notes(s: RunState) -> dict[str, str]:
@@ -46,11 +46,13 @@ def step_notes(s: RunState) -> dict[str, str]:
 
 
 class ExplainHost:
-    """Runs nothing; records each step's heading and the statements handed to it (``parts``)."""
+    """Runs nothing; records each step's heading and the statements handed to it (``parts``). Like
+    the run's hosts, its primitives render no macro (tests/test_crossings.py's rule)."""
 
     def __init__(self, s: RunState):
         self.s = s
         self.notes = step_notes(s)
+        self.op = macros.codes()["op"]  # read before the plan: the primitives render no macro
         self.parts: list[str] = []
 
     def failpoint(self, name: str) -> None:
@@ -61,9 +63,9 @@ class ExplainHost:
         N row(s)") report data explain does not have."""
         m = STEP.fullmatch(text)
         if m:
-            name, what = m.groups()
+            number, name, what = m.groups()
             note = self.notes.get(name)
-            self.parts.append(macros.step_comment(name, what + (f". {note[0].upper()}{note[1:]}" if note else "")))
+            self.parts.append(f"-- {number}. {name}: {what}" + (f". {note[0].upper()}{note[1:]}" if note else ""))
 
     def warn(self, text: str) -> None:
         pass
@@ -98,6 +100,6 @@ class ExplainHost:
         if kind == "matched":
             return [{"__sm_part": sample}]
         if kind == "summary":
-            op = macros.codes()["op"]["insert" if self.s.get("insert_only") else "update"]
+            op = self.op["insert" if self.s.get("insert_only") else "update"]
             return [{"op": op, "n": 0, "__sm_old": sample, "__sm_new": sample, "files": "[]"}]
         return []  # duplicates: none
