@@ -319,6 +319,10 @@ def new_merge_id(now: str, entropy: str) -> str:
 
 
 # lifecycle/phases.sql
+def lifecycle_describe(host: Any, parts: list[str], trusted: bool = True) -> Record:
+    return _fill("lifecycle_describe", host, parts, trusted=trusted)
+
+
 def lifecycle_cleanup(host: Any, s: RunState) -> None:
     _render("lifecycle_cleanup", host, s)
 

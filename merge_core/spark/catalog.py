@@ -14,7 +14,7 @@ from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import SparkSession
 
 from merge_core.common import macros
-from merge_core.common.errors import MetadataError, TargetError
+from merge_core.common.errors import TargetError, error_for
 
 SPARK_ERRORS = (AnalysisException, ParseException)
 _OWN = threading.local()  # how deep this thread is inside a spark-merge operation
@@ -64,10 +64,6 @@ def spark_message(exc: Exception) -> str:
     return _POSITION.sub("", text).strip().rstrip(";")
 
 
-def relation(parts: list[str]) -> str:
-    return ".".join(macros.quote(p) for p in parts)
-
-
 def did_you_mean(spark: SparkSession, parts: list[str]) -> str:
     """ "; did you mean db.t?" for a table the catalog does not have: the closest table of its
     database, or of the closest database; "" when none is close (asked only once a name is missing,
@@ -107,13 +103,19 @@ def catalog_rows(spark: SparkSession, parts: list[str], json_sql: str, columns_s
 def describe_table(spark: SparkSession, parts: list[str], trusted: bool = True) -> dict:
     """The `table` dict every macro takes; TargetError if it is missing or not rewritable, and
     (``trusted``) MetadataError when its spark-merge properties are not its own (copied from
-    another table's DDL, the table moved or renamed, an edited version: table_info's trust_errors)."""
-    rel = relation(parts)
-    got = catalog_rows(spark, parts, macros.describe_json_sql(rel), macros.describe_columns_sql(rel))
-    desc, types = got["desc"], got["types"]
-    table = macros.table_info(desc, types)
-    if table["errors"]:
-        raise TargetError("; ".join(table["errors"]))
-    if trusted and table["trust_errors"]:
-        raise MetadataError(table["trust_errors"][0])
-    return table
+    another table's DDL, the table moved or renamed, an edited version: table_info's trust_errors).
+    The lifecycle's own describe (spark_merge__lifecycle_describe), outside a run."""
+    return macros.lifecycle_describe(_Catalog(spark), parts, trusted)
+
+
+class _Catalog:
+    """The two primitives spark_merge__lifecycle_describe calls, for a describe outside a run."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+
+    def catalog(self, parts: list[str], json_sql: str, columns_sql: str) -> dict:
+        return catalog_rows(self.spark, parts, json_sql, columns_sql)
+
+    def fail(self, code: str, message: str, rows: list | None = None, fields: dict | None = None) -> None:
+        raise error_for(code, message, rows, fields)

@@ -45,15 +45,16 @@
 
 {#- The table `parts` names, as the catalog describes it now (table/describe.sql: table_info), into
     `out`. A missing or unreadable table stops the run (MERGE_TARGET_ERROR), and so do spark-merge
-    properties that are not the table's own (MERGE_METADATA_ERROR: table_info's trust_errors). -#}
-{% macro spark_merge__lifecycle_describe(host, parts, out) -%}
+    properties that are not the table's own (MERGE_METADATA_ERROR: table_info's trust_errors), unless
+    not `trusted` (a repair or a drop reads such a table to fix or remove it). -#}
+{% macro spark_merge__lifecycle_describe(host, parts, out, trusted=true) -%}
 {%- set quoted = [] -%}
 {%- for p in parts -%}{%- do quoted.append(spark_merge.spark_merge__quote(p)) -%}{%- endfor -%}
 {%- set rel = quoted | join('.') -%}
 {%- set got = host.catalog(parts, spark_merge.spark_merge__describe_json_sql(rel), spark_merge.spark_merge__describe_columns_sql(rel)) -%}
 {%- do spark_merge.spark_merge__table_info(got.desc, got.types, out) -%}
 {%- if out.errors -%}{%- do host.fail(spark_merge.spark_merge__error_code('target'), out.errors | join('; ')) -%}{%- endif -%}
-{%- if out.trust_errors -%}{%- do host.fail(spark_merge.spark_merge__error_code('metadata'), out.trust_errors[0]) -%}{%- endif -%}
+{%- if trusted and out.trust_errors -%}{%- do host.fail(spark_merge.spark_merge__error_code('metadata'), out.trust_errors[0]) -%}{%- endif -%}
 {%- endmacro %}
 
 {#- The table described again, into `out` (it changed: a commit recovered, columns added). -#}
