@@ -27,7 +27,8 @@ STEP = re.compile(r"step (\d+)/\d+ \((\w+)\): (.*)", re.S)  # step_label's form:
 def step_notes(s: RunState) -> dict[str, str]:
     """What a person reads under each heading besides the plan's own progress text."""
     ctx, spec = s["ctx"], s["spec"]
-    keys = ", ".join(f"{k['target']} = {k['source']}" for k in ctx.get("on_keys", [])) or "none"
+    t, s_ = spec["target_alias"], spec["source_alias"]
+    keys = ", ".join(f"{t}.{k['target']} = {s_}.{k['source']}" for k in ctx.get("on_keys", [])) or "none"
     return {
         "source": (
             f"Cached with this merge's id in its plan, or written once to {ctx['source_table']} when Spark will not "

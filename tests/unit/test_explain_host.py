@@ -85,3 +85,11 @@ def test_an_unpartitioned_table_or_a_sourceless_statement_has_no_step_it_does_no
     columns = [{"name": "id", "nullable": True}, {"name": "v", "nullable": True}]
     parts, _ = explained(sql, partition_columns=[], columns=columns)
     assert list(sections(parts)) == expected
+
+
+def test_the_recorded_plan_of_a_merge_is_the_reviewed_one():
+    """What explain --verbose prints for steps 1-4 of a partitioned MERGE, in golden/ (review a change there)."""
+    from tests.unit.test_golden_plans import check
+
+    parts, _ = explained(MERGE)
+    check("explain_merge", {f"part {i}": part for i, part in enumerate(parts, 1)})

@@ -361,5 +361,6 @@ def test_every_golden_file_belongs_to_a_case():
         "functions_insert_only.sql",
         "functions_row_kind.sql",
         "engine_options.sql",
+        "explain_merge.sql",  # test_explain_host.py
     }
     assert {p.name for p in GOLDEN.glob("*.sql")} == expected
