@@ -5,8 +5,9 @@ explain therefore shows the statements a run issues, in the order it issues them
 own steps: each progress line ``step N/6 (name): ...`` becomes the heading ``-- N. name: ...`` of
 the statements that follow it. Where the plan branches on what a query returns, the host answers
 each kind of query (``rows(sql, kind)``) with what stands for any data: the source's key range as
-placeholders (``<min of s.id>``), a cache Spark serves, one sample partition (``<dt>``) holding a
-matched and changed row, no duplicate. So explain shows the path of a run that changes rows; a run
+placeholders (``<min of s.id>``), a source small enough to broadcast (its count reads 0), a cache
+Spark serves, one sample partition (``<dt>``) holding a matched and changed row, no duplicate. So
+explain shows the path of a run that changes rows; a run
 of real data may take a shorter one (no matched partitions, nothing to write), which
 ``explain --counts`` (a dry run) shows.
 """
