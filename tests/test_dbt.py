@@ -1028,17 +1028,19 @@ def test_dbt_sparks_incremental_merge_runs_on_parquet_and_orc_as_on_delta(projec
     configs: unique_key, incremental_predicates, merge_update_columns, partition_by, on_schema_change.
     The rows are the ones dbt-databricks' merge gives on a Delta table: matched rows get the listed
     columns, the others are inserted, a row the predicate excludes from the match is inserted again."""
-    db, t = project.sql, project.table("inc_merge")
+    model = f"inc_merge_{file_format}"  # one table per format: the project is shared
+    db, t = project.sql, project.table(model)
     config = (
         "unique_key='id', partition_by=['region'], merge_update_columns=['amount'], "
         "incremental_predicates=[\"DBT_INTERNAL_DEST.region <> 'frozen'\"], on_schema_change='fail'"
     )
-    project.model("inc_merge", INCREMENTAL_MERGE.format(file_format=file_format, config=config))
+    project.model(model, INCREMENTAL_MERGE.format(file_format=file_format, config=config))
     first = "(1, 'ann', 10, 'eu'), (2, 'bob', 20, 'us'), (3, 'cy', 30, 'frozen')"
-    project.dbt("run", "-s", "inc_merge", vars={"rows": first})
-    assert db.sql(f"DESCRIBE TABLE EXTENDED {t}").where("col_name = 'Provider'").collect()[0][1] == file_format
+    project.dbt("run", "-s", model, vars={"rows": first})
+    described = db.sql(f"DESCRIBE TABLE EXTENDED {t}").collect()  # a session's or the Thrift server's rows
+    assert [r[1] for r in described if r[0] == "Provider"] == [file_format]
     second = "(1, 'ANN', 11, 'eu'), (3, 'CY', 31, 'frozen'), (4, 'di', 40, 'us')"
-    project.dbt("run", "-s", "inc_merge", vars={"rows": second})
+    project.dbt("run", "-s", model, vars={"rows": second})
     assert sorted(rows(db, t)) == [
         (1, "ann", 11, "eu"),  # matched: only merge_update_columns (amount) change
         (2, "bob", 20, "us"),
@@ -1046,14 +1048,14 @@ def test_dbt_sparks_incremental_merge_runs_on_parquet_and_orc_as_on_delta(projec
         (3, "cy", 30, "frozen"),
         (4, "di", 40, "us"),
     ]
-    result = project.run_results()["inc_merge"]
+    result = project.run_results()[model]
     assert result["adapter_response"]["rows_affected"] == 3 and "inserted 2, updated 1" in result["message"]
     # on_schema_change='fail': a model whose columns change fails before anything is written
-    project.model("inc_merge", INCREMENTAL_MERGE.format(file_format=file_format, config=config).replace(
+    project.model(model, INCREMENTAL_MERGE.format(file_format=file_format, config=config).replace(
         "as s(id, name, amount, region)", "as s(id, name, amount, region, extra)"))  # fmt: skip
     before = snapshot(db, t)
-    project.dbt("run", "-s", "inc_merge", vars={"rows": "(5, 'eve', 50, 'us', 1)"}, ok=False)
-    assert "on_schema_change is fail" in project.run_results()["inc_merge"]["message"]
+    project.dbt("run", "-s", model, vars={"rows": "(5, 'eve', 50, 'us', 1)"}, ok=False)
+    assert "on_schema_change is fail" in project.run_results()[model]["message"]
     assert snapshot(db, t) == before
 
 
