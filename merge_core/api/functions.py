@@ -13,7 +13,7 @@ from merge_core.common.errors import (
     SpecError,
 )
 from merge_core.common.result import MergeResult
-from merge_core.lifecycle.merge_on_read import LOG_SUFFIX
+from merge_core.lifecycle import merge_on_read
 from merge_core.lifecycle.merge_run import MergeRun, merges_on_read, run
 from merge_core.request.options import MergeOptions
 from merge_core.request.parse import parse
@@ -182,13 +182,7 @@ def explain(
     (``verbose``) each step's SQL in order."""
     spec, target = to_spec(sql_or_spec, **options), jdbc_target(jdbc_url, jdbc_user, jdbc_password)
     if target is None and merges_on_read(spec):  # nothing to plan; its begin would convert the table
-        name = ".".join(spec.target)
-        plan = (
-            f"spark-merge plan for a merge-on-read UPSERT into {name}: append the source's rows to the log "
-            f"{name}{LOG_SUFFIX} (the first such upsert renames a plain table to the log and creates the view "
-            f"{name} over it), then re-create the view; no join and no rewrite (compact() folds the log)"
-        )
-        return f"-- {plan};\n" if verbose else plan + "\n"
+        return merge_on_read.explain(spec, verbose)
     merge_run = MergeRun(spark, spec, target)
     merge_run.schema_changes = "preview"  # show the columns schema evolution would add; add none
     try:

@@ -7,9 +7,8 @@ the statements that follow it. Where the plan branches on what a query returns, 
 each kind of query (``rows(sql, kind)``) with what stands for any data: the source's key range as
 placeholders (``<min of s.id>``), a source small enough to broadcast (its count reads 0), a cache
 Spark serves, one sample partition (``<dt>``) holding a matched and changed row, no duplicate. So
-explain shows the path of a run that changes rows; a run
-of real data may take a shorter one (no matched partitions, nothing to write), which
-``explain --counts`` (a dry run) shows.
+explain shows the path of a run that changes rows; a run of real data may take a shorter one (no
+matched partitions, nothing to write), which ``explain --counts`` (a dry run) shows.
 """
 
 from __future__ import annotations
@@ -87,7 +86,7 @@ class ExplainHost:
 
     def _answer(self, kind: str) -> list[dict[str, Any]]:
         """What stands for any data, by the kind of query (host_contract.StatementHost.rows)."""
-        table, ctx = self.s["table"], self.s["ctx"]
+        table, ctx, alias = self.s["table"], self.s["ctx"], self.s["spec"]["source_alias"]
         sample = json.dumps([f"<{c}>" for c in table["partition_columns"]])
         if kind == "probe":
             return [{"plan": "InMemoryRelation"}]  # Spark serves the cache
@@ -95,7 +94,6 @@ class ExplainHost:
             stats: dict[str, Any] = {"numSourceRows": 0}
             for i, k in enumerate(ctx.get("on_keys", [])):
                 col = table["columns_by_name"].get(k["target"].lower())
-                alias = self.s["spec"]["source_alias"]
                 lo, hi = f"<min of {alias}.{k['source']}>", f"<max of {alias}.{k['source']}>"
                 stats[f"__sm_key{i}"] = json.dumps({"type": col["type"] if col else None, "lo": lo, "hi": hi})
             return [stats]

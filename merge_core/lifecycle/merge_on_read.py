@@ -69,6 +69,18 @@ class UpsertRun(Lifecycle):
         files.remove(macros.changes_location(self.s["table"], self.merge_id).rsplit("/", 1)[0])
 
 
+def explain(spec: MergeSpec, verbose: bool) -> str:
+    """What a merge-on-read upsert does, said without its begin (which converts a plain table): it
+    appends, so there is no plan of statements to show."""
+    name = spec.target_name
+    plan = (
+        f"spark-merge plan for a merge-on-read UPSERT into {name}: append the source's rows to the log "
+        f"{name}{LOG_SUFFIX} (the first such upsert renames a plain table to the log and creates the view "
+        f"{name} over it), then re-create the view; no join and no rewrite (compact() folds the log)"
+    )
+    return f"-- {plan};\n" if verbose else plan + "\n"
+
+
 def upsert(spark: SparkSession, spec: MergeSpec) -> MergeResult:
     """Append the source to the log (no join, no rewrite) and keep the view current."""
     return drive(lambda: UpsertRun(spark, spec))

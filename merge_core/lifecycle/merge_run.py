@@ -8,6 +8,7 @@ committed elsewhere in the table meanwhile.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import re
@@ -75,18 +76,16 @@ class MergeRun(Lifecycle):
         log.debug("BEGIN %s", json.dumps(info))
         return info
 
-    def explain(self, placeholder_id: bool = False, verbose: bool = True) -> str:
+    def explain(self, verbose: bool = True) -> str:
         """The plan, before anything runs: each step's SQL in order (``verbose``), or the statement
         and each step's title (outline)."""
-        parts = self._plan_parts(placeholder_id)
+        parts = self._plan_parts()
         return ";\n\n".join(parts) + ";\n" if verbose else outline(parts, self.spec_data)
 
-    def _plan_parts(self, placeholder_id: bool) -> list[str]:
+    def _plan_parts(self) -> list[str]:
         """The plan's steps, each a heading saying what it does, then its statements: the plan run
         against explain's host (explain_host.py, which runs nothing), then the paradigm's write."""
-        state = json.loads(json.dumps(self.s, default=str))  # the plan's updates stay in this copy
-        if placeholder_id:
-            state = json.loads(json.dumps(state).replace(self.merge_id, "<id>"))
+        state = copy.deepcopy(self.s)  # the plan's updates stay in this copy
         spec, table, ctx = state["spec"], state["table"], state["ctx"]
         parts = [
             f"-- spark-merge plan for {spec['kind'].upper()} into {table['name']} "
@@ -105,7 +104,7 @@ class MergeRun(Lifecycle):
         host = ExplainHost(state)
         macros.lifecycle_plan(host, state)
         parts += host.parts
-        dup = macros.duplicates_sql(spec, table, state["resolved"], ctx) if spec["source_kind"] != "none" else ""
+        dup = macros.duplicates_sql(spec, table, state["resolved"], ctx)
         if dup:
             parts += [
                 "-- (step 4, only when it finds duplicates) which target rows, and up to 5 source rows that "
