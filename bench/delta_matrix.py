@@ -5,6 +5,7 @@ merge-on-read, in one Spark session.
     make bench-matrix                                   # 5M rows in 40 files, medians of 3
     make bench-matrix MATRIX_ARGS="--rows 500000 --repeat 1 --cases upsert"   # a quick look
     make bench-matrix MATRIX_ARGS="--peers delta,iceberg-mor"                 # some peers only
+    make bench-matrix MATRIX_ARGS="--big --write-docs"   # three upsert cells at 100M rows (hours on 2 cores)
 
 The target is a generated table shaped like TPC-DS `web_returns` (keyed by order number and item),
 twice: unpartitioned, and partitioned by month (24 partitions). Each source is made as Delta's
@@ -66,6 +67,8 @@ CASES = [
     ("upsert", 0.05, 0.99, 0.001),
     ("upsert", 0.05, 1.0, 0.001),
 ]
+# --big: the upsert cells touching 5%, half and all of the files, at 100M rows
+BIG_CASES = [("upsert", 0.05, 0.01, 0.1), ("upsert", 0.5, 0.01, 0.001), ("upsert", 1.0, 0.01, 0.001)]
 STATEMENTS = {
     "single_insert_only": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN NOT MATCHED THEN INSERT *",
     "multiple_insert_only": f"MERGE INTO {{t}} t USING {{s}} s ON {KEYS} WHEN NOT MATCHED AND s.wr_item_sk % 2 = 0 "
@@ -84,16 +87,16 @@ COLUMNS = """CAST(id % 2500 + 2450815 AS INT) AS wr_returned_date_sk, CAST(id % 
   CAST(id % 24 AS INT) AS wr_month"""
 
 
-def generate(spark, rows: int, files: int, where: Path, shapes: list[str]) -> dict[str, str]:
-    """The target's files (unpartitioned, `files` of them; by month, about two files a month), and every
-    case's source; what the sources hold, by shape."""
+def generate(spark, rows: int, files: int, where: Path, shapes: list[str], cases: list) -> dict[str, str]:
+    """The target's files (unpartitioned, `files` of them; by month, about two files a month), and the
+    source of each of `cases`; what the sources hold, by shape."""
     spark.sql(f"SELECT {COLUMNS} FROM range({rows})").repartition(files).write.parquet(str(where / "flat"))
     by_month = spark.read.parquet(str(where / "flat")).repartition(
         48, "wr_month", (F.floor(F.col("wr_order_number") / 1000) % 2)
     )
     by_month.write.partitionBy("wr_month").parquet(str(where / "monthly"))
     sizes: dict[str, list[int]] = {shape: [] for shape in shapes}
-    for _, files_f, matched_f, not_matched_f in {c[1:]: c for c in CASES}.values():
+    for _, files_f, matched_f, not_matched_f in {c[1:]: c for c in cases}.values():
         name = source_name(files_f, matched_f, not_matched_f)
         for shape in shapes:
             target = spark.read.parquet(str(where / shape))
@@ -259,8 +262,11 @@ def header(peers: list[str]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=5_000_000)
-    ap.add_argument("--files", type=int, default=40)
+    ap.add_argument("--rows", type=int, help="target rows (default 5M; with --big, 100M)")
+    ap.add_argument("--files", type=int, help="the unpartitioned target's files (default 40; with --big, 400)")
+    ap.add_argument(
+        "--big", action="store_true", help="three upsert cells (BIG_CASES) at 100M rows, into their own docs section"
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cases", default="", help="only the cases whose kind contains this text")
     ap.add_argument("--shapes", default="flat,monthly")
@@ -269,6 +275,8 @@ def main() -> None:
     args = ap.parse_args()
     if not JARS:
         raise SystemExit("set PEER_JARS to the delta-spark, delta-storage and Iceberg jars (make bench-matrix does)")
+    args.rows = args.rows or (100_000_000 if args.big else 5_000_000)
+    args.files = args.files or (400 if args.big else 40)
     peers = [p for p in args.peers.split(",") if p]
     if set(peers) - set(PEERS):
         raise SystemExit(f"--peers: unknown {sorted(set(peers) - set(PEERS))}; the peers are {', '.join(PEERS)}")
@@ -293,12 +301,12 @@ def main() -> None:
     tables: dict[str, list[str]] = {}
     try:
         data = home / "data"
-        sources = generate(spark, args.rows, args.files, data, shapes)
+        cases = [c for c in (BIG_CASES if args.big else CASES) if args.cases in c[0]]
+        sources = generate(spark, args.rows, args.files, data, shapes, cases)
         snapshots = {}
         for shape in shapes:
             delta_base(spark, data, shape)
             snapshots[shape] = iceberg_base(spark, data, shape, peers)
-        cases = [c for c in CASES if args.cases in c[0]]
         run_case(spark, data, shapes[0], cases[0], 1, peers, snapshots)  # warm up every engine (JIT) first
         for shape in shapes:
             n_files = len(list((data / shape).rglob("*.parquet")))
@@ -319,6 +327,11 @@ def main() -> None:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
     if args.write_docs:
+        if args.big:  # one section: both shapes' tables
+            report = Report("delta-matrix-big")
+            report.lines = [line for shape in shapes for line in ["", *tables[shape]]]
+            report.write()
+            return
         for shape, lines in tables.items():
             report = Report(f"delta-matrix-{shape}")
             report.lines = lines

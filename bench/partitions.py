@@ -3,6 +3,7 @@
     make bench-partitions                                  # embedded and service metastores, Delta beside
     make bench-partitions PARTS_ARGS="--metastores embedded --rewrite 10,100"
     make bench-partitions PARTS_ARGS="--tables 1000,10000,100000 --write-docs"
+    make bench-partitions PARTS_ARGS="--tables 100000 --rewrite 10,1000 --block partitions-wide --write-docs"
 
 spark-merge commits a rewritten partition by pointing the metastore at its new directory; a backfill
 that rewrites 10,000 partitions moves 10,000 partition locations, where Delta Lake appends one entry to
@@ -194,6 +195,12 @@ def main() -> None:
     ap.add_argument("--tables", default="1000,10000", help="table sizes in partitions (the rewrite series: 10,000)")
     ap.add_argument("--rewrite", default="10,100,1000,10000", help="partitions a merge rewrites, on the 10,000 table")
     ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
+    ap.add_argument(
+        "--block",
+        default="partitions",
+        help="the section of docs/performance.md --write-docs replaces: partitions (the series on 10,000), "
+        "partitions-wide (a table of more)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -201,7 +208,7 @@ def main() -> None:
         return
     import pyspark
 
-    out = Report("partitions")
+    out = Report(args.block)
     out(
         f"\nSpark {pyspark.__version__}, local[2]; a table of P partitions of {ROWS_PER_PARTITION} rows, a merge "
         "updating one row in each of K of them; one run each, seconds; Hive calls: the Spark driver's calls to "
