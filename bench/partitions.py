@@ -61,8 +61,9 @@ class StepClock(logging.Handler):
         if len(record.args or ()) >= 2:
             self.steps.append((str(record.args[1]), time.monotonic() - self.t0))
 
-    def since(self, prefix: str) -> float | None:
-        return next((t for text, t in self.steps if text.startswith(prefix)), None)
+    def since(self, label: str) -> float | None:
+        """When the first step whose text holds ``label`` began (a plan's step reads "step 6/6 (commit): ...")."""
+        return next((t for text, t in self.steps if label in text), None)
 
 
 def hive_calls(spark) -> int:
@@ -114,7 +115,7 @@ def measure(spark, sm: str, dl: str | None, k: int) -> dict:
     finally:
         logger.removeHandler(clock)
     total = time.monotonic() - clock.t0
-    commit = clock.since("commit:")
+    commit = clock.since("(commit):")
     row = {
         "rewritten": len(result.partitions),
         "sm": total,
