@@ -61,9 +61,8 @@ class StepClock(logging.Handler):
         if len(record.args or ()) >= 2:
             self.steps.append((str(record.args[1]), time.monotonic() - self.t0))
 
-    def since(self, label: str) -> float | None:
-        """When the first step whose text holds ``label`` began (a plan's step reads "step 6/6 (commit): ...")."""
-        return next((t for text, t in self.steps if label in text), None)
+    def since(self, prefix: str) -> float | None:
+        return next((t for text, t in self.steps if text.startswith(prefix)), None)
 
 
 def hive_calls(spark) -> int:
@@ -104,6 +103,7 @@ def checksum(spark, table: str) -> tuple:
 
 def measure(spark, sm: str, dl: str | None, k: int) -> dict:
     from merge_core import merge
+    from merge_core.common import macros
 
     clock = StepClock()
     logger = logging.getLogger("spark_merge")
@@ -115,7 +115,7 @@ def measure(spark, sm: str, dl: str | None, k: int) -> dict:
     finally:
         logger.removeHandler(clock)
     total = time.monotonic() - clock.t0
-    commit = clock.since("(commit):")
+    commit = clock.since(macros.render("step_label", "commit"))  # the plan's own label: "step 6/6 (commit)"
     row = {
         "rewritten": len(result.partitions),
         "sm": total,
