@@ -342,3 +342,52 @@ def test_a_merge_rewriting_many_partitions_lists_them_in_one_catalog_call(spark,
     after = {r[0] for r in spark.sql(f"SELECT DISTINCT _metadata.file_path FROM {t}").collect()}
     # every partition was repointed into this merge's directory (rewritten files and carried ones)
     assert before - after and all(f"/_merge_{r.merge_id}/" in f for f in after)
+
+
+def test_a_merge_rewriting_a_few_partitions_of_a_wide_table_finds_them_by_one_filter(spark, db):
+    """Under a tenth of the table, the commit finds the partitions it moves by one filter on their
+    values (the catalog's listPartitionsByFilter), not a lookup each: catalog reads stay flat from
+    one rewritten partition to thirty. Three partition columns, an INT, a DATE and a STRING with a quote; the
+    partitions with a NULL value are looked up on their own (no metastore filters IS NULL), and a
+    new partition is added beside the moved ones. The rows read back are the merge's."""
+    t = f"{db}.wide_few"
+    spark.sql(
+        f"CREATE TABLE {t} USING parquet PARTITIONED BY (p, d, q) AS SELECT id, 0 AS v, CAST(id % 200 AS INT) AS p, "
+        f"date_add(DATE'2026-01-01', CAST(id % 200 AS INT)) AS d, "
+        f"CASE WHEN id % 200 = 7 THEN NULL ELSE 'it''s' END AS q FROM range(400)"
+    )
+    metrics = spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
+    calls, fetched = metrics.METRIC_HIVE_CLIENT_CALLS(), metrics.METRIC_PARTITIONS_FETCHED()
+
+    def counted(statement: str):
+        n0, reads0, fetched0 = calls.getCount(), metastore.reads, fetched.getCount()
+        result = merge(spark, statement)
+        return result, calls.getCount() - n0, metastore.reads - reads0, fetched.getCount() - fetched0
+
+    _, one, one_reads, one_fetched = counted(
+        f"MERGE INTO {t} x USING (SELECT id, CAST(id AS INT) AS p FROM range(100, 101)) s ON x.id = s.id AND x.p = s.p "
+        "WHEN MATCHED THEN UPDATE SET v = x.v * s.p * 0"
+    )
+    r, many, many_reads, _ = counted(
+        f"""MERGE INTO {t} x USING (SELECT id FROM range(30) UNION ALL SELECT 1000) s ON x.id = s.id
+        WHEN MATCHED THEN UPDATE SET v = 1
+        WHEN NOT MATCHED THEN INSERT (id, v, p, d, q) VALUES (s.id, 2, 1000, DATE'2030-01-01', 'new')"""
+    )
+    # ON names the partition: the metastore sends the partition the merge reads and moves, not the
+    # table's 200, not for the validation probes either (a filter it cannot evaluate sends them all)
+    assert one_fetched < 10, f"{one_fetched} partitions fetched for a merge of one"
+    # 31 partitions (one with a NULL, one new): the filter, and one lookup of the NULL one, each
+    # time the catalog is read (before staging, and under the commit lock); a lookup each would be 62
+    assert (one_reads, many_reads) == (2, 4)
+    assert many - one < 31, f"{many} Hive client calls for 31 partitions, {one} for one"
+    assert r.metrics["numTargetPartitionsRewritten"] == 31 and r.metrics["numTargetRowsUpdated"] == 30
+    assert sorted(rows(spark, f"(SELECT v, count(*) FROM {t} GROUP BY v)")) == [(0, 370), (1, 30), (2, 1)]
+    assert rows(spark, f"(SELECT CAST(d AS STRING), q FROM {t} WHERE id IN (3, 7, 1000))") == [
+        ("2026-01-04", "it's"),
+        ("2026-01-08", None),
+        ("2030-01-01", "new"),
+    ]
+    moved = {
+        r[0] for r in spark.sql(f"SELECT DISTINCT _metadata.file_path FROM {t} WHERE id < 30 OR id = 1000").collect()
+    }
+    assert all(f"/_merge_{r.merge_id}/" in f for f in moved), moved

@@ -272,6 +272,10 @@ def partition_spec(table: Record, values: Any) -> str:
     return _render("partition_spec", table, values)
 
 
+def partition_filter(table: Record, partitions: list[dict[str, Any]]) -> str:
+    return _render("partition_filter", table, partitions)
+
+
 def quote(name: str) -> str:
     return _render("quote", name)
 

@@ -288,9 +288,7 @@ class SparkHost(StatementHost):
     def _listed_stats(self, table: dict, name: str, partitions: list[dict]) -> list[dict] | None:
         stage = name.lower() != table["table_name"].lower()
         read: dict = {}
-        found = metastore.locations(
-            self.spark, table["database"], name, table["partition_columns"], partitions, count=stage, read=read
-        )
+        found = metastore.locations(self.spark, table, name, partitions, count=stage, read=read)
         # read under the commit lock: what the repoint that follows moves, as it is now
         self._read_locked = read if self._held is not None and not stage and read else None
         if found is None or (stage and (found[1] or 0) > len(found[0])):

@@ -109,26 +109,38 @@ def _values(partition: dict, columns: list[str]) -> tuple:
     return tuple(partition[c] for c in columns)
 
 
+def _listed_values(j: _Handles, partition: Any, spec_keys: list[str]) -> tuple:
+    """A CatalogTablePartition the catalog listed, as _values' key: its spec read by the stored
+    names of the partition columns, the catalog's NULL partition name as None."""
+    spec = partition.spec()
+    return tuple(None if v is None or v == j.null_name else v for v in (spec.apply(k) for k in spec_keys))
+
+
 # Listing every partition of a table costs the metastore about what looking up a tenth of them one
 # by one does (embedded Derby: 1.0 s for 1,000 partitions listed, 15 s for 1,000 looked up): from
-# this many partitions, and a tenth of the table, the lookups below list the table instead.
+# this many partitions, and a tenth of the table, the lookups below list the table instead. Fewer
+# partitions than that are found by a filter on their values, FILTER_CHUNK partitions per call.
 LOOKUPS_MAX = 64
 LIST_SHARE = 10
+FILTER_CHUNK = 100
 
 
 def _existing(
+    spark: SparkSession,
     j: _Handles,
     catalog: Any,
-    database: str,
+    table: dict,
     name: str,
-    columns: list[str],
     partitions: list[dict],
     total: int | None = None,
 ) -> dict[tuple, Any]:
-    """The catalog's CatalogTablePartition of each of ``partitions`` that exists, by its values
-    (a tuple in ``columns``' order): one call per partition, or one listing of the table (above).
+    """The catalog's CatalogTablePartition of each of ``partitions`` of ``name`` (``table``, or its
+    staging copy) that exists, by its values (a tuple in the partition columns' order): one listing
+    of the table (above), or a filter on the partitions' values, or one lookup for a partition of
+    its own (alone, or with a NULL value).
     ``total``: the table's partition count, when the caller has it already."""
     global reads
+    database, columns = table["database"], table["partition_columns"]
     keys = {_values(part, columns) for part in partitions}
     none = j.option.empty()
     if len(keys) >= LOOKUPS_MAX and total is None:
@@ -141,17 +153,59 @@ def _existing(
         spec_keys = [by_lower.get(c.lower(), c) for c in columns]
         found = {}
         for p in j.converters.asJava(catalog.listPartitions(database, name, none)):
-            spec = p.spec()
-            values = tuple(None if v is None or v == j.null_name else v for v in (spec.apply(k) for k in spec_keys))
+            values = _listed_values(j, p, spec_keys)
             if values in keys:
                 found[values] = p
         return found
-    reads += len(keys)
     found = {}
+    # a NULL value is a lookup of its own: the metastore cannot filter on IS NULL, and a filter with
+    # it fetches every partition of the table (which the catalog then prunes)
+    plain = sorted((k for k in keys if None not in k), key=str)
+    if len(plain) > 1:
+        by_filter = _by_filter(spark, j, catalog, table, name, plain)
+        if by_filter is not None:
+            found = {k: p for k, p in by_filter.items() if k in keys}
+            keys -= set(plain)
+    reads += len(keys)
     for values in keys:
         p = catalog.getPartitionOption(database, name, j.spec(dict(zip(columns, values, strict=True))))
         if p.isDefined():
             found[values] = p.get()
+    return found
+
+
+def _by_filter(
+    spark: SparkSession, j: _Handles, catalog: Any, table: dict, name: str, keys: list[tuple]
+) -> dict | None:
+    """The partitions of ``keys`` that exist, found as Spark's own partition pruning finds them: the
+    catalog's listPartitionsByFilter with the predicate partition_filter writes, resolved and folded
+    against the table by Spark (the metastore filters what it can, the catalog the rest exactly),
+    a call per FILTER_CHUNK partitions. None when the catalog refuses the filter (a metastore that
+    cannot filter on the partition columns' types): the caller looks each partition up instead."""
+    global reads
+    from pyspark.sql import functions as F
+
+    database, columns = table["database"], table["partition_columns"]
+    df = spark.table(macros.relation(database, name))
+    time_zone = spark.conf.get("spark.sql.session.timeZone")
+    stored = [f.name for f in df.schema.fields]
+    by_lower = {c.lower(): c for c in stored}
+    spec_keys = [by_lower.get(c.lower(), c) for c in columns]
+    found: dict[tuple, Any] = {}
+    try:
+        for at in range(0, len(keys), FILTER_CHUNK):
+            chunk = [dict(zip(columns, k, strict=True)) for k in keys[at : at + FILTER_CHUNK]]
+            where = macros.partition_filter(table, chunk)
+            plan = df.select(F.expr(where).alias("__sm_in"))._jdf.queryExecution().optimizedPlan()
+            predicate = plan.expressions().head().child()  # the folded predicate (In or InSet of literals)
+            reads += 1
+            predicates = j.array_list()
+            predicates.add(predicate)
+            for p in j.converters.asJava(catalog.listPartitionsByFilter(database, name, j.seq(predicates), time_zone)):
+                found[_listed_values(j, p, spec_keys)] = p
+    except Exception as e:  # noqa: BLE001 - the lookups below find the same partitions, slower
+        log.info("the catalog did not filter the partitions of %s.%s (%s): looking each up", database, name, e)
+        return None
     return found
 
 
@@ -169,7 +223,7 @@ def repoint(spark: SparkSession, table: dict, repoints: list[dict], known: dict 
     if known is not None and keys <= known["keys"]:
         existing = known["found"]
     else:
-        existing = _existing(j, catalog, db, name, columns, [r["partition"] for r in repoints])
+        existing = _existing(spark, j, catalog, table, name, [r["partition"] for r in repoints])
     moved, added = j.array_list(), []
     with_location = _Copier(j, spark)
     for r in repoints:
@@ -203,19 +257,19 @@ reads = 0  # catalog reads made by locations() and repoint() in this process (be
 
 def locations(
     spark: SparkSession,
-    database: str,
+    table: dict,
     name: str,
-    partition_columns: list[str],
     partitions: list[dict],
     count: bool = False,
     read: dict | None = None,
 ) -> tuple[list[tuple[dict, str]], int | None] | None:
-    """Where the catalog says each of ``partitions`` ({column: string or None}) lives, now: the
-    (partition, location) pairs of those that exist, and (``count``) how many partitions the
-    table has in all; an unpartitioned table is one pair ({}, its location). None on Spark
-    Connect. One metastore call per partition, or one listing of them all (_existing), no Spark job.
-    ``read``: filled with what repoint's ``known`` takes."""
+    """Where the catalog says each of ``partitions`` ({column: string or None}) of ``name`` (the
+    table, or its staging copy) lives, now: the (partition, location) pairs of those that exist,
+    and (``count``) how many partitions it has in all; an unpartitioned table is one pair ({}, its
+    location). None on Spark Connect. A few metastore calls however many partitions (_existing), no
+    Spark job. ``read``: filled with what repoint's ``known`` takes."""
     global reads
+    database, partition_columns = table["database"], table["partition_columns"]
     catalog = _catalog(spark)
     if catalog is None:
         return None
@@ -227,7 +281,7 @@ def locations(
     if count:
         reads += 1
         total = catalog.listPartitionNames(database, name, j.option.empty()).size()
-    existing = _existing(j, catalog, database, name, partition_columns, partitions, total)
+    existing = _existing(spark, j, catalog, table, name, partitions, total)
     if read is not None:
         read.update(keys={_values(part, partition_columns) for part in partitions}, found=existing)
     found = []
