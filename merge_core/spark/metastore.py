@@ -119,10 +119,11 @@ def _listed_values(j: _Handles, partition: Any, spec_keys: list[str]) -> tuple:
 # Listing every partition of a table costs the metastore about what looking up a tenth of them one
 # by one does (embedded Derby: 1.0 s for 1,000 partitions listed, 15 s for 1,000 looked up): from
 # this many partitions, and a tenth of the table, the lookups below list the table instead. Fewer
-# partitions than that are found by a filter on their values, FILTER_CHUNK partitions per call.
+# than LOOKUPS_MAX are found by one filter on their values. Not more: a metastore evaluates such a
+# filter against every partition of the table, once per value (embedded Derby, a table of 100,000
+# partitions: about 10 s a call for 100 values), where a lookup by name is one indexed read.
 LOOKUPS_MAX = 64
 LIST_SHARE = 10
-FILTER_CHUNK = 100
 
 
 def _existing(
@@ -136,8 +137,8 @@ def _existing(
 ) -> dict[tuple, Any]:
     """The catalog's CatalogTablePartition of each of ``partitions`` of ``name`` (``table``, or its
     staging copy) that exists, by its values (a tuple in the partition columns' order): one listing
-    of the table (above), or a filter on the partitions' values, or one lookup for a partition of
-    its own (alone, or with a NULL value).
+    of the table, or one filter on the partitions' values, or a lookup each (above), and a lookup
+    for a partition with a NULL value.
     ``total``: the table's partition count, when the caller has it already."""
     global reads
     database, columns = table["database"], table["partition_columns"]
@@ -161,7 +162,7 @@ def _existing(
     # a NULL value is a lookup of its own: the metastore cannot filter on IS NULL, and a filter with
     # it fetches every partition of the table (which the catalog then prunes)
     plain = sorted((k for k in keys if None not in k), key=str)
-    if len(plain) > 1:
+    if 1 < len(plain) < LOOKUPS_MAX:
         by_filter = _by_filter(spark, j, catalog, table, name, plain)
         if by_filter is not None:
             found = {k: p for k, p in by_filter.items() if k in keys}
@@ -180,8 +181,8 @@ def _by_filter(
     """The partitions of ``keys`` that exist, found as Spark's own partition pruning finds them: the
     catalog's listPartitionsByFilter with the predicate partition_filter writes, resolved and folded
     against the table by Spark (the metastore filters what it can, the catalog the rest exactly),
-    a call per FILTER_CHUNK partitions. None when the catalog refuses the filter (a metastore that
-    cannot filter on the partition columns' types): the caller looks each partition up instead."""
+    in one call. None when the catalog refuses the filter (a metastore that cannot filter on the
+    partition columns' types): the caller looks each partition up instead."""
     global reads
     from pyspark.sql import functions as F
 
@@ -193,16 +194,14 @@ def _by_filter(
     spec_keys = [by_lower.get(c.lower(), c) for c in columns]
     found: dict[tuple, Any] = {}
     try:
-        for at in range(0, len(keys), FILTER_CHUNK):
-            chunk = [dict(zip(columns, k, strict=True)) for k in keys[at : at + FILTER_CHUNK]]
-            where = macros.partition_filter(table, chunk)
-            plan = df.select(F.expr(where).alias("__sm_in"))._jdf.queryExecution().optimizedPlan()
-            predicate = plan.expressions().head().child()  # the folded predicate (In or InSet of literals)
-            reads += 1
-            predicates = j.array_list()
-            predicates.add(predicate)
-            for p in j.converters.asJava(catalog.listPartitionsByFilter(database, name, j.seq(predicates), time_zone)):
-                found[_listed_values(j, p, spec_keys)] = p
+        where = macros.partition_filter(table, [dict(zip(columns, k, strict=True)) for k in keys])
+        plan = df.select(F.expr(where).alias("__sm_in"))._jdf.queryExecution().optimizedPlan()
+        predicate = plan.expressions().head().child()  # the folded predicate (In or InSet of literals)
+        reads += 1
+        predicates = j.array_list()
+        predicates.add(predicate)
+        for p in j.converters.asJava(catalog.listPartitionsByFilter(database, name, j.seq(predicates), time_zone)):
+            found[_listed_values(j, p, spec_keys)] = p
     except Exception as e:  # noqa: BLE001 - the lookups below find the same partitions, slower
         log.info("the catalog did not filter the partitions of %s.%s (%s): looking each up", database, name, e)
         return None
