@@ -187,13 +187,12 @@ def _by_filter(
     from pyspark.sql import functions as F
 
     database, columns = table["database"], table["partition_columns"]
-    df = spark.table(macros.relation(database, name))
-    time_zone = spark.conf.get("spark.sql.session.timeZone")
-    stored = [f.name for f in df.schema.fields]
-    by_lower = {c.lower(): c for c in stored}
-    spec_keys = [by_lower.get(c.lower(), c) for c in columns]
     found: dict[tuple, Any] = {}
     try:
+        df = spark.table(macros.relation(database, name))
+        by_lower = {f.name.lower(): f.name for f in df.schema.fields}
+        spec_keys = [by_lower.get(c.lower(), c) for c in columns]
+        time_zone = spark.conf.get("spark.sql.session.timeZone")
         where = macros.partition_filter(table, [dict(zip(columns, k, strict=True)) for k in keys])
         plan = df.select(F.expr(where).alias("__sm_in"))._jdf.queryExecution().optimizedPlan()
         predicate = plan.expressions().head().child()  # the folded predicate (In or InSet of literals)
@@ -265,8 +264,9 @@ def locations(
     """Where the catalog says each of ``partitions`` ({column: string or None}) of ``name`` (the
     table, or its staging copy) lives, now: the (partition, location) pairs of those that exist,
     and (``count``) how many partitions it has in all; an unpartitioned table is one pair ({}, its
-    location). None on Spark Connect. A few metastore calls however many partitions (_existing), no
-    Spark job. ``read``: filled with what repoint's ``known`` takes."""
+    location). None on Spark Connect. One metastore call per partition, one filter for a few of
+    them, or one listing of them all (_existing), no Spark job. ``read``: filled with what
+    repoint's ``known`` takes."""
     global reads
     database, partition_columns = table["database"], table["partition_columns"]
     catalog = _catalog(spark)
