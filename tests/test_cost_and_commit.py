@@ -345,11 +345,13 @@ def test_a_merge_rewriting_many_partitions_lists_them_in_one_catalog_call(spark,
 
 
 def test_a_merge_rewriting_a_few_partitions_of_a_wide_table_finds_them_by_one_filter(spark, db):
-    """Under a tenth of the table, the commit finds the partitions it moves by one filter on their
+    """From 2 to 63 partitions, the commit finds the partitions it moves by one filter on their
     values (the catalog's listPartitionsByFilter), not a lookup each: catalog reads stay flat from
-    one rewritten partition to thirty. Three partition columns, an INT, a DATE and a STRING with a quote; the
-    partitions with a NULL value are looked up on their own (no metastore filters IS NULL), and a
-    new partition is added beside the moved ones. The rows read back are the merge's."""
+    one rewritten partition to thirty. Three partition columns, an INT, a DATE and a STRING with a
+    quote; the partitions with a NULL value are looked up on their own (no metastore filters IS
+    NULL), and a new partition is added beside the moved ones. The rows read back are the merge's.
+    A merge of one partition fetches that partition from the metastore, not the table's 200 (the
+    validation probes plan the target with no partition)."""
     t = f"{db}.wide_few"
     spark.sql(
         f"CREATE TABLE {t} USING parquet PARTITIONED BY (p, d, q) AS SELECT id, 0 AS v, CAST(id % 200 AS INT) AS p, "

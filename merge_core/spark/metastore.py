@@ -109,6 +109,12 @@ def _values(partition: dict, columns: list[str]) -> tuple:
     return tuple(partition[c] for c in columns)
 
 
+def _spec_keys(stored: list[str], columns: list[str]) -> list[str]:
+    """The table's partition columns as the catalog spells them in a listed partition's spec."""
+    by_lower = {c.lower(): c for c in stored}
+    return [by_lower.get(c.lower(), c) for c in columns]
+
+
 def _listed_values(j: _Handles, partition: Any, spec_keys: list[str]) -> tuple:
     """A CatalogTablePartition the catalog listed, as _values' key: its spec read by the stored
     names of the partition columns, the catalog's NULL partition name as None."""
@@ -150,8 +156,7 @@ def _existing(
     if len(keys) >= LOOKUPS_MAX and len(keys) * LIST_SHARE >= (total or 0):
         reads += 2  # the stored names of the partition columns (the listing's spec keys), the listing
         stored = list(j.converters.asJava(catalog.getTable(database, name).partitionColumnNames()))
-        by_lower = {c.lower(): c for c in stored}
-        spec_keys = [by_lower.get(c.lower(), c) for c in columns]
+        spec_keys = _spec_keys(stored, columns)
         found = {}
         for p in j.converters.asJava(catalog.listPartitions(database, name, none)):
             values = _listed_values(j, p, spec_keys)
@@ -190,8 +195,7 @@ def _by_filter(
     found: dict[tuple, Any] = {}
     try:
         df = spark.table(macros.relation(database, name))
-        by_lower = {f.name.lower(): f.name for f in df.schema.fields}
-        spec_keys = [by_lower.get(c.lower(), c) for c in columns]
+        spec_keys = _spec_keys([f.name for f in df.schema.fields], columns)
         time_zone = spark.conf.get("spark.sql.session.timeZone")
         where = macros.partition_filter(table, [dict(zip(columns, k, strict=True)) for k in keys])
         plan = df.select(F.expr(where).alias("__sm_in"))._jdf.queryExecution().optimizedPlan()
