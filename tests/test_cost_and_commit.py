@@ -393,3 +393,88 @@ def test_a_merge_rewriting_a_few_partitions_of_a_wide_table_finds_them_by_one_fi
         r[0] for r in spark.sql(f"SELECT DISTINCT _metadata.file_path FROM {t} WHERE id < 30 OR id = 1000").collect()
     }
     assert all(f"/_merge_{r.merge_id}/" in f for f in moved), moved
+
+
+ODD_VALUES = ["it's", "a b", "50%", "k=v", "a/b", "é", "x:y", "#1", None]
+
+
+def _odd_partitions(spark, t: str) -> None:
+    """70 partitions of a STRING column: 61 plain values and 9 that partition directories escape,
+    URIs quote, or the catalog stores apart (a quote, a space, %, =, /, non-ASCII, :, #, NULL)."""
+    values = ", ".join("NULL" if v is None else "'" + v.replace("'", "''") + "'" for v in ODD_VALUES)
+    spark.sql(
+        f"CREATE TABLE {t} USING parquet PARTITIONED BY (q) AS SELECT id, 0 AS v, CASE WHEN id < {len(ODD_VALUES)} "
+        f"THEN try_element_at(array({values}), CAST(id AS INT) + 1) ELSE concat('v', id) END AS q FROM range(70)"
+    )
+
+
+def test_the_commit_reads_and_moves_partitions_as_json_as_it_does_call_by_call(spark, db, monkeypatch):
+    """The classic commit reads the catalog's partitions and moves them to their new locations through
+    one JSON document (Spark's Jackson mapper) instead of py4j calls per partition. Two tables of the
+    same 70 partitions, whose values partition directories escape and URIs quote, take the same three
+    merges, one table through JSON and the other call by call: a merge of every partition (the
+    catalog listed), of the 9 odd ones (one filter, the NULL one looked up) and of one (a lookup).
+    Both end with the same rows, each partition in the same directory of its merge, and the same
+    storage format in the catalog; the JSON table never copies a partition call by call."""
+    merges = [
+        "UPDATE {t} SET v = v + 1",
+        "UPDATE {t} SET v = v + 10 WHERE q IS NULL OR q NOT LIKE 'v%'",
+        "UPDATE {t} SET v = v + 100 WHERE q = 'k=v'",
+    ]
+    ends = {}
+    for way in ("json", "calls"):
+        t = f"{db}.odd_{way}"
+        _odd_partitions(spark, t)
+        with monkeypatch.context() as m:
+            if way == "json":
+                m.setattr(metastore, "_Copier", None)  # calling it would fail the merge
+            else:
+                m.setattr(metastore, "_json", lambda j, spark: None)
+            for statement in merges:
+                merge(spark, statement.format(t=t))
+        catalog, j = metastore._catalog(spark), metastore._Handles(spark)
+        listed = metastore._Json(j, spark).read(catalog.listPartitions(db, f"odd_{way}", j.option.empty()))
+        assert len(listed) == 70
+        ends[way] = (
+            rows(spark, t, "id"),
+            sorted(
+                (
+                    str(p["spec"]),
+                    p["storage"]["locationUri"].split("/_merge_", 1)[1].split("/", 1)[1],
+                    [p["storage"][k] for k in ("inputFormat", "outputFormat", "serde")],
+                )
+                for p in listed
+            ),
+        )
+    assert ends["json"] == ends["calls"]
+    assert {q: v for _, v, q in ends["json"][0] if q in ODD_VALUES} == {
+        q: 111 if q == "k=v" else 11 for q in ODD_VALUES
+    }
+    for q in ODD_VALUES:
+        spec = "q IS NULL" if q is None else "q = '" + q.replace("'", "''") + "'"
+        assert rows(spark, f"(SELECT count(*) FROM {db}.odd_json WHERE {spec})") == [(1,)]
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        "file:/tmp/w/t/_merge_1/q=v1",
+        "hdfs://nn.example:8020/w/t/q=1/d=2026-01-01",
+        "s3a://bucket/w/t/p=-1",
+        "file:/tmp/w/t/q=a b",
+        "file:/tmp/w/t/q=50%25",
+        "file:/tmp/w/t/q=é",
+        "file:/tmp/w/./t",
+        "file:/tmp/w//t",
+        "file:/tmp/w/t/",
+    ],
+)
+def test_a_location_turns_into_its_uri_and_back_as_the_catalog_turns_it(spark, location):
+    """_Json writes and reads a partition's location as its URI's text; where it does that in Python
+    (the two texts are the same), it must agree with the catalog's own conversions (CatalogUtils)."""
+    utils = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils
+    js = metastore._Json(metastore._Handles(spark), spark)
+    uri = str(utils.stringToURI(location).toString())
+    moved = js.with_location({"storage": {"locationUri": "file:/x"}}, location)
+    assert moved["storage"]["locationUri"] == uri
+    assert js.location(moved) == str(utils.URIToString(utils.stringToURI(location)))
