@@ -276,9 +276,12 @@
 {%- endmacro %}
 
 {#- The table's history entries, read with Spark (dbt has no file system), each checked as Python checks
-    it; an entry that cannot be used stops the operation (`spark-merge repair-history` moves it aside). -#}
+    it; an entry that cannot be used stops the operation (`spark-merge repair-history` moves it aside).
+    A table no commit has finished on (created by a model's first run, say) has none: Spark refuses to
+    read a folder that does not exist, so it is not read. -#}
 {% macro spark_merge__dbt_host_history(table) -%}
 {%- do spark_merge.spark_merge__dbt_trace('history') -%}
+{%- if not table.properties.get('spark_merge.last_merge_id') -%}{{ return([]) }}{%- endif -%}
 {%- set ctx = {} -%}
 {%- do spark_merge.spark_merge__context({}, table, 'history', ctx) -%}
 {%- set entries = [] -%}
