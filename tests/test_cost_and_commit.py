@@ -415,21 +415,30 @@ def test_the_commit_reads_and_moves_partitions_as_json_as_it_does_call_by_call(s
     merges, one table through JSON and the other call by call: a merge of every partition (the
     catalog listed), of the 9 odd ones (one filter, the NULL one looked up) and of one (a lookup).
     Both end with the same rows, each partition in the same directory of its merge, and the same
-    storage format in the catalog; the JSON table never copies a partition call by call."""
+    storage format in the catalog; the JSON table never copies a partition call by call. So do two
+    more tables whose JVM refuses the JSON, on reading the partitions or on writing their copies:
+    the commit falls back to the calls (a refusal under the lock must not leave the commit unfinished)."""
     merges = [
         "UPDATE {t} SET v = v + 1",
         "UPDATE {t} SET v = v + 10 WHERE q IS NULL OR q NOT LIKE 'v%'",
         "UPDATE {t} SET v = v + 100 WHERE q = 'k=v'",
     ]
-    ends = {}
-    for way in ("json", "calls"):
+    ends, refused = {}, []
+
+    def refuse(*args, **kwargs):
+        refused.append(way)
+        raise RuntimeError("this JVM's mapper cannot write a partition")
+
+    for way in ("json", "calls", "read", "copy"):
         t = f"{db}.odd_{way}"
         _odd_partitions(spark, t)
         with monkeypatch.context() as m:
             if way == "json":
                 m.setattr(metastore, "_Copier", None)  # calling it would fail the merge
-            else:
+            elif way == "calls":
                 m.setattr(metastore, "_json", lambda j, spark: None)
+            else:
+                m.setattr(metastore._Json, "read" if way == "read" else "partitions", refuse)
             for statement in merges:
                 merge(spark, statement.format(t=t))
         catalog, j = metastore._catalog(spark), metastore._Handles(spark)
@@ -446,7 +455,8 @@ def test_the_commit_reads_and_moves_partitions_as_json_as_it_does_call_by_call(s
                 for p in listed
             ),
         )
-    assert ends["json"] == ends["calls"]
+    assert ends["json"] == ends["calls"] == ends["read"] == ends["copy"]
+    assert "read" in refused and "copy" in refused
     assert {q: v for _, v, q in ends["json"][0] if q in ODD_VALUES} == {
         q: 111 if q == "k=v" else 11 for q in ODD_VALUES
     }

@@ -191,7 +191,9 @@ def _keyed(j: _Handles, js: _Json | None, listed: Any, spec_keys: list[str]) -> 
 
 def _location(j: _Handles, js: _Json | None, partition: Any) -> str:
     """A partition _existing found, as the catalog's location string."""
-    return js.location(partition) if js is not None else str(j.to_string(partition.location()))
+    if js is not None and isinstance(partition, dict):
+        return js.location(partition)
+    return str(j.to_string(partition.location()))
 
 
 # Listing every partition of a table costs the metastore about what looking up a tenth of them one
@@ -213,6 +215,26 @@ def _existing(
     partitions: list[dict],
     total: int | None = None,
     js: _Json | None = None,
+) -> dict[tuple, Any]:
+    """_find's partitions, as dicts through ``js`` and, should that fail (a JVM whose mapper cannot
+    write a partition), as the JVM's objects."""
+    if js is not None:
+        try:
+            return _find(spark, j, catalog, table, name, partitions, total, js)
+        except Exception as e:  # noqa: BLE001 - read call by call below; a catalog error recurs there
+            log.info("the partitions of %s are read call by call (as JSON: %s)", name, e)
+    return _find(spark, j, catalog, table, name, partitions, total, None)
+
+
+def _find(
+    spark: SparkSession,
+    j: _Handles,
+    catalog: Any,
+    table: dict,
+    name: str,
+    partitions: list[dict],
+    total: int | None,
+    js: _Json | None,
 ) -> dict[tuple, Any]:
     """The catalog's CatalogTablePartition of each of ``partitions`` of ``name`` (``table``, or its
     staging copy) that exists, by its values (a tuple in the partition columns' order): one listing
@@ -297,16 +319,16 @@ def repoint(spark: SparkSession, table: dict, repoints: list[dict], known: dict 
     else:
         js = _json(j, spark)
         existing = _existing(spark, j, catalog, table, name, [r["partition"] for r in repoints], js=js)
-    moving, added = [], []
-    for r in repoints:
-        found = existing.get(_values(r["partition"], columns))
-        if found is not None:
-            moving.append((found, r["location"]))
-        else:
-            added.append(r)
-    if js is not None:
-        moved = js.partitions([js.with_location(p, location) for p, location in moving])
-    else:
+    moving, added = _split(existing, repoints, columns)
+    moved = None
+    if js is not None and all(isinstance(p, dict) for p, _ in moving):
+        try:
+            moved = js.partitions([js.with_location(p, location) for p, location in moving])
+        except Exception as e:  # noqa: BLE001 - the same partitions, looked up and copied call by call
+            log.info("the partitions of %s are moved call by call (as JSON: %s)", name, e)
+            found = _existing(spark, j, catalog, table, name, [r["partition"] for r in repoints])
+            moving, added = _split(found, repoints, columns)
+    if moved is None:
         with_location, copies = _Copier(j, spark), j.array_list()
         for p, location in moving:
             copies.add(with_location(p, location))
@@ -319,6 +341,19 @@ def repoint(spark: SparkSession, table: dict, repoints: list[dict], known: dict 
     if added:
         spark.sql(macros.add_partitions_sql(table, added))
     return time.monotonic() - t0
+
+
+def _split(existing: dict[tuple, Any], repoints: list[dict], columns: list[str]) -> tuple[list, list[dict]]:
+    """The repoints of partitions that exist, each as (the catalog's partition, its new location),
+    and the repoints of partitions to add."""
+    moving, added = [], []
+    for r in repoints:
+        found = existing.get(_values(r["partition"], columns))
+        if found is not None:
+            moving.append((found, r["location"]))
+        else:
+            added.append(r)
+    return moving, added
 
 
 def _repoint_by_statements(spark: SparkSession, table: dict, repoints: list[dict]) -> float:
