@@ -436,7 +436,7 @@ def test_the_commit_reads_and_moves_partitions_as_json_as_it_does_call_by_call(s
             if way == "json":
                 m.setattr(metastore, "_Copier", None)  # calling it would fail the merge
             elif way == "calls":
-                m.setattr(metastore, "_json", lambda j, spark: None)
+                m.setattr(metastore, "_session_handles", lambda spark: (metastore._Handles(spark), None))
             else:
                 m.setattr(metastore._Json, "read" if way == "read" else "partitions", refuse)
             for statement in merges:

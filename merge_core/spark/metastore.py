@@ -18,6 +18,7 @@ import json
 import logging
 import re
 import time
+import weakref
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -53,9 +54,9 @@ def batch_available(spark: SparkSession) -> bool:
 
 
 class _Handles:
-    """The JVM classes the catalog calls below use, looked up once per call: every attribute step of
-    ``spark._jvm`` (``scala``, ``collection``, ...) is a py4j round trip of its own, which at 10,000
-    partitions cost more than the metastore itself."""
+    """The JVM classes the catalog calls below use, looked up once per session (_session_handles):
+    every attribute step of ``spark._jvm`` (``scala``, ``collection``, ...) is a py4j round trip of its
+    own, which at 10,000 partitions cost more than the metastore itself."""
 
     def __init__(self, spark: SparkSession):
         view = jvm(spark)
@@ -163,6 +164,20 @@ def _json(j: _Handles, spark: SparkSession) -> _Json | None:
     except Exception as e:  # noqa: BLE001 - the call-by-call path reads and moves the same partitions
         log.info("partitions are read call by call (no JSON mapper: %s)", e)
         return None
+
+
+_BY_SESSION: weakref.WeakKeyDictionary[SparkSession, tuple[_Handles, _Json | None]] = weakref.WeakKeyDictionary()
+
+
+def _session_handles(spark: SparkSession) -> tuple[_Handles, _Json | None]:
+    """The session's _Handles and _Json, looked up once per session, not per call: each costs about
+    10 ms of py4j round trips (every attribute step of the JVM's view is one), and a merge reads the
+    catalog twice."""
+    found = _BY_SESSION.get(spark)
+    if found is None:
+        j = _Handles(spark)
+        found = _BY_SESSION[spark] = (j, _json(j, spark))
+    return found
 
 
 def _values(partition: dict, columns: list[str]) -> tuple:
@@ -312,12 +327,11 @@ def repoint(spark: SparkSession, table: dict, repoints: list[dict], known: dict 
     if catalog is None:
         return _repoint_by_statements(spark, table, repoints)
     db, name, columns = table["database"], table["table_name"], table["partition_columns"]
-    j = _Handles(spark)
+    j, js = _session_handles(spark)
     keys = {_values(r["partition"], columns) for r in repoints}
     if known is not None and keys <= known["keys"]:
         existing, js = known["found"], known["json"]
     else:
-        js = _json(j, spark)
         existing = _existing(spark, j, catalog, table, name, [r["partition"] for r in repoints], js=js)
     moving, added = _split(existing, repoints, columns)
     moved = None
@@ -388,7 +402,7 @@ def locations(
     catalog = _catalog(spark)
     if catalog is None:
         return None
-    j = _Handles(spark)
+    j, js = _session_handles(spark)
     if not partition_columns:
         reads += 1
         return [({}, j.to_string(catalog.getTable(database, name).location()))], 1
@@ -396,7 +410,6 @@ def locations(
     if count:
         reads += 1
         total = catalog.listPartitionNames(database, name, j.option.empty()).size()
-    js = _json(j, spark)
     existing = _existing(spark, j, catalog, table, name, partitions, total, js)
     if read is not None:
         read.update(keys={_values(part, partition_columns) for part in partitions}, found=existing, json=js)
