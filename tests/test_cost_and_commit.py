@@ -10,7 +10,7 @@ import pytest
 
 from merge_core import merge
 from merge_core.common import macros
-from merge_core.spark import metastore
+from merge_core.spark import files, metastore
 from merge_core.spark.host import SparkHost
 
 from .conftest import location, rows, tree
@@ -488,3 +488,16 @@ def test_a_location_turns_into_its_uri_and_back_as_the_catalog_turns_it(spark, l
     moved = js.with_location({"storage": {"locationUri": "file:/x"}}, location)
     assert moved["storage"]["locationUri"] == uri
     assert js.location(moved) == str(utils.URIToString(utils.stringToURI(location)))
+
+
+@pytest.mark.parametrize(
+    "name", ["plain", "50%25", "a%20b%2Fc", "%C3%A9", "%7e%7E", "100%", "%%41", "%+1", "%-0", "%4g", "%\uff21\uff21"]
+)
+def test_a_partition_name_is_unescaped_as_spark_unescapes_it(spark, name):
+    """The staged write's partition directories are read back by name; Python's decoding
+    (files.unescape_path_name, which hands Spark the names it does not decode itself) must give what
+    Spark's ExternalCatalogUtils.unescapePathName gives for every name, the odd ones included."""
+    utils = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+    spark_says = str(utils.unescapePathName(name))
+    assert files.unescape_path_name(name, lambda text: str(utils.unescapePathName(text))) == spark_says
+    assert files.unescape_path_name(name, lambda text: "<spark>") in (spark_says, "<spark>")

@@ -265,10 +265,14 @@ class SparkHost(StatementHost):
         utils = metastore.jvm(self.spark).org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
         null, pcols = utils.DEFAULT_PARTITION_NAME(), [c.lower() for c in table["partition_columns"]]
         base, rows = location.rstrip("/"), []
+
+        def unescape(name: str) -> str:
+            return files.unescape_path_name(name, lambda text: str(utils.unescapePathName(text)))
+
         depth = len(table["partition_columns"])
         for d, (n, size, count) in files.data_files(location, table["provider"], self.seen, depth).items():
             levels = [level.partition("=") for level in d[len(base) :].strip("/").split("/") if level]
-            values = {utils.unescapePathName(k).lower(): utils.unescapePathName(v) for k, _, v in levels}
+            values = {unescape(k).lower(): unescape(v) for k, _, v in levels}
             if sorted(values) != sorted(pcols) or len(levels) != len(pcols):
                 raise MergeError(
                     f"the staged files in {d} are not in a partition directory of {table['name']}; nothing was written"

@@ -130,3 +130,34 @@ def test_one_spelling_per_directory():
     assert (
         files.location_of_uri("file:/w/t/p=a%20b/x.parquet") == "file:/w/t/p=a b/x.parquet"
     )  # a URI is percent-encoded
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("2026-01-01", "2026-01-01"),
+        ("50%25", "50%"),
+        ("a%20b", "a b"),
+        ("a%2Fb%3Ac", "a/b:c"),
+        ("%C3%A9", "\u00c3\u00a9"),  # one char per escape, as Spark decodes it (Spark writes é unescaped)
+        ("100%", None),
+        ("%%41", None),
+        ("%+1", None),
+        ("%4g", None),
+    ],
+)
+def test_a_partition_name_is_unescaped_in_python_where_it_agrees_with_spark(name, expected):
+    """files.unescape_path_name decodes `%XX` escapes itself only when every `%` starts two ASCII hex
+    digits; any other `%` goes to Spark's own unescapePathName (here a stand-in that records the call).
+    tests/test_cost_and_commit.py compares the Python decoding with Spark's on the same names."""
+    asked = []
+
+    def spark_unescape(text: str) -> str:
+        asked.append(text)
+        return "<spark>"
+
+    got = files.unescape_path_name(name, spark_unescape)
+    if expected is None:
+        assert (got, asked) == ("<spark>", [name])
+    else:
+        assert (got, asked) == (expected, [])
