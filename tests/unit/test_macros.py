@@ -110,7 +110,28 @@ def test_rendering_is_deterministic(table):
     ctx = macros.fill("context", spec, table, "m1")
     first = macros.render("changes_sql", spec, table, resolved, ctx)
     assert first == macros.render("changes_sql", spec, table, resolved, ctx)
-    assert "RIGHT JOIN" in first and "CAST((s.v) AS string)" in first
+    assert "INNER JOIN" in first and "CAST((s.v) AS string)" in first
+
+
+@pytest.mark.parametrize(
+    "clauses, join, semi",
+    [
+        ("WHEN MATCHED THEN UPDATE SET v = s.v", "INNER JOIN", False),
+        ("WHEN MATCHED AND s.v IS NULL THEN DELETE", "INNER JOIN", False),
+        ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", "RIGHT JOIN", True),
+    ],
+)
+def test_the_plan_joins_the_source_inner_unless_a_clause_inserts(table, clauses, join, semi):
+    """A source row no target row matches changes nothing unless a NOT MATCHED clause inserts it: then
+    the plan's join keeps it (RIGHT, the target first semi-joined with the broadcast source, so only
+    matched target rows are shuffled); without one the join is INNER and broadcasts the small source
+    itself, one broadcast instead of two."""
+    spec = parse(f"MERGE INTO db.acc t USING src s ON t.id = s.id {clauses}").to_dict()
+    resolved = macros.fill("resolve", spec, table)
+    ctx = {**macros.fill("context", spec, table, "m1"), "source_rows": 10}
+    sql = macros.render("changes_sql", spec, table, resolved, ctx)
+    assert join in sql and ("LEFT SEMI JOIN" in sql) == semi
+    assert "BROADCAST(`s`)" in sql
 
 
 def test_a_struct_field_assignment_rebuilds_the_struct_from_its_old_fields():

@@ -18,7 +18,7 @@ SELECT
   CAST(NULL AS string) AS __sm_x1,
   CAST(NULL AS date) AS __sm_x2
 FROM (SELECT *, _metadata.file_path AS __sm_file, _metadata.row_index AS __sm_row FROM `db`.`acc`) AS `t`
-RIGHT JOIN `__sm_source_20261129000000_golden` AS `s`
+INNER JOIN `__sm_source_20261129000000_golden` AS `s`
   ON ((t.id = s.id))
 ) AS __sm_j0
 

@@ -18,7 +18,7 @@ SELECT
   CASE WHEN `t`.__sm_file IS NOT NULL THEN CAST((s.v) AS string) END AS __sm_x1,
   CASE WHEN `t`.__sm_file IS NOT NULL THEN `t`.`dt` END AS __sm_x2
 FROM (SELECT *, _metadata.file_path AS __sm_file, _metadata.row_index AS __sm_row FROM `db`.`acc`) AS `t`
-RIGHT JOIN `__sm_source_20261129000000_golden` AS `s`
+INNER JOIN `__sm_source_20261129000000_golden` AS `s`
   ON ((t.id IS NOT DISTINCT FROM s.id))
 ) AS __sm_j0
 
