@@ -303,6 +303,38 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     assert c["file statistics"] == 2, c
 
 
+def test_a_merge_without_inserts_broadcasts_its_source_once(spark, fifty, monkeypatch):
+    """Without a WHEN NOT MATCHED clause the plan's join is INNER: it broadcasts the small source itself,
+    with no semi-join before it broadcasting the same source again. Counted (bench/tally.py): the
+    broadcasts in the summary's physical plan, and Spark jobs (bounded at today's count); the rows are
+    the merge's."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from tally import count
+
+    plans: list[str] = []
+    rows_of = SparkHost.rows
+
+    def summary_rows(self, statement, kind="rows"):
+        if kind == "summary":
+            plans.append(self.spark.sql(str(statement).strip())._jdf.queryExecution().executedPlan().toString())
+        return rows_of(self, statement, kind)
+
+    monkeypatch.setattr(SparkHost, "rows", summary_rows)
+    sql = (
+        f"MERGE INTO {fifty} t USING (SELECT id, id % 3 = 0 AS gone FROM range(90, 120)) s ON t.id = s.id "
+        "WHEN MATCHED AND s.gone THEN DELETE WHEN MATCHED THEN UPDATE SET name = 'x'"
+    )
+    c = count(spark, lambda: merge(spark, sql))
+    m = c["result"].metrics
+    assert (m["numTargetRowsDeleted"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == (10, 20, 0)
+    assert rows(spark, f"(SELECT count(*) FROM {fifty} WHERE id BETWEEN 90 AND 119 AND name = 'x')") == [(20,)]
+    [plan] = plans
+    assert plan.count("BroadcastExchange") == 1 and "LeftSemi" not in plan, plan
+    assert c["jobs"] <= 10, c
+
+
 def test_a_merge_rewriting_many_partitions_lists_them_in_one_catalog_call(spark, db):
     """From 64 partitions and a tenth of the table, the commit finds the partitions it moves in one
     listing of the table, not a call each: Hive client calls stay flat as the partitions grow. Two
