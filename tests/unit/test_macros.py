@@ -114,24 +114,26 @@ def test_rendering_is_deterministic(table):
 
 
 @pytest.mark.parametrize(
-    "clauses, join, semi",
+    "clauses, source_rows, join, semi",
     [
-        ("WHEN MATCHED THEN UPDATE SET v = s.v", "INNER JOIN", False),
-        ("WHEN MATCHED AND s.v IS NULL THEN DELETE", "INNER JOIN", False),
-        ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", "RIGHT JOIN", True),
+        ("WHEN MATCHED THEN UPDATE SET v = s.v", 10, "INNER JOIN", False),
+        ("WHEN MATCHED AND s.v IS NULL THEN DELETE", 100_000, "INNER JOIN", False),
+        ("WHEN MATCHED THEN UPDATE SET v = s.v", 100_001, "INNER JOIN", True),
+        ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", 10, "RIGHT JOIN", True),
     ],
 )
-def test_the_plan_joins_the_source_inner_unless_a_clause_inserts(table, clauses, join, semi):
+def test_the_plan_joins_the_source_inner_unless_a_clause_inserts(table, clauses, source_rows, join, semi):
     """A source row no target row matches changes nothing unless a NOT MATCHED clause inserts it: then
-    the plan's join keeps it (RIGHT, the target first semi-joined with the broadcast source, so only
-    matched target rows are shuffled); without one the join is INNER and broadcasts the small source
-    itself, one broadcast instead of two."""
+    the plan's join keeps it (RIGHT, the target first semi-joined with the broadcast source's ON
+    columns, so only matched target rows are shuffled). Without one the join is INNER, and a source of
+    at most 100,000 rows is broadcast to it at full width, one broadcast instead of two; a larger
+    source keeps the semi-join, whose broadcast holds its ON columns only."""
     spec = parse(f"MERGE INTO db.acc t USING src s ON t.id = s.id {clauses}").to_dict()
     resolved = macros.fill("resolve", spec, table)
-    ctx = {**macros.fill("context", spec, table, "m1"), "source_rows": 10}
+    ctx = {**macros.fill("context", spec, table, "m1"), "source_rows": source_rows}
     sql = macros.render("changes_sql", spec, table, resolved, ctx)
     assert join in sql and ("LEFT SEMI JOIN" in sql) == semi
-    assert "BROADCAST(`s`)" in sql
+    assert sql.count("BROADCAST(`s`)") == 1
 
 
 def test_a_struct_field_assignment_rebuilds_the_struct_from_its_old_fields():

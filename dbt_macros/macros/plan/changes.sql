@@ -208,8 +208,8 @@ SELECT {{ plain | join(', ') }}
   {{ spark_merge.spark_merge__checked_value(spec, table, c, loop.index0, writers) }} AS __sm_c{{ loop.index0 }}
 {%- endfor %}
 FROM (
-SELECT{% if has_source and ((fused and ctx.get('broadcast_source')) or (not fused and not full and not inserts
-    and spark_merge.spark_merge__semi_joins_source(ctx) | trim == 'True')) %} /*+ BROADCAST({{ s }}) */
+SELECT{% if has_source and ((fused and ctx.get('broadcast_source')) or (not fused and not full
+    and spark_merge.spark_merge__inner_broadcasts_source(ctx, inserts) | trim == 'True')) %} /*+ BROADCAST({{ s }}) */
 {%- elif not fused and not full and has_source and ctx.get('broadcast_target') %} /*+ BROADCAST({{ t }}) */{% endif %}
   {{ spark_merge.spark_merge__literal(ctx.merge_id) }} AS __sm_merge,
   {{ t }}.__sm_file AS __sm_file,
@@ -237,8 +237,8 @@ SELECT{% if has_source and ((fused and ctx.get('broadcast_source')) or (not fuse
 {#- The changes query's FROM: the target (narrowed by `changes_filter`; in the fused write, every row of
     the partitions it writes, `write_partitions`) joined with the source (`full`: FULL, else LEFT when
     fused, else RIGHT when a clause inserts: INNER without one, as a source row no target row matches
-    then changes nothing, and an inner join broadcasts a small source itself), or the target alone for
-    an UPDATE or DELETE. -#}
+    then changes nothing, and an inner join broadcasts a small source itself: inner_broadcasts_source),
+    or the target alone for an UPDATE or DELETE. -#}
 {% macro spark_merge__changes_from(spec, table, ctx, write_partitions, full, inserts, changes_filter) -%}
 {%- set t = spark_merge.spark_merge__quote(spec.target_alias) -%}
 {%- set s = spark_merge.spark_merge__quote(spec.source_alias) -%}
@@ -247,7 +247,8 @@ SELECT{% if has_source and ((fused and ctx.get('broadcast_source')) or (not fuse
 {%- set join = 'FULL' if full else ('LEFT' if fused else ('RIGHT' if inserts else 'INNER')) -%}
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
-    ctx.get('rewrite_files'), ctx.get('fold')) }}{% elif not full and inserts and spark_merge.spark_merge__semi_joins_source(ctx) | trim == 'True'
+    ctx.get('rewrite_files'), ctx.get('fold')) }}{% elif not full and spark_merge.spark_merge__inner_broadcasts_source(ctx, inserts) | trim != 'True'
+    and spark_merge.spark_merge__semi_joins_source(ctx) | trim == 'True'
     %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
     }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
 {{ join }} JOIN {{ ctx.source }} AS {{ s }}
@@ -323,8 +324,8 @@ WHERE ({{ spec.on }})
 {% if checks %}CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE {{ value }} END{% else %}{{ value }}{% endif %}
 {%- endmacro %}
 
-{#- Whether the summary's join reads the target through matched_target_rows (an inner join, without an
-    insert clause: whether it broadcasts the source): a source of at most
+{#- Whether the summary's join reads the target through matched_target_rows (unless its inner join
+    broadcasts the source itself, inner_broadcasts_source): a source of at most
     source_broadcast_rows(), or of at most broadcast_rows() when the match filter does not list the
     source's values of a partition column (ctx.partitions_listed, from match_filter: an ON equality
     on a partition column). Where it lists them, the join reads only the partitions the source's rows
@@ -338,6 +339,16 @@ WHERE ({{ spec.on }})
 {%- set rows = ctx.get('source_rows') -%}
 {{- not ctx.get('broadcast_target') and rows is not none and rows | int <= (spark_merge.spark_merge__source_broadcast_rows() if ctx.get('partitions_listed')
     else spark_merge.spark_merge__broadcast_rows()) | int -}}
+{%- endmacro %}
+
+{#- Whether the changes' INNER join (no clause inserts: `inserts` false) broadcasts the source at full width,
+    instead of a semi-join with its ON columns narrowing the target first: a source of at most
+    source_broadcast_rows(), the fused write's own limit for a full-width broadcast, and never when the
+    join broadcasts the target. A larger source keeps the semi-join (its broadcast holds the ON columns
+    only), and the inner join is left to Spark. -#}
+{% macro spark_merge__inner_broadcasts_source(ctx, inserts) -%}
+{%- set rows = ctx.get('source_rows') -%}
+{{- not inserts and not ctx.get('broadcast_target') and rows is not none and rows | int <= spark_merge.spark_merge__source_broadcast_rows() | int -}}
 {%- endmacro %}
 
 {#- The target rows (with row ids) that ON matches with some source row: a RIGHT join keeps no other

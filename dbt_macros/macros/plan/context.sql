@@ -7,8 +7,8 @@
 {% macro spark_merge__broadcast_rows() -%}1000000{%- endmacro %}
 
 {#- The most source rows a merge broadcasts to the target's rows: the fused write's split (the source at
-    full width) and the summary's semi-join or, without an insert clause, its inner join. A larger
-    source is joined by a shuffle. -#}
+    full width), the summary's semi-join (its ON columns) and, without an insert clause, the summary's
+    inner join (at full width). A larger source is joined by a shuffle. -#}
 {% macro spark_merge__source_broadcast_rows() -%}100000{%- endmacro %}
 
 {#- The most target rows the summary's join broadcasts: a target that small (counted by the host
