@@ -247,8 +247,7 @@ SELECT{% if has_source and ((fused and ctx.get('broadcast_source')) or (not fuse
 {%- set join = 'FULL' if full else ('LEFT' if fused else ('RIGHT' if inserts else 'INNER')) -%}
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
-    ctx.get('rewrite_files'), ctx.get('fold')) }}{% elif not full and spark_merge.spark_merge__inner_broadcasts_source(ctx, inserts) | trim != 'True'
-    and spark_merge.spark_merge__semi_joins_source(ctx) | trim == 'True'
+    ctx.get('rewrite_files'), ctx.get('fold')) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(ctx, inserts) | trim == 'True'
     %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
     }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
 {{ join }} JOIN {{ ctx.source }} AS {{ s }}
@@ -324,8 +323,8 @@ WHERE ({{ spec.on }})
 {% if checks %}CASE{% for check in checks %} WHEN {{ check }}{% endfor %} ELSE {{ value }} END{% else %}{{ value }}{% endif %}
 {%- endmacro %}
 
-{#- Whether the summary's join reads the target through matched_target_rows (unless its inner join
-    broadcasts the source itself, inner_broadcasts_source): a source of at most
+{#- Whether the summary's join reads the target through matched_target_rows: never when its inner join
+    broadcasts the source itself (inner_broadcasts_source, no clause inserting), else a source of at most
     source_broadcast_rows(), or of at most broadcast_rows() when the match filter does not list the
     source's values of a partition column (ctx.partitions_listed, from match_filter: an ON equality
     on a partition column). Where it lists them, the join reads only the partitions the source's rows
@@ -335,9 +334,10 @@ WHERE ({{ spec.on }})
     over 100,000 source rows into 4M: 5.46 s against 6.97 s without it). Never when the join
     broadcasts the target (ctx.broadcast_target: at most target_broadcast_rows() rows): nothing is
     shuffled then, and the semi-join would only add a broadcast. -#}
-{% macro spark_merge__semi_joins_source(ctx) -%}
+{% macro spark_merge__semi_joins_source(ctx, inserts) -%}
 {%- set rows = ctx.get('source_rows') -%}
-{{- not ctx.get('broadcast_target') and rows is not none and rows | int <= (spark_merge.spark_merge__source_broadcast_rows() if ctx.get('partitions_listed')
+{{- spark_merge.spark_merge__inner_broadcasts_source(ctx, inserts) | trim != 'True' and not ctx.get('broadcast_target') and rows is not none
+    and rows | int <= (spark_merge.spark_merge__source_broadcast_rows() if ctx.get('partitions_listed')
     else spark_merge.spark_merge__broadcast_rows()) | int -}}
 {%- endmacro %}
 
