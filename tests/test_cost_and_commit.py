@@ -16,6 +16,16 @@ from merge_core.spark.host import SparkHost
 from .conftest import location, rows, tree
 
 
+def count(spark, fn) -> dict:
+    """fn()'s Spark jobs and statements, counted as bench/counts.py counts them (bench/tally.py)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from tally import count as tally
+
+    return tally(spark, fn)
+
+
 def files_by_partition(spark, table):
     return {
         r[0]: sorted(r[1])
@@ -270,11 +280,6 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     fuses the duplicate check, the counts and the touched partitions into one aggregation, and the
     write checks its rows against the plan instead of a separate stale-file join. Bounds at today's counts, so a step
     that adds Spark work fails here and has to say why."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    from tally import count
-
     sql = (
         f"MERGE INTO {fifty} t USING (SELECT id, id % 7 = 0 AS gone, CAST(id % 50 AS INT) AS dt FROM range(90, 110) "
         f"UNION ALL SELECT id, false, 49 FROM range(5000, 5010)) s ON t.id = s.id "
@@ -308,11 +313,6 @@ def test_a_merge_without_inserts_broadcasts_its_source_once(spark, fifty, monkey
     with no semi-join before it broadcasting the same source again. Counted (bench/tally.py): the
     broadcasts in the summary's physical plan, and Spark jobs (bounded at today's count); the rows are
     the merge's."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    from tally import count
-
     plans: list[str] = []
     rows_of = SparkHost.rows
 
