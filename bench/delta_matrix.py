@@ -6,6 +6,7 @@ merge-on-read, in one Spark session.
     make bench-matrix MATRIX_ARGS="--rows 500000 --repeat 1 --cases upsert"   # a quick look
     make bench-matrix MATRIX_ARGS="--peers delta,iceberg-mor"                 # some peers only
     make bench-matrix MATRIX_ARGS="--big --write-docs"   # three upsert cells at 100M rows (hours on 2 cores)
+    make bench-matrix MATRIX_ARGS="--big --shapes flat --repeat 1 --write-docs"   # the unpartitioned target only
 
 The target is a generated table shaped like TPC-DS `web_returns` (keyed by order number and item),
 twice: unpartitioned, and partitioned by month (24 partitions). Each source is made as Delta's
@@ -18,7 +19,9 @@ the same files; Iceberg: one Iceberg table made from the same files, set back to
 runs the same statement, and the tables must hold the same rows afterwards. Per
 engine and case: the median seconds, the Spark jobs, and the bytes its stages read and wrote (the
 first run's). `--write-docs` puts each target's table into docs/performance.md between its markers
-(`--shapes monthly --write-docs` replaces the monthly table only).
+(`--shapes monthly --write-docs` replaces the monthly table only; with `--big`, the 100M tables').
+Each spark-merge copy is removed after its run (at 100M rows a rewrite writes gigabytes); `--big` runs
+no warm-up run (a merge there takes minutes, the warm-up seconds).
 """
 
 from __future__ import annotations
@@ -91,10 +94,11 @@ def generate(spark, rows: int, files: int, where: Path, shapes: list[str], cases
     """The target's files (unpartitioned, `files` of them; by month, about two files a month), and the
     source of each of `cases`; what the sources hold, by shape."""
     spark.sql(f"SELECT {COLUMNS} FROM range({rows})").repartition(files).write.parquet(str(where / "flat"))
-    by_month = spark.read.parquet(str(where / "flat")).repartition(
-        48, "wr_month", (F.floor(F.col("wr_order_number") / 1000) % 2)
-    )
-    by_month.write.partitionBy("wr_month").parquet(str(where / "monthly"))
+    if "monthly" in shapes:
+        by_month = spark.read.parquet(str(where / "flat")).repartition(
+            48, "wr_month", (F.floor(F.col("wr_order_number") / 1000) % 2)
+        )
+        by_month.write.partitionBy("wr_month").parquet(str(where / "monthly"))
     sizes: dict[str, list[int]] = {shape: [] for shape in shapes}
     for _, files_f, matched_f, not_matched_f in {c[1:]: c for c in cases}.values():
         name = source_name(files_f, matched_f, not_matched_f)
@@ -130,8 +134,9 @@ def source_name(files_f: float, matched_f: float, not_matched_f: float) -> str:
     return re.sub(r"[.]", "_", f"src_{files_f}_{matched_f}_{not_matched_f}")
 
 
-def spark_merge_target(spark, where: Path, shape: str) -> str:
-    """A parquet table over hard links of the target's files: a fresh copy in milliseconds."""
+def spark_merge_target(spark, where: Path, shape: str) -> tuple[str, Path]:
+    """A parquet table over hard links of the target's files: a fresh copy in milliseconds; its name and
+    directory."""
     copy = where / f"sm_{time.monotonic_ns()}"
     for f in (where / shape).rglob("*.parquet"):
         dest = copy / f.relative_to(where / shape)
@@ -143,7 +148,7 @@ def spark_merge_target(spark, where: Path, shape: str) -> str:
     spark.sql(f"CREATE TABLE bench.sm ({schema}) USING parquet {part} LOCATION '{copy}'")
     if part:
         spark.sql("MSCK REPAIR TABLE bench.sm")
-    return "bench.sm"
+    return "bench.sm", copy
 
 
 def delta_base(spark, where: Path, shape: str) -> None:
@@ -217,7 +222,7 @@ def run_case(spark, where: Path, shape: str, case: tuple, repeat: int, peers: li
         times, first = [], None
         for _ in range(repeat):
             if engine == "spark-merge":
-                table = spark_merge_target(spark, where, shape)
+                table, copy = spark_merge_target(spark, where, shape)
                 run = lambda: merge(spark, STATEMENTS[kind].format(t=table, s=source))  # noqa: E731
             else:
                 if engine.startswith("iceberg"):
@@ -229,6 +234,8 @@ def run_case(spark, where: Path, shape: str, case: tuple, repeat: int, peers: li
             times.append(result[0])
             first = first or result
             sums.add(checksum(spark, table))
+            if engine == "spark-merge":  # its copy, old files and new: at 100M rows a rewrite is gigabytes
+                shutil.rmtree(copy)
         out[engine] = (statistics.median(times), *first[1:])
     out["same"] = len(sums) == 1
     return out
@@ -307,14 +314,15 @@ def main() -> None:
         for shape in shapes:
             delta_base(spark, data, shape)
             snapshots[shape] = iceberg_base(spark, data, shape, peers)
-        run_case(spark, data, shapes[0], cases[0], 1, peers, snapshots)  # warm up every engine (JIT) first
+        if not args.big:  # warm up every engine (JIT) first; at 100M rows a merge takes minutes, a warm-up seconds
+            run_case(spark, data, shapes[0], cases[0], 1, peers, snapshots)
         for shape in shapes:
             n_files = len(list((data / shape).rglob("*.parquet")))
             target = "unpartitioned" if shape == "flat" else "partitioned by month (24 partitions)"
             tables[shape] = [
                 f"Spark {pyspark.__version__}; the target {target}, {args.rows:,} rows in {n_files} files; "
                 f"{sources[shape]}; Delta Lake's MergeTestCases; medians of {args.repeat}, seconds, side by side "
-                f"in one run; jobs and MB read/written from the first run.",
+                f"in one run{'' if not args.big else ', no warm-up run'}; jobs and MB read/written from the first run.",
                 "",
                 header(peers),
             ]
@@ -327,13 +335,8 @@ def main() -> None:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
     if args.write_docs:
-        if args.big:  # one section: both shapes' tables
-            report = Report("delta-matrix-big")
-            report.lines = [line for shape in shapes for line in ["", *tables[shape]]]
-            report.write()
-            return
         for shape, lines in tables.items():
-            report = Report(f"delta-matrix-{shape}")
+            report = Report(f"delta-matrix-{'big-' if args.big else ''}{shape}")
             report.lines = lines
             report.write()
 
