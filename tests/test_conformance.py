@@ -116,6 +116,8 @@ def _normalize(trace: list, names: dict[str, str]) -> list[tuple[str, str]]:
         for real, placeholder in names.items():
             text = text.replace(real, placeholder)
         text = re.sub(r"\d{14}_[0-9a-f]{8}", "<id>", text)
+        # data files each host's own writes named (the files holding a matched row, which the write reads)
+        text = re.sub(r"part-\d{5}-[0-9a-f-]{36}[.\w-]*\.parquet", "<file>", text)
         # the identity's signature binds each table's id to its own creation time
         text = re.sub(r"('spark_merge\.identity' = ')[0-9a-f]{32}'", r"\1<signature>'", text)
         text = re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00", "<ts>", text)

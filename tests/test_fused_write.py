@@ -3,7 +3,8 @@ cached change set (spark_merge__fused_rewrite_select). Each test is an input tha
 of the rules it relies on, and checks which write ran (the statement trace) and the rows.
 
 - A source row matched by a target row that no clause changes, outside the touched partitions, is
-  matched, not inserted: the write's join also reads the rows ON can match elsewhere.
+  matched, not inserted: the write's join also reads the rows ON can match elsewhere (of the files the
+  summary found holding a matched row, in a merge that inserts).
 - A target row outside `partition_filter` is absent for the merge (never matched, no WHEN NOT
   MATCHED BY SOURCE clause applies to it) but copied where its partition is rewritten.
 - A target row joined with several source rows that do not all delete it (the trino and postgres
@@ -318,6 +319,42 @@ def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, tr
         ("a", 1, 0, 0, 1),
         ("n", 100001 - 29, 30, 100001, 100001 - 29),
         ("u", 29, 1, 29, 29),
+    ]
+
+
+@pytest.mark.parametrize("new_rows", [2, 100_001])
+def test_an_upsert_of_new_keys_beside_old_reads_the_matched_files_not_the_key_range(spark, db, traced, new_rows):
+    """Four files of ids 0-9, 10-19, 20-29, 30-39. The source updates id 5, matches id 15 under a clause
+    whose condition is false (no change), and inserts new keys below and above every id: its key range
+    spans the table. The write must still see id 15 (or insert it a second time), and reads its file,
+    named by the summary as holding a matched row, besides the file it rewrites; not the other two,
+    which the key range would read (at 100M rows, the whole table shuffled). Both ways the write
+    tells inserted rows apart: one FULL join (a large source), and the anti-join of a broadcast one."""
+    t = f"{db}.four_files"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING) USING parquet")
+    for lo in (0, 10, 20, 30):
+        spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'a' FROM range({lo}, {lo + 10}, 1, 1)")
+    files = {
+        r.lo: r.f for r in spark.sql(f"SELECT min(id) AS lo, _metadata.file_path AS f FROM {t} GROUP BY 2").collect()
+    }
+    assert sorted(files) == [0, 10, 20, 30]
+    news = f"SELECT CAST(id AS INT) AS id, 'n' AS v FROM range(1000, {1000 + new_rows - 1})"
+    r = merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT * FROM VALUES (5, 'u'), (15, 'same'), (-1, 'n') AS s(id, v) UNION ALL {news}) s "
+        "ON t.id = s.id WHEN MATCHED AND s.v <> 'same' THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+    )
+    [stage] = stage_statements(traced)
+    assert wrote_fused(traced) and split(stage) == (new_rows == 2)
+    assert files[10] in stage and files[20] not in stage and files[30] not in stage, stage
+    assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (1, new_rows)
+    got = spark.sql(
+        f"SELECT v, count(*), count(DISTINCT id), min(id), max(id) FROM {t} GROUP BY v ORDER BY v"
+    ).collect()
+    assert [tuple(x) for x in got] == [
+        ("a", 39, 39, 0, 39),
+        ("n", new_rows, new_rows, -1, 1000 + new_rows - 2),
+        ("u", 1, 1, 5, 5),
     ]
 
 

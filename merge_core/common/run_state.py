@@ -101,6 +101,8 @@ class PlanContext(TypedDict, total=False):
     changes: str  # the changes query, inlined where it is read once
     changes_made: bool
     rewrite_files: list[str]  # file-granular rewrite: the files holding a changed row
+    name_matched_files: bool  # the summary names the files holding a matched row (a fused write that inserts)
+    matched_files: list[str]  # those files: the fused write's rows that tell inserted source rows from matched ones
     fold: dict[str, Any]  # the table's auto compaction: the small files rewritten too (rewrite.sql: fold_plan)
     rebalance: bool
     inserts: bool

@@ -136,6 +136,66 @@ def test_the_plan_joins_the_source_inner_unless_a_clause_inserts(table, clauses,
     assert sql.count("BROADCAST(`s`)") == 1
 
 
+@pytest.mark.parametrize("matched_files", [None, [], ["file:/w/acc/dt=2024-01-01/a.parquet"]])
+def test_the_fused_write_of_an_upsert_reads_the_files_holding_a_matched_row_not_the_key_range(table, matched_files):
+    """An upsert's fused write must tell an inserted source row from one a target row matches without
+    changing it, so besides the files it rewrites it reads rows ON can match. A source of new keys
+    beside old ones spans the whole table in its key range: the summary names the files holding a
+    matched row instead (ctx.matched_files), and the write reads only those (none: the files it
+    rewrites alone). Where the summary did not name them, the key range as before."""
+    spec = parse(
+        "MERGE INTO db.acc t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    ).to_dict()
+    resolved = macros.fill("resolve", spec, table)
+    ctx = {
+        **macros.fill("context", spec, table, "m1"),
+        "source_rows": 500_000,
+        "match_filter": "`t`.`id` BETWEEN 1 AND 9",
+    }
+    ctx.update({"rewrite_files": ["file:/w/acc/dt=2024-01-01/b.parquet"], "inserts": True})
+    if matched_files is not None:
+        ctx["matched_files"] = matched_files
+    assert "AS matched_files" in macros.render(
+        "change_summary_sql", spec, table, resolved, {**ctx, "name_matched_files": True}
+    )
+    partitions = [{"dt": "2024-01-01"}]
+    scan = macros.render("fused_rewrite_select", spec, table, resolved, ctx, partitions).split(" FULL JOIN ")[0]
+    where = scan.split(" WHERE ", 1)[1]
+    rewritten = "_metadata.file_path IN ('file:/w/acc/dt=2024-01-01/b.parquet')"
+    assert rewritten in where
+    if matched_files is None:
+        assert where.count("_metadata.file_path") == 1 and "OR ((`t`.`id` BETWEEN 1 AND 9))" in where
+    elif matched_files:
+        assert "AND (_metadata.file_path IN ('file:/w/acc/dt=2024-01-01/a.parquet'))" in where
+    else:
+        assert "AND (false)" in where
+    # a source the write broadcasts: its unmatched rows anti-joined with the same files' rows, or all of them
+    small = {**ctx, "source_rows": 1_000, "broadcast_source": True}
+    write = macros.render("fused_rewrite_select", spec, table, resolved, small, partitions)
+    insert_part = write.split("UNION ALL", 1)[1]
+    assert ("LEFT ANTI JOIN" in insert_part) == (matched_files != [])
+    if matched_files:
+        assert "_metadata.file_path IN ('file:/w/acc/dt=2024-01-01/a.parquet')" in insert_part
+
+
+def test_the_summary_names_the_files_holding_a_matched_row_when_asked():
+    rows = [
+        {
+            "op": 3,
+            "bys": 0,
+            "__sm_old": "[]",
+            "__sm_new": "[]",
+            "n": 2,
+            "files": '["f1"]',
+            "matched_files": '["f1", "f2"]',
+        },
+        {"op": -1, "bys": 0, "__sm_old": "[]", "__sm_new": "[]", "n": 1, "files": "[]", "matched_files": '["f3"]'},
+    ]
+    table = macros.fill("table_info", dict(DESC, partition_columns=[]), TYPES)
+    out = macros.fill("summarize_changes", table, rows)
+    assert out["files"] == ["f1"] and out["matched_files"] == ["f1", "f2", "f3"]
+
+
 def test_a_struct_field_assignment_rebuilds_the_struct_from_its_old_fields():
     """SET s.c2.m = ... (a dict spec's, or dbt merge_clauses' set, key): every field from its old value
     but the assigned one, as Spark's AssignmentUtils; an unknown field names the ones there are."""

@@ -149,10 +149,14 @@
 {%- endif -%}
 {%- do host.step(spark_merge.spark_merge__step_label('summary') ~ ': in one aggregation the duplicate check (' ~ spec.duplicate_rule ~
     ' rule), the counts and the partitions the changes touch') -%}
+{#- a fused write of a merge that inserts must tell an inserted source row from one a target row matches
+    without changing it: it reads the files holding a matched row, which the summary names -#}
+{%- do ctx.update({'name_matched_files': fuse.ok and resolved.clauses | rejectattr('matched') | rejectattr('by_source') | list | length > 0}) -%}
 {%- set summary = {} -%}
 {%- set summary_rows = host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx), 'summary') -%}
 {%- do spark_merge.spark_merge__summarize_changes(table, summary_rows, summary) -%}
 {%- do s.update({'fused': fuse.ok and summary.multi == 0}) -%}
+{%- if s.fused and ctx.name_matched_files -%}{%- do ctx.update({'matched_files': summary.matched_files}) -%}{%- endif -%}
 {%- if s.get('matched_from_summary') -%}
   {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, summary.matched) | trim}) -%}
   {%- do host.step('plan: ' ~ summary.matched | length ~ ' partition(s) hold matched rows') -%}

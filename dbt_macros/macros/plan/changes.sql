@@ -247,7 +247,7 @@ SELECT{% if has_source and ((fused and ctx.get('broadcast_source')) or (not fuse
 {%- set join = 'FULL' if full else ('LEFT' if fused else ('RIGHT' if inserts else 'INNER')) -%}
 {% if has_source -%}
 FROM {% if fused %}{{ spark_merge.spark_merge__fused_target_scan(table, changes_filter, write_partitions, t, inserts,
-    ctx.get('rewrite_files'), ctx.get('fold')) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(ctx, inserts) | trim == 'True'
+    ctx.get('rewrite_files'), ctx.get('fold'), ctx) }}{% elif not full and spark_merge.spark_merge__semi_joins_source(ctx, inserts) | trim == 'True'
     %}{{ spark_merge.spark_merge__matched_target_rows(spec, table, ctx, changes_filter)
     }}{% else %}{{ spark_merge.spark_merge__target_scan(table, changes_filter, t if full else none) }}{% endif %} AS {{ t }}
 {{ join }} JOIN {{ ctx.source }} AS {{ s }}
@@ -364,15 +364,28 @@ WHERE ({{ spec.on }})
 {#- The fused write's target side: every row of the touched partitions (`partitions`; all rows of
     an unpartitioned table), flagged __sm_touched, and __sm_j where `matchable` holds. With `widen`
     (the merge inserts), also the rows `matchable` keeps elsewhere: they only mark the source rows
-    they match as matched (not inserted); without inserts an unmatched source row writes nothing. -#}
-{% macro spark_merge__fused_target_scan(table, matchable, partitions, alias, widen=false, only_files=none, fold=none) -%}
+    they match as matched (not inserted); without inserts an unmatched source row writes nothing.
+    Where the summary named the files holding a matched row (ctx.matched_files), only those rows of
+    them: a source key range that spans the table (new keys beside old ones) would otherwise read,
+    and shuffle at full width, every row of it. -#}
+{% macro spark_merge__fused_target_scan(table, matchable, partitions, alias, widen=false, only_files=none, fold=none, ctx={}) -%}
 {#- with `only_files`, the rows of those files only, inside the touched partitions (a predicate on the
     partition columns too, so Spark still prunes partitions when the scan ORs it with `matchable`) -#}
 {%- set touched = spark_merge.spark_merge__rewrite_filter(table, partitions, only_files, fold) | trim -%}
+{%- set widened = spark_merge.spark_merge__matched_files_filter(matchable, ctx) | trim if widen else '' -%}
 (SELECT *, '' AS __sm_file, 0L AS __sm_row, {{ 'coalesce((' ~ matchable ~ '), false)' if matchable else 'true' }} AS __sm_j, {{ 'coalesce(('
     ~ touched ~ '), false)' if touched else 'true' }} AS __sm_touched
- FROM {{ table.relation }} AS {{ alias }}{% if touched and not (widen and not matchable) %} WHERE ({{ touched }}){% if widen %} OR ({{
-     matchable }}){% endif %}{% endif %})
+ FROM {{ table.relation }} AS {{ alias }}{% if touched and not (widen and not widened) %} WHERE ({{ touched }}){% if widen %} OR ({{
+     widened }}){% endif %}{% endif %})
+{%- endmacro %}
+
+{#- `where` (a filter of the target's rows ON can match; empty: all) narrowed to the files the summary
+    found holding a matched row (ctx.matched_files, when it names them: see lifecycle_plan). -#}
+{% macro spark_merge__matched_files_filter(where, ctx) -%}
+{%- set files = ctx.get('matched_files') -%}
+{%- if files is none -%}{{ where }}
+{%- else -%}{{ '(' ~ where ~ ') AND ' if where else '' }}({{ spark_merge.spark_merge__file_filter(files) | trim }})
+{%- endif -%}
 {%- endmacro %}
 
 {#- LAZY: the first step that reads it (the duplicate check, else the summary) runs the join and fills it. -#}

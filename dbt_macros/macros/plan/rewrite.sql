@@ -5,6 +5,12 @@
   the repoints the commit applies.
 -#}
 
+{#- The rows of the data files `files` (_metadata.file_path, as the plan's row ids name them); none: false. -#}
+{% macro spark_merge__file_filter(files) -%}
+{%- if files -%}_metadata.file_path IN ({% for f in files %}{{ spark_merge.spark_merge__literal(f) }}{{ ', ' if not loop.last }}{% endfor %})
+{%- else -%}false{%- endif -%}
+{%- endmacro %}
+
 {#- The rows a rewrite reads of the touched `partitions` (all rows of an unpartitioned table): with
     `files` (a rewrite that carries the others over), only the rows of those data files, by a filter
     on a file's constant metadata, which Spark's file index applies before reading anything. With
@@ -19,10 +25,7 @@
 {%- set conjuncts = [] -%}
 {%- if table.partition_columns -%}{%- do conjuncts.append(spark_merge.spark_merge__partition_filter(table, partitions) | trim) -%}{%- endif -%}
 {%- if files is not none -%}
-  {%- set named -%}
-  {%- if files -%}_metadata.file_path IN ({% for f in files %}{{ spark_merge.spark_merge__literal(f) }}{{ ', ' if not loop.last }}{% endfor %})
-  {%- else -%}false{%- endif -%}
-  {%- endset -%}
+  {%- set named = spark_merge.spark_merge__file_filter(files) | trim -%}
   {%- if not fold -%}
     {%- do conjuncts.append(named) -%}
   {%- else -%}
@@ -147,16 +150,17 @@ SELECT * FROM (
 {%- endmacro %}
 
 {#- The source rows no target row matches: those the join of the rows ON can match (read at the ON
-    columns only) leaves out, by row number. Only for a source the write broadcasts (at most
+    columns only; of the files the summary found holding a matched row, ctx.matched_files, where it
+    names them) leaves out, by row number. None of them when no file holds one. Only for a source the write broadcasts (at most
     source_broadcast_rows()), so the source is broadcast here too and the target's rows are not
     shuffled. A target the plan broadcasts (ctx.broadcast_target, a few rows) is broadcast to the
     anti-join itself instead: one broadcast, not two. When no target row can match (match_filter
     'false': every source key is NULL, say), the whole source, and no join: Spark 4.2 fails to
     analyze an anti-join with a target scan filtered by a literal false (ASSIGNMENT_ARITY_MISMATCH). -#}
 {% macro spark_merge__unmatched_source_sql(spec, table, resolved, ctx) -%}
-{%- if ctx.get('match_filter') == 'false' -%}{{ ctx.source }}{%- else -%}
+{%- if ctx.get('match_filter') == 'false' or ctx.get('matched_files') == [] -%}{{ ctx.source }}{%- else -%}
 {%- set s, t = spark_merge.spark_merge__quote(spec.source_alias), spark_merge.spark_merge__quote(spec.target_alias) -%}
-{%- set where = spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim -%}
+{%- set where = spark_merge.spark_merge__matched_files_filter(spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim, ctx) | trim -%}
 {%- set target = '(SELECT * FROM ' ~ table.relation ~ ' WHERE ' ~ where ~ ')' if where else table.relation -%}
 {%- if ctx.get('broadcast_target') -%}
 (SELECT /*+ BROADCAST({{ t }}) */ {{ s }}.* FROM {{ ctx.source }} AS {{ s }}

@@ -18,7 +18,9 @@
   Also `multi`, the target rows joined with more than one source row where not all
   of them delete it (the trino and postgres rules allow some): the fused write would
   copy such a row once per source row, so then the rewrite anti-joins the changed row
-  ids instead. And `checked`, a count over every value a check guards (NOT NULL,
+  ids instead. With ctx.name_matched_files, `matched_files`: the data files holding a target row ON
+  matched, changed or not (the fused write reads them where it must tell an inserted source row
+  from a matched one: matched_files_filter). And `checked`, a count over every value a check guards (NOT NULL,
   CHAR/VARCHAR length, see changes_sql): it makes the summary run the checks, so a
   failing one stops the merge before anything is staged.
   Spark aggregates by hash only over fixed-width values, and sorts otherwise (at 5M
@@ -58,6 +60,7 @@
 SELECT op, bys, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new_names) }} AS __sm_new,
        CAST(sum(__sm_targets) AS BIGINT) AS n, CAST(sum(__sm_dup) AS BIGINT) AS dups, CAST(sum(__sm_multi) AS BIGINT) AS multi,
        CAST(sum(__sm_checked) AS BIGINT) AS checked, to_json(collect_set(__sm_rf)) AS files
+       {%- if ctx.get('name_matched_files') %}, to_json(collect_set(__sm_mf)) AS matched_files{% endif %}
 FROM (
   SELECT {% if rule.row_test %}CASE WHEN __sm_matched AND ({{ rule.row_test }}) THEN 1 ELSE 0 END{% else %}0{% endif %} AS __sm_dup,
          CASE WHEN coalesce(max(CASE WHEN __sm_op <> {{ none_op }} THEN __sm_op END), {{ none_op }}) IN ({{
@@ -66,6 +69,9 @@ FROM (
              }}) > 0 THEN 1 ELSE 0 END AS __sm_multi,
          {{ (checked or ['0']) | join(' + ') }} AS __sm_checked,
          {{ rule.targets }} AS __sm_targets,
+         {%- if ctx.get('name_matched_files') %}
+         CASE WHEN __sm_matched THEN __sm_file END AS __sm_mf,
+         {%- endif %}
          coalesce(max(CASE WHEN __sm_op <> {{ none_op }} THEN __sm_op END), {{ none_op }}) AS op,
          CAST(__sm_file IS NOT NULL AND NOT __sm_matched AS INT) AS bys
          {%- for o in old %}, {{ o }}{% endfor %}
@@ -117,7 +123,8 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
   out.deltas, per partition_key, how many rows the rewrite adds to the partition
   (negative: removes), which the write must match (output_errors); out.files, the data files
   (_metadata.file_path) holding a row the merge updates or deletes: the only files a rewrite that
-  carries the others over needs to rewrite; out.dups and
+  carries the others over needs to rewrite; out.matched_files, those holding a target row ON matched
+  (empty unless the summary names them: ctx.name_matched_files); out.dups and
   out.multi (see change_summary_sql); out.matched, the partitions holding a target row
   that ON matched ({'partition': ...}, as scan_filter takes them).
 -#}
@@ -156,10 +163,11 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
 {%- for k in seen.keys() | sort -%}{%- do partitions.append(seen[k]) -%}{%- endfor -%}
 {%- set matched = [] -%}
 {%- for k in matched_by_key.keys() | sort -%}{%- do matched.append(matched_by_key[k]) -%}{%- endfor -%}
-{%- set rewritten = {} -%}
+{%- set rewritten, holding = {}, {} -%}
 {%- for r in rows -%}{%- for f in fromjson(r.get('files') or '[]') or [] -%}{%- do rewritten.update({f: true}) -%}{%- endfor -%}{%- endfor -%}
+{%- for r in rows -%}{%- for f in fromjson(r.get('matched_files') or '[]') or [] -%}{%- do holding.update({f: true}) -%}{%- endfor -%}{%- endfor -%}
 {%- do out.update({'metrics': m, 'partitions': partitions, 'deltas': deltas, 'dups': ns.dups, 'multi': ns.multi, 'matched': matched,
-                   'files': rewritten.keys() | sort}) -%}
+                   'files': rewritten.keys() | sort, 'matched_files': holding.keys() | sort}) -%}
 {%- endmacro %}
 
 {#- One text per partition, NULL apart from every string (the string 'None' included). -#}

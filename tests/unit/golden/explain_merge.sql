@@ -25,13 +25,14 @@ FROM `__sm_source_20261130000000_explain`
 -- part 8
 SELECT op, bys, to_json(array(CAST(__sm_old0 AS STRING))) AS __sm_old, to_json(array(CAST(__sm_new0 AS STRING))) AS __sm_new,
        CAST(sum(__sm_targets) AS BIGINT) AS n, CAST(sum(__sm_dup) AS BIGINT) AS dups, CAST(sum(__sm_multi) AS BIGINT) AS multi,
-       CAST(sum(__sm_checked) AS BIGINT) AS checked, to_json(collect_set(__sm_rf)) AS files
+       CAST(sum(__sm_checked) AS BIGINT) AS checked, to_json(collect_set(__sm_rf)) AS files, to_json(collect_set(__sm_mf)) AS matched_files
 FROM (
   SELECT CASE WHEN __sm_matched AND (count_if(__sm_op IN (2, 3)) > 1 OR count(*) > bit_count(bit_or(shiftleft(1L, __sm_case + 1)))) THEN 1 ELSE 0 END AS __sm_dup,
          CASE WHEN coalesce(max(CASE WHEN __sm_op <> -1 THEN __sm_op END), -1) IN (2, 3) THEN __sm_file END AS __sm_rf,
          CASE WHEN __sm_matched AND min(__sm_srow) < max(__sm_srow) AND count_if(__sm_op <> 2) > 0 THEN 1 ELSE 0 END AS __sm_multi,
          count(__sm_c0) AS __sm_checked,
          1 AS __sm_targets,
+         CASE WHEN __sm_matched THEN __sm_file END AS __sm_mf,
          coalesce(max(CASE WHEN __sm_op <> -1 THEN __sm_op END), -1) AS op,
          CAST(__sm_file IS NOT NULL AND NOT __sm_matched AS INT) AS bys, __sm_old0, CASE WHEN __sm_matched THEN __sm_old0 ELSE __sm_un0 END AS __sm_new0
   FROM (
