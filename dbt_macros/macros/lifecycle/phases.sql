@@ -151,7 +151,7 @@
     ' rule), the counts and the partitions the changes touch') -%}
 {#- a fused write of a merge that inserts must tell an inserted source row from one a target row matches
     without changing it: it reads the files holding a matched row, which the summary names -#}
-{%- do ctx.update({'name_matched_files': fuse.ok and resolved.clauses | rejectattr('matched') | rejectattr('by_source') | list | length > 0}) -%}
+{%- do ctx.update({'name_matched_files': fuse.ok and spark_merge.spark_merge__inserts(resolved) | trim == 'True'}) -%}
 {%- set summary = {} -%}
 {%- set summary_rows = host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx), 'summary') -%}
 {%- do spark_merge.spark_merge__summarize_changes(table, summary_rows, summary) -%}

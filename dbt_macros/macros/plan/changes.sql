@@ -170,6 +170,11 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
 {{ parts | join(' AND ') }}
 {%- endmacro %}
 
+{#- Whether a clause inserts (WHEN NOT MATCHED [BY TARGET]): the plan's join then keeps unmatched source rows. -#}
+{% macro spark_merge__inserts(resolved) -%}
+{{- resolved.clauses | rejectattr('matched') | rejectattr('by_source') | list | length > 0 -}}
+{%- endmacro %}
+
 {#- With `write_partitions` (the touched partitions, from the summary), the same join for the fused
     write (fused_rewrite_select): every row of those partitions joins, with its own values (__sm_t<i>)
     and whether it is in them (__sm_touched), plus the rows ON can match elsewhere (changes_filter:
@@ -182,7 +187,7 @@ LEFT SEMI JOIN {{ ctx.source }} AS {{ s }}
 {%- set has_source = spec.source_kind != 'none' -%}
 {%- set fused = write_partitions is not none -%}
 {%- set writers = resolved.clauses | rejectattr('action', 'equalto', 'delete') | list -%}
-{%- set inserts = resolved.clauses | rejectattr('matched') | rejectattr('by_source') | list | length > 0 -%}
+{%- set inserts = spark_merge.spark_merge__inserts(resolved) | trim == 'True' -%}
 {#- with WHEN NOT MATCHED BY SOURCE, a FULL join: a target row without a source row is one of its rows;
     the fused write keeps every target row (copied or changed), so LEFT, FULL with inserts -#}
 {%- set full = has_source and (resolved.clauses | selectattr('by_source') | list | length > 0 or (fused and inserts)) -%}

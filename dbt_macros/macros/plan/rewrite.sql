@@ -151,9 +151,9 @@ SELECT * FROM (
 
 {#- The source rows no target row matches: those the join of the rows ON can match (read at the ON
     columns only; of the files the summary found holding a matched row, ctx.matched_files, where it
-    names them) leaves out, by row number. None of them when no file holds one. Only for a source the write broadcasts (at most
-    source_broadcast_rows()), so the source is broadcast here too and the target's rows are not
-    shuffled. A target the plan broadcasts (ctx.broadcast_target, a few rows) is broadcast to the
+    names them) leaves out, by row number; the whole source when no file holds one. Only for a source
+    the write broadcasts (at most source_broadcast_rows()), so the source is broadcast here too and the
+    target's rows are not shuffled. A target the plan broadcasts (ctx.broadcast_target, a few rows) is broadcast to the
     anti-join itself instead: one broadcast, not two. When no target row can match (match_filter
     'false': every source key is NULL, say), the whole source, and no join: Spark 4.2 fails to
     analyze an anti-join with a target scan filtered by a literal false (ASSIGNMENT_ARITY_MISMATCH). -#}
