@@ -291,16 +291,23 @@ def test_a_write_without_a_shuffled_join_keeps_rows_in_their_scan_tasks(spark, d
     assert rows(spark, t) == sorted(expected.values())
 
 
-@pytest.mark.parametrize("on", ["t.id = s.id", "t.id = s.id AND t.p = s.p"])
-def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, traced, on):
+@pytest.mark.parametrize(
+    "on,partitioned", [("t.id = s.id", True), ("t.id = s.id AND t.p = s.p", True), ("t.id = s.id", False)]
+)
+def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, traced, on, partitioned):
     """Past source_broadcast_rows source rows, the write is one FULL join of the touched rows and the
-    source, spread by partition: the join shuffles the rows anyway. The summary's join still
+    source, spread by partition (REBALANCE) into a partitioned table. Into an unpartitioned one the
+    join's tasks write its rows as they are: the join has shuffled them already, and a REBALANCE would
+    shuffle every written row a second time; the files follow the join's partitions (at most
+    spark.sql.shuffle.partitions, 2 here). The summary's join still
     semi-joins the target with the source's ON columns when ON has no equality on a partition column
     (it reads every partition), and not when it has one, which narrows the target scans to the
-    source's partitions (semi_joins_source). 100,001 source rows: 29 update
+    source's partitions (semi_joins_source); the unpartitioned table's 30 rows are broadcast to it
+    instead (target_broadcast_rows). 100,001 source rows: 29 update
     target rows, the rest are inserted, and target id 0, which no source row matches, keeps its row."""
     t = f"{db}.large_source"
-    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+    layout = "PARTITIONED BY (p)" if partitioned else ""
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet {layout}")
     spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'a', CAST(id % 2 AS INT) FROM range(0, 30)")
     r = merge(
         spark,
@@ -309,9 +316,11 @@ def test_a_source_too_large_to_broadcast_is_joined_once_and_spread(spark, db, tr
     )
     [stage] = stage_statements(traced)
     assert wrote_fused(traced) and not split(stage)
-    assert summary_semi_joined(traced) == ("t.p" not in on)
-    assert "FULL JOIN" in stage and stage.count("REBALANCE") == 1, stage
+    assert summary_semi_joined(traced) == ("t.p" not in on and partitioned)
+    assert "FULL JOIN" in stage and stage.count("REBALANCE") == (1 if partitioned else 0), stage
     assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (29, 100001 - 29)
+    if not partitioned:
+        assert 1 <= r.metrics["numTargetFilesAdded"] <= int(spark.conf.get("spark.sql.shuffle.partitions")), r.metrics
     got = spark.sql(
         f"SELECT v, count(*), min(id), max(id), count(DISTINCT id) FROM {t} GROUP BY v ORDER BY v"
     ).collect()

@@ -83,7 +83,8 @@ class DeleteRowAndInsertRow(RowChangeParadigm):
                 f"{macros.source_broadcast_rows():,} rows is broadcast: the rows of the files to rewrite are written "
                 "by the scan tasks that read them (no shuffle), and the rows to insert, the source rows a join with "
                 "the target's ON columns leaves unmatched, are spread by partition (REBALANCE); a larger source is "
-                "joined once, as below, and the staged rows spread by partition",
+                "joined once, as below, and the staged rows spread by partition (into an unpartitioned table, "
+                "written by the join's tasks, which have shuffled them already)",
             ),
             *_fold_note(table),
             macros.fused_stage_sql(s["spec"], table, s["resolved"], ctx, [sample] if sample else []),

@@ -75,8 +75,13 @@
 {#- a fused write broadcasts a small source (or has none): each target row stays in the scan task
     that read it, which writes it where it belongs; no shuffle to spread the rows (rebalance_hint) -#}
 {%- set broadcast = merging and s.get('fused') and m.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int -%}
+{#- a larger source's join shuffles every row it writes already: into a partitioned table the REBALANCE
+    gathers each partition's rows into few files; into an unpartitioned one it would only shuffle every
+    row again, to size files the join's own partitions size (adaptive execution coalesces them) -#}
+{%- set shuffled_once = merging and s.get('fused') and not broadcast and not table.partition_columns -%}
 {#- a fold gathers each partition's rows into one file or a few (the REBALANCE), as the compaction is for -#}
-{%- do ctx.update({'broadcast_source': broadcast, 'rebalance': not broadcast or ctx.get('fold') is not none, 'inserts': m.numTargetRowsInserted > 0}) -%}
+{%- set rebalance = not (broadcast or shuffled_once) or ctx.get('fold') is not none -%}
+{%- do ctx.update({'broadcast_source': broadcast, 'rebalance': rebalance, 'inserts': m.numTargetRowsInserted > 0}) -%}
 {%- do host.step('execute: write ' ~ (s.changes.files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.changes.partitions | length
     ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}

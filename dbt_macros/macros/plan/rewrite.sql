@@ -87,7 +87,8 @@
 {#- The staged rows spread over tasks by partition (Spark's REBALANCE: about one file per partition,
     of its advisory size), unless `ctx.rebalance` is false (lifecycle_rewrite): a fused write whose
     join broadcasts the source, or has none, keeps each target row in the scan task that read it,
-    which writes it to its partition; a shuffle would only move the rows. -#}
+    which writes it to its partition; a shuffle would only move the rows. Nor when a larger source's
+    join writes an unpartitioned table: the join has shuffled every row already. -#}
 {% macro spark_merge__rebalance_hint(table, ctx) -%}
 {%- if ctx.get('rebalance', true) -%}
 /*+ REBALANCE{% if table.partition_columns %}({{ spark_merge.spark_merge__column_list(table.partition_columns) }}){% endif %} */
