@@ -3,7 +3,7 @@
     make bench-delta                       # N=5M and 20M, M=500k, medians of 3
     make bench-delta DELTA_ARGS="--rows 1000000 --repeat 1"
     make bench-delta DELTA_ARGS="--big --write-docs"   # N=5M and 100M: spark-merge and Delta only
-    make bench-delta DELTA_ARGS="--rows none"          # the small merge only
+    make bench-delta DELTA_ARGS="--rows none --write-docs"   # the small merge only (its own table)
 
 The peer a Spark user would pick instead of spark-merge is Delta Lake's (or Iceberg's) MERGE on the
 same Spark. Both run on the Spark they are built for, 4.1 (bench/peers.py says why); spark-merge runs
@@ -21,8 +21,10 @@ both engines' distance from it is side by side too.
 
 Then the small merge of merge_cost.py (1,000 updates into 1M rows, warm) beside Delta's MERGE of the
 same statement, the least a crash-safe merge of those rows costs on Spark (fused_prototype.py's
-small_floor: the source's key range, a verdict query, one write, the prototypes' commit) and Spark's
-INSERT INTO of the same rows (`--no-small` skips it).
+small_floor: the source's key range, a verdict query, one write, the prototypes' commit), the same
+with the one-pass plan's verdict from the source and candidates from the footers (small_one_pass: no
+verdict query over the target) and Spark's INSERT INTO of the same rows (`--no-small` skips it; its
+table has a section of its own in the docs, so `--rows none --write-docs` writes it alone).
 
 `--big` shows that cost follows the change, not the table: the same CDC merge at N=5M and N=100M
 (the same M-row source; the 5 days it touches hold N/20 rows), spark-merge and Delta only, the
@@ -41,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fused_prototype import fused_cdc, one_pass_cdc, small_floor
+from fused_prototype import fused_cdc, one_pass_cdc, small_floor, small_one_pass
 from merge_cost import (
     SMALL_INSERT,
     SMALL_MERGE,
@@ -178,11 +180,12 @@ def big(spark, where: Path, n: int, repeat: int, kinds: list[str], out=print) ->
 def small(spark, home: Path, repeat: int, out=print) -> None:
     """merge_cost.py's small merge (1,000 updates into 1M rows, warm) beside Delta copy-on-write's
     MERGE of the same statement (its table restored to its first version before each run), the least
-    a crash-safe merge of those rows costs (fused_prototype.small_floor, and its commit alone) and
-    Spark's INSERT INTO of the same rows; five untimed rounds first (JIT compilation)."""
+    a crash-safe merge of those rows costs (fused_prototype.small_floor, and its commit alone), the
+    same with the one-pass plan (fused_prototype.small_one_pass) and Spark's INSERT INTO of the same
+    rows; five untimed rounds first (JIT compilation)."""
     data = small_workload(spark, home)
     delta_target(spark, data)
-    r, least, commits, inserted = rounds(), [], [], []
+    r, least, commits, inserted, one, one_commits = rounds(), [], [], [], [], []
     for n in range(repeat + 5):
         table = fresh_target(spark, data)
         seconds = timed(lambda: merge(spark, SMALL_MERGE.format(t=table)))
@@ -196,26 +199,36 @@ def small(spark, home: Path, repeat: int, out=print) -> None:
         floor_s = time.monotonic() - started
         r["sums"].add(checksum(spark, table))
         table = fresh_target(spark, data)
+        started = time.monotonic()
+        one_commit_s = small_one_pass(spark, table, home)
+        one_s = time.monotonic() - started
+        r["sums"].add(checksum(spark, table))
+        table = fresh_target(spark, data)
         appended = timed(lambda: spark.sql(SMALL_INSERT.format(t=table)))
         if n >= 5:
             r["sm"].append(seconds)
             r["delta"].append(delta_s)
             least.append(floor_s)
             commits.append(commit_s)
+            one.append(one_s)
+            one_commits.append(one_commit_s)
             inserted.append(appended)
     a, b, i = statistics.median(r["sm"]), statistics.median(r["delta"]), statistics.median(inserted)
     f, c = statistics.median(least), statistics.median(commits)
+    o, oc = statistics.median(one), statistics.median(one_commits)
     out(
         f"\nSmall merge: 1,000 source rows (updates, one partition) into 1,000,000 rows, warm session, medians of "
         f"{repeat} (seconds)\n"
     )
     out(
         "| spark-merge | Delta copy-on-write | Delta / spark-merge | least crash-safe merge (its commit) | "
-        "spark-merge / least | Spark INSERT INTO (same rows) | same rows |"
+        "spark-merge / least | one-pass plan (its commit) | spark-merge / one-pass | Spark INSERT INTO (same rows) | "
+        "same rows |"
     )
-    out("|---|---|---|---|---|---|---|")
+    out("|---|---|---|---|---|---|---|---|---|")
     out(
-        f"| {a:.2f} | {b:.2f} | **{b / a:.2f}x** | {f:.2f} ({c:.2f}) | {a / f:.1f}x | {i:.2f} | "
+        f"| {a:.2f} | {b:.2f} | **{b / a:.2f}x** | {f:.2f} ({c:.2f}) | {a / f:.1f}x | {o:.2f} ({oc:.2f}) | "
+        f"{a / o:.1f}x | {i:.2f} | "
         f"{'yes' if len(r['sums']) == 1 else 'NO'} |"
     )
 
@@ -232,7 +245,7 @@ def main() -> None:
     ap.add_argument("--no-small", action="store_true", help="skip the small merge beside Delta's")
     ap.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
     args = ap.parse_args()
-    out = Report("delta-big" if args.big else "delta-cdc")
+    out, small_out = Report("delta-big" if args.big else "delta-cdc"), Report("delta-small")
     if not JARS:
         raise SystemExit("set PEER_JARS to the delta-spark, delta-storage and Iceberg jars (make bench-delta does)")
     import pyspark
@@ -293,12 +306,14 @@ def main() -> None:
             out("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             compare(spark, data, args.repeat, args.scenarios.split(";"), iceberg, out)
         if not args.big and not args.no_small:
-            small(spark, home, args.repeat, out)
+            small(spark, home, args.repeat, small_out)
     finally:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
     if args.write_docs:
-        out.write()
+        for report in (out, small_out):
+            if report.lines:  # --rows none writes the small merge's table only; --no-small, the others only
+                report.write()
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 into the product (bench/delta_spark.py runs them beside spark-merge and Delta): fused_cdc, the fused
 plan (two passes over the target: a match query, then the write), and one_pass_cdc, the one-pass plan
 (one join that decides, writes and counts). And small_floor: the least a crash-safe merge of the small
-merge's 1,000 updates costs, the floor a small merge's time is read against.
+merge's 1,000 updates costs, the floor a small merge's time is read against; small_one_pass: the same
+merge with the one-pass plan's verdict (from the source alone) and candidates (from the footers), which
+leaves one Spark job over the target.
 
 Not the product and not used by it: the prototypes handle only merge_cost.py's CDC statement (WHEN
 MATCHED AND s.deleted THEN DELETE, WHEN MATCHED THEN UPDATE SET ..., WHEN NOT MATCHED AND NOT s.deleted
@@ -269,6 +271,19 @@ def one_pass_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
     }
 
 
+def _updated(target, src):
+    """The small statement's output rows of ``target``'s rows: the broadcast source's values where its
+    id matches, the target's otherwise."""
+    t, s = target.alias("t"), F.broadcast(src).alias("s")
+    hit = F.col("s.id").isNotNull()
+    return t.join(s, F.col("t.id") == F.col("s.id"), "left").select(
+        *[
+            F.when(hit, F.col(f"s.{c}")).otherwise(F.col(f"t.{c}")).alias(c) if c in UPDATED else F.col(f"t.{c}")
+            for c in COLUMNS
+        ]
+    )
+
+
 def small_floor(spark, table: str, stage_root: Path) -> float:
     """The least a crash-safe copy-on-write merge of merge_cost.py's small statement (SMALL_MERGE:
     ON t.id = s.id WHEN MATCHED THEN UPDATE, 1,000 updates) does on Spark; returns its commit's
@@ -290,16 +305,41 @@ def small_floor(spark, table: str, stage_root: Path) -> float:
     location = _location(spark, table)
     read = set().union(*(_files(os.path.join(location, f"dt={d}")) for d in partitions))
 
-    t, s = spark.table(table).where(F.col("dt").isin(partitions)).alias("t"), F.broadcast(src).alias("s")
-    hit = F.col("s.id").isNotNull()
-    rows = t.join(s, F.col("t.id") == F.col("s.id"), "left").select(
-        *[
-            F.when(hit, F.col(f"s.{c}")).otherwise(F.col(f"t.{c}")).alias(c) if c in UPDATED else F.col(f"t.{c}")
-            for c in COLUMNS
-        ]
-    )
+    rows = _updated(spark.table(table).where(F.col("dt").isin(partitions)), src)
     stage = stage_root / f"small_{time.monotonic_ns()}"
     rows.write.partitionBy("dt").parquet(str(stage))  # 3: the write
     started = time.monotonic()
     _commit(spark, table, location, partitions, stage, read)  # 4: the commit
+    return time.monotonic() - started
+
+
+def small_one_pass(spark, table: str, stage_root: Path) -> float:
+    """small_floor's merge with one_pass_cdc's plan; returns its commit's seconds. Three steps: one
+    aggregation over the source (its key range, and the verdict: distinct keys, so no target row can
+    match two source rows; a repeated key raises here, where the product would fall back to a plan
+    that decides by the join); the candidate files from the target's footers (their key ranges meet
+    the source's: no Spark job); one write of the candidate files' rows with the broadcast source,
+    the untouched files of their partitions hard-linked beside it; then the commit (``_commit``).
+    What it leaves out against small_floor is the verdict query's join over the target's keys."""
+    src = spark.table("bench.small_src")
+    lo, hi, keyed, distinct = src.agg(  # 1: the key range and the verdict, one job over 1,000 rows
+        F.min("id"), F.max("id"), F.count("id"), F.count_distinct("id")
+    ).first()
+    if keyed != distinct:
+        raise RuntimeError(f"{keyed - distinct} repeated source key(s): the plan that decides by the join is needed")
+    location = _location(spark, table)
+    ranges = _key_ranges(location, None)  # 2: the candidates, from the footers
+    candidates = sorted(f for f, (a, b, _) in ranges.items() if a <= hi and b >= lo)
+
+    rows = _updated(spark.table(table).where(F.col("_metadata.file_path").isin(candidates)), src)
+    stage = stage_root / f"small1_{time.monotonic_ns()}"
+    rows.write.partitionBy("dt").parquet(str(stage))  # 3: the write, the only job over the target
+    rewritten = {f.removeprefix("file:") for f in candidates}
+    partitions = sorted(p.name.removeprefix("dt=") for p in stage.iterdir() if p.name.startswith("dt="))
+    for d in partitions:
+        for f in Path(location, f"dt={d}").glob("*.parquet"):
+            if str(f) not in rewritten:
+                os.link(f, stage / f"dt={d}" / f.name)
+    started = time.monotonic()
+    _commit(spark, table, location, partitions, stage, ranges)  # 4: the commit
     return time.monotonic() - started
