@@ -180,6 +180,17 @@ def _key_ranges(location: str, days: set[str] | None) -> dict[str, tuple[int, in
     return out
 
 
+def _carry_untouched(location: str, stage: Path, rewritten: set[str]) -> list[str]:
+    """Hard-link into ``stage`` the files of each partition it wrote that are not in ``rewritten``
+    (local paths): the untouched files the new partition directory keeps. Returns those partitions."""
+    partitions = sorted(p.name.removeprefix("dt=") for p in stage.iterdir() if p.name.startswith("dt="))
+    for d in partitions:
+        for f in Path(location, f"dt={d}").glob("*.parquet"):
+            if str(f) not in rewritten:
+                os.link(f, stage / f"dt={d}" / f.name)
+    return partitions
+
+
 def one_pass_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
     """The CDC merge into ``table`` with one join over the target (the one-pass plan).
 
@@ -253,11 +264,7 @@ def one_pass_cdc(spark, table: str, on_dt: bool, stage_root: Path) -> dict:
         raise RuntimeError(f"{observed['joined'] - held} target row(s) joined more than one source row")
     rewritten = {f.removeprefix("file:") for f in observed["files"]}
     added = _files(str(stage))
-    partitions = sorted(p.name.removeprefix("dt=") for p in stage.iterdir() if p.name.startswith("dt="))
-    for d in partitions:  # carry the untouched files of each rewritten partition: hard links
-        for f in Path(location, f"dt={d}").glob("*.parquet"):
-            if str(f) not in rewritten:
-                os.link(f, stage / f"dt={d}" / f.name)
+    partitions = _carry_untouched(location, stage, rewritten)
 
     _commit(spark, table, location, partitions, stage, ranges)  # 3: the commit, as fused_cdc's
     return {
@@ -314,7 +321,7 @@ def small_floor(spark, table: str, stage_root: Path) -> float:
 
 
 def small_one_pass(spark, table: str, stage_root: Path) -> float:
-    """small_floor's merge with one_pass_cdc's plan; returns its commit's seconds. Three steps: one
+    """small_floor's merge with one_pass_cdc's plan; returns its commit's seconds. Four steps: one
     aggregation over the source (its key range, and the verdict: distinct keys, so no target row can
     match two source rows; a repeated key raises here, where the product would fall back to a plan
     that decides by the join); the candidate files from the target's footers (their key ranges meet
@@ -334,12 +341,7 @@ def small_one_pass(spark, table: str, stage_root: Path) -> float:
     rows = _updated(spark.table(table).where(F.col("_metadata.file_path").isin(candidates)), src)
     stage = stage_root / f"small1_{time.monotonic_ns()}"
     rows.write.partitionBy("dt").parquet(str(stage))  # 3: the write, the only job over the target
-    rewritten = {f.removeprefix("file:") for f in candidates}
-    partitions = sorted(p.name.removeprefix("dt=") for p in stage.iterdir() if p.name.startswith("dt="))
-    for d in partitions:
-        for f in Path(location, f"dt={d}").glob("*.parquet"):
-            if str(f) not in rewritten:
-                os.link(f, stage / f"dt={d}" / f.name)
+    partitions = _carry_untouched(location, stage, {f.removeprefix("file:") for f in candidates})
     started = time.monotonic()
     _commit(spark, table, location, partitions, stage, ranges)  # 4: the commit
     return time.monotonic() - started
