@@ -2,7 +2,7 @@
 spark-merge beside Delta copy-on-write, Delta with deletion vectors, Iceberg copy-on-write and Iceberg
 merge-on-read, in one Spark session.
 
-    make bench-matrix                                   # 5M rows in 40 files, medians of 3
+    make bench-matrix                                   # 2M rows in 40 files, medians of 3 (the docs' tables)
     make bench-matrix MATRIX_ARGS="--rows 500000 --repeat 1 --cases upsert"   # a quick look
     make bench-matrix MATRIX_ARGS="--peers delta,iceberg-mor"                 # some peers only
     make bench-matrix MATRIX_ARGS="--big --write-docs"   # three upsert cells at 100M rows (hours on 2 cores)
@@ -269,7 +269,7 @@ def header(peers: list[str]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, help="target rows (default 5M; with --big, 100M)")
+    ap.add_argument("--rows", type=int, help="target rows (default 2M; with --big, 100M)")
     ap.add_argument("--files", type=int, help="the unpartitioned target's files (default 40; with --big, 400)")
     ap.add_argument(
         "--big", action="store_true", help="three upsert cells (BIG_CASES) at 100M rows, into their own docs section"
@@ -282,7 +282,7 @@ def main() -> None:
     args = ap.parse_args()
     if not JARS:
         raise SystemExit("set PEER_JARS to the delta-spark, delta-storage and Iceberg jars (make bench-matrix does)")
-    args.rows = args.rows or (100_000_000 if args.big else 5_000_000)
+    args.rows = args.rows or (100_000_000 if args.big else 2_000_000)
     args.files = args.files or (400 if args.big else 40)
     peers = [p for p in args.peers.split(",") if p]
     if set(peers) - set(PEERS):
