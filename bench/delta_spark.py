@@ -185,37 +185,35 @@ def small(spark, home: Path, repeat: int, out=print) -> None:
     rows; five untimed rounds first (JIT compilation)."""
     data = small_workload(spark, home)
     delta_target(spark, data)
-    r, least, commits, inserted, one, one_commits = rounds(), [], [], [], [], []
+    sums: set = set()
+    runs: dict[str, list[float]] = {
+        k: [] for k in ("sm", "delta", "least", "least_commit", "one", "one_commit", "insert")
+    }
+
+    def prototype(plan) -> tuple[float, float]:
+        """One run of a fused_prototype plan on a fresh target: its seconds, and its commit's."""
+        table = fresh_target(spark, data)
+        started = time.monotonic()
+        commit_s = plan(spark, table, home)
+        seconds = time.monotonic() - started
+        sums.add(checksum(spark, table))
+        return seconds, commit_s
+
     for n in range(repeat + 5):
         table = fresh_target(spark, data)
         seconds = timed(lambda: merge(spark, SMALL_MERGE.format(t=table)))
-        r["sums"].add(checksum(spark, table))
+        sums.add(checksum(spark, table))
         restored_delta(spark)
         delta_s = timed(lambda: spark.sql(SMALL_MERGE.format(t="bench.d")).collect())
-        r["sums"].add(checksum(spark, "bench.d"))
-        table = fresh_target(spark, data)
-        started = time.monotonic()
-        commit_s = small_floor(spark, table, home)
-        floor_s = time.monotonic() - started
-        r["sums"].add(checksum(spark, table))
-        table = fresh_target(spark, data)
-        started = time.monotonic()
-        one_commit_s = small_one_pass(spark, table, home)
-        one_s = time.monotonic() - started
-        r["sums"].add(checksum(spark, table))
+        sums.add(checksum(spark, "bench.d"))
+        least = prototype(small_floor)
+        one = prototype(small_one_pass)
         table = fresh_target(spark, data)
         appended = timed(lambda: spark.sql(SMALL_INSERT.format(t=table)))
         if n >= 5:
-            r["sm"].append(seconds)
-            r["delta"].append(delta_s)
-            least.append(floor_s)
-            commits.append(commit_s)
-            one.append(one_s)
-            one_commits.append(one_commit_s)
-            inserted.append(appended)
-    a, b, i = statistics.median(r["sm"]), statistics.median(r["delta"]), statistics.median(inserted)
-    f, c = statistics.median(least), statistics.median(commits)
-    o, oc = statistics.median(one), statistics.median(one_commits)
+            for k, v in zip(runs, (seconds, delta_s, *least, *one, appended), strict=True):
+                runs[k].append(v)
+    a, b, f, c, o, oc, i = (statistics.median(v) for v in runs.values())
     out(
         f"\nSmall merge: 1,000 source rows (updates, one partition) into 1,000,000 rows, warm session, medians of "
         f"{repeat} (seconds)\n"
@@ -229,7 +227,7 @@ def small(spark, home: Path, repeat: int, out=print) -> None:
     out(
         f"| {a:.2f} | {b:.2f} | **{b / a:.2f}x** | {f:.2f} ({c:.2f}) | {a / f:.1f}x | {o:.2f} ({oc:.2f}) | "
         f"{a / o:.1f}x | {i:.2f} | "
-        f"{'yes' if len(r['sums']) == 1 else 'NO'} |"
+        f"{'yes' if len(sums) == 1 else 'NO'} |"
     )
 
 
