@@ -346,3 +346,28 @@ def test_random_merges_agree_with_the_file_table_path(spark, db, pg):
         outcomes[got[0]] += 1
         number += 1
     assert outcomes["rows"] >= wanted, outcomes
+
+
+def test_a_session_without_the_jdbc_driver_is_a_one_line_error(accounts, tmp_path):
+    """A machine without PostgreSQL's JDBC driver: the command says which package or jar to add, in one
+    line, without a Java stack, and writes nothing."""
+    import zipfile
+
+    target, table, conn = accounts
+    before = pg_rows(conn, table)
+    empty = tmp_path / "empty.jar"  # a jar without the driver stands in for none
+    zipfile.ZipFile(empty, "w").close()
+    env = {**os.environ, "SPARK_MERGE_JDBC_JARS": str(empty), "SPARK_MERGE_AUTO_SERVER": "0"}
+    done = subprocess.run(
+        [sys.executable, "-m", "merge_core", "run", "--sql", f"UPDATE {table} SET note = 'x'", "--jdbc-url", target.url,
+         "--master", "local[1]", "--warehouse", str(tmp_path / "home"), "-q"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert (
+        "error: MERGE_TARGET_ERROR: this Spark session has no PostgreSQL JDBC driver (org.postgresql.Driver)"
+        in done.stderr
+    )
+    assert "libpostgresql-jdbc-java" in done.stderr and "SPARK_MERGE_JDBC_JARS" in done.stderr
+    assert "Py4J" not in done.stderr and "Traceback" not in done.stderr and "\tat " not in done.stderr
+    assert pg_rows(conn, table) == before

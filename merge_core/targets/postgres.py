@@ -192,10 +192,26 @@ def _spark_view(spark, target: PostgresTarget, schema: str, name: str, view: str
     reader = spark.read.option("preferTimestampNTZ", "true")
     if unbounded:
         reader = reader.option("customSchema", ", ".join(f"`{c.replace('`', '``')}` DOUBLE" for c in unbounded))
-    reader.jdbc(
-        target.jdbc_url(), pg_merge.ident(schema, name), properties=target.jdbc_properties()
-    ).createOrReplaceTempView(view)
+    try:
+        frame = reader.jdbc(target.jdbc_url(), pg_merge.ident(schema, name), properties=target.jdbc_properties())
+    except Exception as e:
+        if DRIVER in str(e) or "No suitable driver" in str(e):
+            raise TargetError(missing_driver()) from None
+        raise
+    frame.createOrReplaceTempView(view)
     return [(r[0], r[1]) for r in spark.sql(macros.describe_relation_sql(macros.quote(view))).collect()]
+
+
+def missing_driver() -> str:
+    """What to do when the Spark session lacks PostgreSQL's JDBC driver."""
+    from merge_core.spark.session import POSTGRES_JDBC_JAR
+
+    return (
+        f"this Spark session has no PostgreSQL JDBC driver ({DRIVER}), which a PostgreSQL target needs: install "
+        f"Debian's libpostgresql-jdbc-java ({POSTGRES_JDBC_JAR}, which get_session adds), or set "
+        f"$SPARK_MERGE_JDBC_JARS to the driver's jar (Maven Central: org.postgresql:postgresql), or give your own "
+        f"session spark.jars; then start a new session. Nothing was written"
+    )
 
 
 def forget(spark, table: dict) -> None:
