@@ -199,3 +199,28 @@ def test_the_first_command_starts_a_server_every_entry_point_uses_and_it_stops_w
         time.sleep(2)
     assert server.status(str(home)) is None and not (home / server.STATE).exists()
     assert "idle for 0.5 minutes: stopping the server" in (home / "connect-logs" / "server.log").read_text()
+
+
+@pytest.mark.parametrize(
+    "args,error",
+    [
+        (["explain", "--sql", "MERGE INTO d.t USING d.s ON WHEN MATCHED THEN DELETE"], "MERGE_PARSE_ERROR"),
+        (["run", "--sql", "UPDATE d.t SET v = 1 WHERE"], "MERGE_PARSE_ERROR"),
+    ],
+)
+def test_a_statement_that_cannot_run_is_refused_before_spark_starts(tmp_path, args, error):
+    """Parsing and checking options need no Spark: a fresh project's first command with a syntax error
+    answers at once, starting no warm server and creating no warehouse."""
+    import os
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("")
+    env = {**os.environ, "SPARK_MERGE_AUTO_SERVER": "1"}
+    env.pop("SPARK_MERGE_HOME", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "merge_core", *args], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and error in done.stderr, done.stderr[-3000:]
+    assert "starting a warm spark-merge server" not in done.stderr
+    assert not (project / "var").exists()

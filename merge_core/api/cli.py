@@ -528,10 +528,24 @@ def _upsert(spark: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _statement_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The statement of run and explain, and the options chosen for it."""
+    sql = args.sql if args.sql is not None else args.file.read_text()
+    return sql, {k: getattr(args, k) for k in ("dialect", *statement_options(), *JDBC_OPTIONS) if getattr(args, k)}
+
+
+def _checked_statement(args: argparse.Namespace) -> None:
+    """The statement of run and explain as a spec (parsed, its options checked), which needs no Spark: a
+    syntax error or a bad option is a MergeError before any session or server starts."""
+    from merge_core.api.functions import to_spec
+
+    sql, chosen = _statement_args(args)
+    to_spec(sql, **{k: v for k, v in chosen.items() if k not in JDBC_OPTIONS})
+
+
 def _statement(spark: Any, args: argparse.Namespace) -> int:
     """run and explain."""
-    sql = args.sql if args.sql is not None else args.file.read_text()
-    chosen = {k: getattr(args, k) for k in ("dialect", *statement_options(), *JDBC_OPTIONS) if getattr(args, k)}
+    sql, chosen = _statement_args(args)
     if args.command == "explain":
         from merge_core.api.functions import explain
 
@@ -601,6 +615,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "options":  # no Spark needed
             print(options.markdown())
             return 0
+        if args.command in ("run", "explain"):  # a statement that cannot run is said before Spark starts
+            _checked_statement(args)
         if _starts_server(args):
             server.ensure(args.warehouse)
         return HANDLERS[args.command](_warm_merges(args) or _session(args), args)
