@@ -235,3 +235,93 @@ def test_the_command_line_prints_changes_and_old_versions(spark, db, capsys):
     assert capsys.readouterr().out.splitlines() == ["id\tv", "1\t2"]
     assert main(["show", t, "-q"]) == 0
     assert capsys.readouterr().out.splitlines() == ["id\tv", "1\t3"]
+
+
+def _as_of(spark, t: str, merge_id: str) -> list[tuple]:
+    return sorted(map(tuple, read_as_of(spark, t, merge_id=merge_id).collect()), key=str)
+
+
+def test_a_version_whose_files_vacuum_replaced_is_an_error_not_fewer_rows(spark, db):
+    """vacuum(retain 0) puts each rewritten partition back into its first directory, refilled with
+    today's files: an older version that read that directory is no longer there, and says so."""
+    t = f"{db}.vacuumed"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT, p STRING) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 10, 'a'), (2, 20, 'a'), (3, 30, 'b')")
+    m1 = merge(
+        spark, f"MERGE INTO {t} t USING (SELECT 4 AS id, 40 AS v, 'a' AS p) s ON 1 = 0 WHEN NOT MATCHED THEN INSERT *"
+    )
+    v1 = rows(spark, t)
+    m2 = merge(spark, f"DELETE FROM {t} WHERE id IN (1, 4)")
+    assert _as_of(spark, t, m1.merge_id) == sorted(v1, key=str)
+    vacuum(spark, t, retain_hours=0)
+    with pytest.raises(
+        MergeError, match=rf"the version of {t} after {m1.merge_id} is not all there: partition p = 'a' held 3 row"
+    ):
+        read_as_of(spark, t, merge_id=m1.merge_id)
+    assert _as_of(spark, t, m2.merge_id) == sorted(rows(spark, t), key=str)  # the current version is all there
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT OVERWRITE {t} PARTITION (p = 'a') SELECT 9, 90",
+        "ALTER TABLE {t} DROP PARTITION (p = 'a')",
+        "TRUNCATE TABLE {t} PARTITION (p = 'a')",
+    ],
+)
+def test_a_version_a_plain_writer_overwrote_is_an_error_not_fewer_rows(spark, db, statement):
+    """An insert-only merge appends in place: a plain INSERT OVERWRITE, DROP PARTITION or TRUNCATE of that
+    partition removes the version's rows there, and reading the version says so instead of returning fewer."""
+    t = f"{db}.overwritten"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT, p STRING) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 10, 'a'), (3, 30, 'b')")
+    m1 = merge(
+        spark, f"MERGE INTO {t} t USING (SELECT 4 AS id, 40 AS v, 'a' AS p) s ON 1 = 0 WHEN NOT MATCHED THEN INSERT *"
+    )
+    assert _as_of(spark, t, m1.merge_id) == [(1, 10, "a"), (3, 30, "b"), (4, 40, "a")]
+    spark.sql(statement.format(t=t))
+    with pytest.raises(
+        MergeError, match=rf"after {m1.merge_id} is not all there: partition p = 'a' held 2 row\(s\) then"
+    ):
+        read_as_of(spark, t, merge_id=m1.merge_id)
+
+
+def test_an_inverted_range_and_a_moment_that_is_no_moment_are_errors(spark, db):
+    t = f"{db}.ranges"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT) USING parquet TBLPROPERTIES ('spark_merge.change_feed' = 'true')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1)")
+    first = merge(spark, f"UPDATE {t} SET v = 2")
+    second = merge(spark, f"UPDATE {t} SET v = 3")
+    assert len(table_changes(spark, t, since=first.merge_id, until=second.merge_id).collect()) == 2
+    assert table_changes(spark, t, since=second.merge_id, until=second.merge_id).collect() == []  # empty, not inverted
+    with pytest.raises(
+        MergeError, match=rf"MERGE_INVALID_SPEC: the range of changes of {t} is inverted: since={second.merge_id}"
+    ):
+        table_changes(spark, t, since=second.merge_id, until=first.merge_id)
+    for moment in (1234567890, "yesterday", None.__class__):
+        with pytest.raises(MergeError, match=r"MERGE_INVALID_SPEC: timestamp .* is not a moment: pass a datetime"):
+            read_as_of(spark, t, timestamp=moment)
+    assert read_as_of(spark, t, timestamp=datetime.now(UTC).date().isoformat() + "T23:59:59").collect()[0]["v"] == 3
+
+
+def test_a_feed_that_plain_writes_contradict_says_so(spark, db):
+    """After a plain INSERT OVERWRITE of a partition a commit appended to, the feed would still list the
+    inserts the table no longer holds: an error naming the partition, unless the reader accepts it."""
+    t = f"{db}.contradicted"
+    spark.sql(
+        f"CREATE TABLE {t} (id INT, v INT, p STRING) USING parquet PARTITIONED BY (p) "
+        "TBLPROPERTIES ('spark_merge.change_feed' = 'true')"
+    )
+    spark.sql(f"INSERT INTO {t} VALUES (1, 10, 'a'), (3, 30, 'b')")
+    merge(
+        spark, f"MERGE INTO {t} t USING (SELECT 4 AS id, 40 AS v, 'a' AS p) s ON 1 = 0 WHEN NOT MATCHED THEN INSERT *"
+    )
+    spark.sql(f"INSERT INTO {t} VALUES (5, 50, 'c')")  # a partition no commit touched: no contradiction
+    assert [r["id"] for r in table_changes(spark, t).collect()] == [4]
+    spark.sql(f"INSERT OVERWRITE {t} PARTITION (p = 'a') SELECT 9, 90")
+    with pytest.raises(
+        MergeError,
+        match=r"does not tell the whole story: partition \{\"p\": \"a\"\} holds 1 row\(s\), where its last commit left 2",
+    ):
+        table_changes(spark, t)
+    assert [r["id"] for r in table_changes(spark, t, accept_plain_writes=True).collect()] == [4]

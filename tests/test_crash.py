@@ -19,6 +19,8 @@ import pytest
 
 from merge_core.spark.faults import POINTS
 
+from .crash_driver import RUN_KEY
+
 DRIVER = Path(__file__).resolve().parent / "crash_driver.py"
 DBT_DRIVER = Path(__file__).resolve().parent / "dbt_crash_driver.py"
 OLD = [[1, "a", 1], [2, "b", 1], [3, "c", 2], [4, "d", 2]]
@@ -35,6 +37,7 @@ EXPECTED = {
 
 
 def run_driver(home, mode, env=None, timeout=240):
+    """Run crash_driver.py in ``mode`` in a process of its own."""
     return subprocess.run(
         [sys.executable, str(DRIVER), str(home), mode],
         env={**os.environ, **(env or {})},
@@ -64,7 +67,7 @@ def _marks(point: str, host: str) -> list:
     return marks + ([] if point in CI_POINTS[host] else [pytest.mark.extended])
 
 
-def _kill_at_then_verify(tmp_path, command: list[str], point: str, dbt: bool) -> dict:
+def _kill_at_then_verify(tmp_path, command: list[str], point: str, dbt: bool, verify_mode: str = "verify") -> dict:
     """Run the driver `command` until it reaches failpoint `point`, SIGKILL it (the Python process and
     its JVM, with no chance to clean up), then recover and read the table in a new process."""
     flag = tmp_path / "fault.flag"
@@ -85,7 +88,7 @@ def _kill_at_then_verify(tmp_path, command: list[str], point: str, dbt: bool) ->
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
-    verify = run_driver(tmp_path, "verify")
+    verify = run_driver(tmp_path, verify_mode)
     assert verify.returncode == 0, verify.stderr[-3000:]
     return json.loads(verify.stdout.strip().splitlines()[-1])
 
@@ -203,3 +206,36 @@ def test_sigkill_with_the_change_feed_leaves_feed_and_table_agreeing(tmp_path, m
     committed = point in ("after_journal", "between_repoints")
     assert result["rows"] == (NEW if committed else OLD)
     assert result["changes"] == (FEED if committed else [])
+
+
+APPENDED = sorted(OLD + [[5, "n5", 3], [6, "n6", 1], [7, "n7", None]], key=str)
+
+
+@pytest.mark.parametrize(
+    "point,host",
+    [
+        pytest.param(point, host, marks=[] if (point, host) == ("after_append", "python") else [pytest.mark.extended])
+        for point in ("before_append", "after_append")
+        for host in ("python", "dbt")
+    ],
+)
+def test_sigkill_in_an_append_then_recover(tmp_path, point, host):
+    """An insert-only merge (Spark's own INSERT INTO, under its journal) killed before its INSERT or
+    after it, before its history entry: recovered, the table holds the rows once or not at all, the
+    history and the change feed say the same, and a retry under the same run key is replayed when the
+    rows landed, merged when they did not; either way each row is there once."""
+    command = [str(DRIVER), str(tmp_path), "append"] if host == "python" else [str(DBT_DRIVER), str(tmp_path), "append"]
+    result = _kill_at_then_verify(tmp_path, command, point, dbt=host == "dbt", verify_mode="verify_append")
+    landed = point == "after_append"
+    assert result["recovered"] is True
+    assert sorted(result["rows"], key=str) == (APPENDED if landed else sorted(OLD, key=str))
+    assert [e[1:] for e in result["history"]] == ([[RUN_KEY if host == "python" else None, True]] if landed else [])
+    inserted = [[5, "n5", 3, "insert"], [6, "n6", 1, "insert"], [7, "n7", None, "insert"]]
+    assert result["changes"] == (sorted(inserted, key=str) if landed else [])
+    assert result["replayed"] is (landed and host == "python")
+    # a dbt run has no run key: its retry is another append, as dbt's own re-run of an append model
+    assert sorted(result["after_retry"], key=str) == (
+        APPENDED
+        if landed and host == "python" or not landed
+        else sorted(APPENDED + [[5, "n5", 3], [6, "n6", 1], [7, "n7", None]], key=str)
+    )

@@ -1100,3 +1100,34 @@ def test_a_project_without_the_override_file_merges_with_the_packages_flag(spark
         assert "inserted 1, updated 1" in p.run_results()["inc_flag"]["message"]
     finally:
         spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+
+
+def test_a_change_feed_that_plain_writes_contradict_fails_the_model_reading_it(session_project, spark):
+    """dbt's spark_merge.changes checks the partitions the commits it reads touched, as table_changes does:
+    after a plain INSERT OVERWRITE of one, the model reading the feed fails naming it, unless it accepts."""
+    p = session_project
+    p.model(
+        "fed_source",
+        "{{ config(materialized='spark_merge', unique_key='id', partition_by=['p']) }}\n"
+        "select * from values {{ var('rows', \"(1, 'a', 'x')\") }} as s(id, v, p)",
+    )
+    p.model(
+        "fed_reader",
+        "{{ config(materialized='table') }}\n"
+        "select id, _change_type from {{ spark_merge.changes(ref('fed_source'), "
+        "accept_plain_writes=var('accept', false)) }}",
+    )
+    p.dbt("run", "-s", "fed_source")
+    t = p.table("fed_source")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('spark_merge.change_feed' = 'true')")
+    p.dbt("run", "-s", "fed_source", vars={"rows": "(2, 'b', 'x')"})
+    p.dbt("run", "-s", "fed_reader")
+    assert rows(spark, p.table("fed_reader")) == [(2, "insert")]
+    spark.sql(f"INSERT OVERWRITE {t} PARTITION (p = 'x') SELECT 9, 'z'")
+    p.dbt("run", "-s", "fed_reader", ok=False)
+    assert any(
+        "does not tell the whole story" in line and "holds 1 row(s), where its last commit left 2" in line
+        for line in p.logs
+    )
+    p.dbt("run", "-s", "fed_reader", vars={"accept": True})
+    assert rows(spark, p.table("fed_reader")) == [(2, "insert")]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from merge_core import SpecError, history, merge
+from merge_core import MergeError, SpecError, history, merge, recover, table_changes
 from merge_core.spark.faults import SimulatedCrash
 
-from .conftest import rows
+from .conftest import props, rows
 
 
 @pytest.fixture
@@ -66,3 +66,75 @@ def test_a_run_that_failed_before_its_commit_point_merges_again(spark, counter, 
 def test_a_postgres_target_refuses_a_run_key(spark):
     with pytest.raises(SpecError, match="run_key"):
         merge(spark, "UPDATE public.t SET n = 1", jdbc_url="jdbc:postgresql://127.0.0.1:1/x", run_key="k")
+
+
+INSERT_ONLY = (
+    "MERGE INTO {t} t USING (SELECT * FROM VALUES (10, 1, 'a'), (11, 1, 'c'), (12, 1, NULL) AS s(id, n, p)) s "
+    "ON 1 = 0 WHEN NOT MATCHED THEN INSERT *"
+)
+
+
+@pytest.fixture
+def fed(spark, counter):
+    spark.sql(f"ALTER TABLE {counter} SET TBLPROPERTIES ('spark_merge.change_feed' = 'true')")
+    return counter
+
+
+def test_an_append_that_died_after_its_insert_is_recorded_not_applied_twice(spark, fed, monkeypatch):
+    """An insert-only merge appends with Spark's own INSERT INTO, which cannot be replayed: its journal,
+    written before the INSERT, lets the retry see that the rows landed, record the commit (history, run
+    key, change feed) and return it, into an existing, a new and a NULL partition."""
+    monkeypatch.setenv("SPARK_MERGE_FAULT_RAISE", "after_append")
+    with pytest.raises(SimulatedCrash):
+        merge(spark, INSERT_ONLY.format(t=fed), run_key="job-5")
+    monkeypatch.delenv("SPARK_MERGE_FAULT_RAISE")
+    again = merge(spark, INSERT_ONLY.format(t=fed), run_key="job-5")
+    assert again.replayed and again.metrics["numTargetRowsInserted"] == 3
+    assert rows(spark, fed) == [(1, 0, "a"), (2, 0, "b"), (10, 1, "a"), (11, 1, "c"), (12, 1, None)]
+    [entry] = history(spark, fed)
+    assert (entry["merge_id"], entry["run_key"], entry.get("recovered")) == (again.merge_id, "job-5", True)
+    changes = table_changes(spark, fed).select("id", "p", "_change_type").collect()
+    assert sorted(map(tuple, changes), key=str) == [(10, "a", "insert"), (11, "c", "insert"), (12, None, "insert")]
+
+
+def test_an_append_that_died_before_its_insert_merges_again(spark, fed, monkeypatch):
+    monkeypatch.setenv("SPARK_MERGE_FAULT_RAISE", "before_append")
+    with pytest.raises(SimulatedCrash):
+        merge(spark, INSERT_ONLY.format(t=fed), run_key="job-6")
+    monkeypatch.delenv("SPARK_MERGE_FAULT_RAISE")
+    assert recover(spark, fed)  # the journal is there, and discarded: nothing became visible
+    assert history(spark, fed) == [] and props(spark, fed)["spark_merge.journal.parts"] == "0"
+    again = merge(spark, INSERT_ONLY.format(t=fed), run_key="job-6")
+    assert not again.replayed
+    assert rows(spark, fed) == [(1, 0, "a"), (2, 0, "b"), (10, 1, "a"), (11, 1, "c"), (12, 1, None)]
+    assert len(table_changes(spark, fed).collect()) == 3
+
+
+def test_an_append_neither_there_nor_absent_is_refused(spark, counter, monkeypatch):
+    """A partition holding neither the rows before the append nor those after it (a plain INSERT since
+    the crash, or Spark's move of the files cut short) is no guess: an error naming it, nothing changed."""
+    monkeypatch.setenv("SPARK_MERGE_FAULT_RAISE", "after_append")
+    with pytest.raises(SimulatedCrash):
+        merge(spark, INSERT_ONLY.format(t=counter), run_key="job-7")
+    monkeypatch.delenv("SPARK_MERGE_FAULT_RAISE")
+    spark.sql(f"INSERT INTO {counter} VALUES (99, 9, 'c')")
+    with pytest.raises(
+        MergeError, match=r"MERGE_CORRUPT_JOURNAL.*partition \{\"p\": \"c\"\} holds 2 row\(s\).*repair-journal"
+    ):
+        recover(spark, counter)
+    assert props(spark, counter)["spark_merge.journal.parts"] != "0"
+
+
+def test_a_merge_on_read_upsert_that_died_after_its_append_is_recorded_once(spark, db, monkeypatch):
+    t = f"{db}.mor_durable"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, ts INT, p STRING) USING parquet PARTITIONED BY (p)")
+    source = "SELECT * FROM VALUES (1, 'x', 1, 'a'), (2, 'y', 1, 'b'), (1, 'z', 2, 'a') AS s(id, v, ts, p)"
+    options = {"primary_key": ["id"], "watermark_key": "ts", "upsert_mode": "merge-on-read"}
+    monkeypatch.setenv("SPARK_MERGE_FAULT_RAISE", "after_append")
+    with pytest.raises(SimulatedCrash):
+        merge(spark, {"target": t, "source": source}, run_key="mor-1", **options)
+    monkeypatch.delenv("SPARK_MERGE_FAULT_RAISE")
+    again = merge(spark, {"target": t, "source": source}, run_key="mor-1", **options)
+    assert again.replayed
+    assert spark.table(f"{t}__sm_log").count() == 3  # appended once
+    assert rows(spark, t) == [(1, "z", 2, "a"), (2, "y", 1, "b")]

@@ -69,13 +69,16 @@ DELAY_S = {
     "after_journal": 0.3,
     "after_last_repoint": 0.2,
     "before_append": 1.0,
+    "after_append": 0.3,
 }
 KINDS = ["merge", "update", "move", "delete", "insert", "upsert", "rollback", "compact"]
 
 
 def _phases(kind: str) -> list[str]:
     return (
-        ["after_validation", "before_append"] if kind == "insert" else [p for p in SOAK_POINTS if p != "before_append"]
+        ["after_validation", "before_append", "after_append"]
+        if kind == "insert"
+        else [p for p in SOAK_POINTS if p not in ("before_append", "after_append")]
     )
 
 

@@ -211,6 +211,8 @@ TABLE_COMMANDS: list[tuple[str, str, list[tuple[tuple[str, ...], dict]]]] = [
     ("changes", "the table's change feed: one row per row change of each commit in the range",
      [(("--since",), {"metavar": "MERGE_ID", "help": "after this commit (default: from the first)"}),
       (("--until",), {"metavar": "MERGE_ID", "help": "up to this commit, included (default: the latest)"}),
+      (("--accept-plain-writes",), {"action": "store_true", "help": "print the recorded changes even when a write "
+       "that bypassed spark-merge changed a partition they touched since (refused otherwise)"}),
       (("--limit",), {"type": int, "default": 100, "help": "rows to print (default 100)"})]),
     ("show", "print a table's rows, now or as they were right after a commit (time travel)",
      [(("--as-of",), {"metavar": "MERGE_ID|TIMESTAMP", "help": "right after this commit, or after the latest commit "
@@ -452,7 +454,7 @@ def _rollback(spark: Any, args: argparse.Namespace) -> int:
 def _changes(spark: Any, args: argparse.Namespace) -> int:
     from merge_core.api.functions import table_changes
 
-    _print_rows(table_changes(spark, args.table, args.since, args.until), args.limit)
+    _print_rows(table_changes(spark, args.table, args.since, args.until, args.accept_plain_writes), args.limit)
     return 0
 
 

@@ -242,14 +242,22 @@ def read_as_of(spark: SparkSession, table: str, merge_id: str | None = None, tim
 
 
 @reports_spark_errors
-def table_changes(spark: SparkSession, table: str, since: str | None = None, until: str | None = None):
+def table_changes(
+    spark: SparkSession,
+    table: str,
+    since: str | None = None,
+    until: str | None = None,
+    accept_plain_writes: bool = False,
+):
     """The change feed: one row per row change of every commit after merge ``since`` (exclusive) up
     to merge ``until`` (inclusive), None meaning from the first or to the latest; the table's
     columns, ``_change_type`` (insert, update_preimage, update_postimage, delete), ``_merge_id`` and
-    ``_commit_timestamp``. The table records them when its property spark_merge.change_feed is true."""
+    ``_commit_timestamp``. The table records them when its property spark_merge.change_feed is true.
+    When a write that bypassed spark-merge changed a partition those commits touched since (the feed
+    then contradicts the table), an error, unless ``accept_plain_writes``."""
     from merge_core.maintenance.change_feed import table_changes as _table_changes
 
-    return _table_changes(spark, table, since, until)
+    return _table_changes(spark, table, since, until, accept_plain_writes)
 
 
 @reports_spark_errors

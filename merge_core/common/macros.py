@@ -509,6 +509,22 @@ def changes_read_sql(table: Record, entries: list[Record]) -> str:
     return _render("changes_read_sql", table, entries)
 
 
+def recorded_rows(table: Record, entries: list[Record]) -> Record:
+    return _fill("recorded_rows", table, entries)
+
+
+def plain_writes(table: Record, chosen: list[Record], recorded: Record, stats: list[Record] | None) -> Record:
+    return _fill("plain_writes", table, chosen, recorded, stats)
+
+
+def plain_writes_message(table: Record, changed: list[str], accept: str) -> str:
+    return " ".join(_render("plain_writes_message", table, changed, accept).split())
+
+
+def partition_key(table: Record, partition: dict[str, Any] | None) -> str:
+    return _render("partition_key", table["partition_columns"], partition or {})
+
+
 def identity_sign(table_id: str, created: str | None) -> str:
     return _render("identity_sign", table_id, created)
 

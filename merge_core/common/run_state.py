@@ -58,7 +58,10 @@ class RunState(TypedDict, total=False):
     # set by plan
     matched_from_summary: bool  # the summary found the matched partitions (no separate job)
     fused: bool  # the rewrite reads the target once with the changes (rewrite.sql)
-    append_statements: list[str]  # an insert-only merge's INSERTs
+    append_statements: list[str]  # a merge-on-read upsert's INSERT into its log
+    before_append: list[str]  # a merge-on-read upsert's view, (re)created under the lock before its append
+    log_partitions: list[dict[str, Any]]  # a merge-on-read upsert: the log's partitions it adds rows to
+    log_deltas: dict[str, int]  # ... and how many rows to each, by partition_key
     feed_statements: list[str]  # the change feed's statements, run under the lock
     restore: list[dict[str, Any]]  # rollback: the partitions to point back, and where
     # set by write and commit
@@ -71,6 +74,9 @@ class RunState(TypedDict, total=False):
     journaled: bool  # the commit point is passed: roll forward, never back
     version_after: int
     entry: dict[str, Any]  # the history entry (the journal carries it)
+    append: dict[str, Any]  # an append's record: its partitions' rows before and after (the journal carries it)
+    append_sql: list[str]  # an append's INSERTs, run between its journal and the journal's apply
+    partition_rows: list[dict[str, Any]]  # the rows each partition it touched holds after the commit (history)
 
 
 class PlanContext(TypedDict, total=False):

@@ -16,13 +16,22 @@ from merge_core.lifecycle.merge_on_read import LOG_SUFFIX
 from merge_core.maintenance import history_store
 from merge_core.spark import files
 from merge_core.spark.catalog import describe_table
+from merge_core.spark.host import SparkHost
 
 
 def table_changes(
-    spark: SparkSession, table_name: str, since: str | None = None, until: str | None = None
+    spark: SparkSession,
+    table_name: str,
+    since: str | None = None,
+    until: str | None = None,
+    accept_plain_writes: bool = False,
 ) -> DataFrame:
     """The change rows of the commits after ``since`` up to ``until`` (history.py's order), as one
-    DataFrame (spark_merge__changes_read_sql, the query dbt's spark_merge.changes runs too)."""
+    DataFrame (spark_merge__changes_read_sql, the query dbt's spark_merge.changes runs too).
+
+    A partition those commits touched that holds other rows now than its last commit left (a write
+    that bypassed spark-merge: INSERT OVERWRITE, TRUNCATE, DROP PARTITION, a plain INSERT) makes the
+    feed contradict the table: an error, unless ``accept_plain_writes``."""
     parts = [p.strip("`") for p in table_name.split(".")]
     log_parts = [*parts[:-1], parts[-1] + LOG_SUFFIX]
     if spark.catalog.tableExists(".".join(log_parts)):  # a merge-on-read table: its log takes the commits
@@ -40,4 +49,27 @@ def table_changes(
                 f"the change rows of merge {entry['merge_id']} on {table['name']} were removed by vacuum with its "
                 f"version; read the changes after a later merge (since=...)"
             )
+    if not accept_plain_writes:
+        _refuse_plain_writes(spark, table, chosen["ordered"], chosen["entries"])
     return spark.sql(macros.changes_read_sql(table, chosen["entries"]))
+
+
+def _refuse_plain_writes(spark: SparkSession, table: dict, ordered: list[dict], chosen: list[dict]) -> None:
+    """Raise when writes that bypassed spark-merge changed a partition the ``chosen`` commits touched
+    since the last commit of the history (``ordered``, in commit order) recorded its rows (feed.sql:
+    plain_writes): its rows counted now from the files' footers (file_stats, no Spark job where the
+    files are reachable)."""
+    recorded = macros.recorded_rows(table, ordered)
+    wanted = macros.plain_writes(table, chosen, recorded, None)["partitions"]
+    if not wanted:
+        return
+    spark.sql(macros.refresh_sql(table))
+    where = macros.partition_filter(table, wanted) if table["partition_columns"] else None
+    rows = SparkHost(spark).file_stats(
+        table, table["table_name"], macros.file_stats_sql(table, table["relation"], where), wanted
+    )
+    changed = macros.plain_writes(table, chosen, recorded, macros.decode_partitions(table, rows))["changed"]
+    if changed:
+        raise UnsupportedError(
+            macros.plain_writes_message(table, changed, "accept_plain_writes=True (--accept-plain-writes)")
+        )

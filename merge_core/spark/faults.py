@@ -26,9 +26,16 @@ POINTS = (
 )
 
 
-# where the kill soak starts its random delay: the commit's boundaries, and the start of an
-# insert-only merge's append (Spark's own INSERT INTO)
-SOAK_POINTS = ("after_validation", "after_staging", "after_journal", "after_last_repoint", "before_append")
+# where the kill soak starts its random delay: the commit's boundaries, and the start and end of an
+# insert-only merge's append (Spark's own INSERT INTO, between its journal and the journal's apply)
+SOAK_POINTS = (
+    "after_validation",
+    "after_staging",
+    "after_journal",
+    "after_last_repoint",
+    "before_append",
+    "after_append",
+)
 
 
 class SimulatedCrash(RuntimeError):

@@ -195,6 +195,13 @@ INSERT INTO {{ table.relation }}
 {{ spark_merge.spark_merge__mor_rows_sql(table, spec) }}
 {%- endmacro %}
 
+{#- The source's rows per partition of the log, as log rows (n, __sm_part: partition_json). -#}
+{% macro spark_merge__mor_counts_sql(table, spec) -%}
+SELECT {{ spark_merge.spark_merge__partition_json(table) }} AS __sm_part, count(*) AS n
+FROM ({{ spark_merge.spark_merge__mor_rows_sql(table, spec) }}) AS __sm_rows
+GROUP BY 1
+{%- endmacro %}
+
 {#- The source as log rows: every target column by name, cast to its type. -#}
 {% macro spark_merge__mor_rows_sql(table, spec) -%}
 SELECT {% for c in table.columns %}CAST({{ spark_merge.spark_merge__quote(spec.source_alias) }}.{{ spark_merge.spark_merge__quote(c.name)

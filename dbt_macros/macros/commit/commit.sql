@@ -15,19 +15,22 @@
 
 {#- The journal's JSON text in parts of at most `chunk` characters (a metastore keeps a property
     value of limited length): out.parts, stored as spark_merge.journal.0, .1, ... -#}
-{% macro spark_merge__journal_parts(table, merge_id, repoints, entry, out, chunk=3000) -%}
+{% macro spark_merge__journal_parts(table, merge_id, repoints, entry, out, append=none, chunk=3000) -%}
 {%- set journal = {'merge_id': merge_id, 'table_id': table.table_id or merge_id, 'repoints': repoints} -%}
 {%- if entry -%}{%- do journal.update({'entry': entry}) -%}{%- endif -%}
+{%- if append -%}{%- do journal.update({'append': append}) -%}{%- endif -%}
 {%- set text = journal | tojson -%}
 {%- set parts = [] -%}
 {%- for i in range(((text | length) / chunk) | round(0, 'ceil') | int) -%}{%- do parts.append(text[i * chunk:(i + 1) * chunk]) -%}{%- endfor -%}
 {%- do out.update({'parts': parts}) -%}
 {%- endmacro %}
 
-{% macro spark_merge__journal_properties(table, merge_id, repoints, entry=none) -%}
+{#- `properties`: more of the table's properties, set in the same statement (a merge-on-read log's options). -#}
+{% macro spark_merge__journal_properties(table, merge_id, repoints, entry=none, append=none, properties={}) -%}
 {%- set journal = {} -%}
-{%- do spark_merge.spark_merge__journal_parts(table, merge_id, repoints, entry, journal) -%}
+{%- do spark_merge.spark_merge__journal_parts(table, merge_id, repoints, entry, journal, append) -%}
 ({{ spark_merge.spark_merge__identity_properties(table, merge_id) }},
+{%- for k, v in properties.items() %} {{ spark_merge.spark_merge__literal(k) }} = {{ spark_merge.spark_merge__literal(v) }},{% endfor %}
  'spark_merge.journal.merge_id' = {{ spark_merge.spark_merge__literal(merge_id) }},
  'spark_merge.journal.parts' = '{{ journal.parts | length }}'
 {%- for part in journal.parts %},
@@ -35,15 +38,11 @@
 {%- endfor %})
 {%- endmacro %}
 
-{#- `entry`: the commit's history entry (without finished_at), written by whoever completes the commit. -#}
-{% macro spark_merge__journal_sql(table, merge_id, repoints, entry=none) -%}
-ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge.spark_merge__journal_properties(table, merge_id, repoints, entry) }}
-{%- endmacro %}
-
-{#- A commit that writes no journal (an append) still moves the version on. -#}
-{% macro spark_merge__version_sql(table, merge_id, properties={}) -%}
-ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ({{ spark_merge.spark_merge__identity_properties(table, merge_id) }}
-{%- for k, v in properties.items() %}, {{ spark_merge.spark_merge__literal(k) }} = {{ spark_merge.spark_merge__literal(v) }}{% endfor %})
+{#- `entry`: the commit's history entry (without finished_at), written by whoever completes the commit;
+    `append`: an append's record (records.sql: append_record), which tells recovery whether its rows landed. -#}
+{% macro spark_merge__journal_sql(table, merge_id, repoints, entry=none, append=none, properties={}) -%}
+ALTER TABLE {{ table.relation }} SET TBLPROPERTIES {{ spark_merge.spark_merge__journal_properties(table, merge_id, repoints, entry, append,
+    properties) }}
 {%- endmacro %}
 
 {#- One statement per entry of `out`; idempotent, so recovery replays them. -#}

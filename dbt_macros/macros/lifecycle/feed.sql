@@ -97,9 +97,11 @@ FROM {{ a }} AS __sm_a LEFT {{ join }} JOIN {{ b }} AS __sm_b ON {{ on | join(' 
 {%- endmacro %}
 
 {#- The commits of `entries` (a table's history) after `since` (a merge id, exclusive; none: from the
-    first) up to `until` (inclusive; none: the latest), in commit order, into out.entries; or
-    out.error ([code name, message]): an id the history lacks, or a commit in the range that changed
-    rows without recording them. -#}
+    first) up to `until` (inclusive; none: the latest), in commit order, into out.entries (and the whole
+    history in commit order into out.ordered); or
+    out.error ([code name, message]): an id the history lacks, `since` committed after `until` (an
+    inverted range; since = until is an empty one), or a commit in the range that changed rows without
+    recording them. -#}
 {% macro spark_merge__changes_range(table, entries, since, until, out) -%}
 {%- set keyed, ordered = [], [] -%}
 {%- for e in entries -%}{%- do keyed.append([e.get('version_before') or 0, e.finished_at, loop.index0]) -%}{%- endfor -%}
@@ -111,6 +113,10 @@ FROM {{ a }} AS __sm_a LEFT {{ join }} JOIN {{ b }} AS __sm_b ON {{ on | join(' 
 {%- endfor -%}
 {%- set first = ids.index(since) + 1 if since is not none and since in ids else 0 -%}
 {%- set last = ids.index(until) + 1 if until is not none and until in ids else ids | length -%}
+{%- if not out.get('error') and first > last -%}
+  {%- do out.update({'error': ['invalid_spec', 'the range of changes of ' ~ table.name ~ ' is inverted: since=' ~ since ~ ' was committed after until='
+      ~ until ~ ' (since is exclusive, until inclusive, in commit order; swap them)']}) -%}
+{%- endif -%}
 {%- set chosen = [] -%}
 {%- for e in ordered[first:last] if not out.get('error') -%}
   {%- set m = e.get('metrics') or {} -%}
@@ -128,7 +134,7 @@ FROM {{ a }} AS __sm_a LEFT {{ join }} JOIN {{ b }} AS __sm_b ON {{ on | join(' 
         'commits); read the changes after it (since=' ~ e.merge_id ~ ')']}) -%}
   {%- endif -%}
 {%- endfor -%}
-{%- do out.update({'entries': chosen}) -%}
+{%- do out.update({'entries': chosen, 'ordered': ordered}) -%}
 {%- endmacro %}
 
 {#- The change rows of `entries` (changes_range's), oldest commit first: the table's columns,
@@ -145,4 +151,65 @@ SELECT {% for c in table.columns %}CAST(NULL AS {{ c.type }}) AS {{ spark_merge.
 FROM {{ table.provider }}.{{ spark_merge.spark_merge__quote(spark_merge.spark_merge__changes_location(table, e.merge_id) | trim) }}
 {%- endfor -%}
 {%- endif -%}
+{%- endmacro %}
+
+{#- The rows each partition held after the last commit of `entries` (a table's history in commit order,
+    or its beginning) that touched it, where that commit recorded them (partition_rows: merges, appends
+    and compactions do; a rollback and entries of older releases do not), into out[partition_key]:
+    {partition, rows, at: when they were written (the commit's finished_at, or that of vacuum's
+    canonical layout, which copies a partition's rows into its first directory)}. -#}
+{% macro spark_merge__recorded_rows(table, entries, out) -%}
+{%- for e in entries -%}
+  {%- if e.get('kind') == 'canonicalize' -%}
+    {%- for r in e.get('repoints') or [] -%}
+      {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, r.partition or {}) -%}
+      {%- if out.get(k) -%}{%- do out[k].update({'at': e.finished_at}) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- else -%}
+    {%- set counted = {} -%}
+    {%- for r in e.get('partition_rows') or [] -%}
+      {%- do counted.update({spark_merge.spark_merge__partition_key(table.partition_columns, r.partition): {'partition': r.partition, 'rows': r.rows,
+          'at': e.finished_at}}) -%}
+    {%- endfor -%}
+    {%- for p in (e.get('partitions') or []) + (e.get('repoints') or []) | map(attribute='partition') | list -%}
+      {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, p or {}) -%}
+      {%- do out.update({k: counted.get(k)}) -%}
+    {%- endfor -%}
+    {%- do out.update(counted) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- for k in out.keys() | list if out[k] is none -%}{%- do out.pop(k) -%}{%- endfor -%}
+{%- endmacro %}
+
+{#- Whether writes that bypassed spark-merge changed the partitions the commits of `chosen` (changes_range's
+    entries) touched since the last commit recorded them: `recorded` (recorded_rows of the whole
+    history) against `stats` (decoded file_stats rows of the table now). The first few such partitions,
+    said, into out.changed; out.partitions: the partitions to measure (stats none: only those). -#}
+{% macro spark_merge__plain_writes(table, chosen, recorded, stats, out) -%}
+{%- set keys, partitions = [], [] -%}
+{%- for e in chosen -%}
+  {%- for p in e.get('partitions') or [] -%}
+    {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, p or {}) -%}
+    {%- if k in recorded and k not in keys -%}{%- do keys.append(k) -%}{%- do partitions.append(recorded[k].partition) -%}{%- endif -%}
+  {%- endfor -%}
+{%- endfor -%}
+{%- set now = {} -%}
+{%- for r in stats or [] -%}
+  {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, r.partition or {}) -%}
+  {%- do now.update({k: now.get(k, 0) + r.rows | int}) -%}
+{%- endfor -%}
+{%- set changed = [] -%}
+{%- for k in keys if stats is not none and now.get(k, 0) != recorded[k].rows -%}
+  {%- do changed.append(('partition ' ~ recorded[k].partition | tojson if recorded[k].partition else 'the table') ~ ' holds ' ~ now.get(k, 0) ~
+      ' row(s), where its last commit left ' ~ recorded[k].rows) -%}
+{%- endfor -%}
+{%- do out.update({'partitions': partitions, 'changed': changed[:3]}) -%}
+{%- endmacro %}
+
+{#- The error of a change feed that plain writes contradict (plain_writes' out.changed), naming how to
+    read it anyway (`accept`: the option's name in the host that reads it). -#}
+{% macro spark_merge__plain_writes_message(table, changed, accept) -%}
+the change feed of {{ table.name }} does not tell the whole story: {{ changed | join('; ') }}, so a write that bypassed spark-merge (INSERT
+    OVERWRITE, TRUNCATE TABLE, DROP PARTITION, a plain INSERT) changed it since, and the feed records no change of it. Read the recorded
+    changes anyway with {{ accept }}, or rebuild what reads the feed from the table
 {%- endmacro %}

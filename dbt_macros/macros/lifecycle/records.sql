@@ -59,6 +59,7 @@
   'checked_at': s.get('checked_at'),
 }) -%}
 {%- if s.get('feed_written') -%}{%- do out.update({'change_feed': true}) -%}{%- endif -%}
+{%- if s.get('partition_rows') is not none -%}{%- do out.update({'partition_rows': s.partition_rows}) -%}{%- endif -%}
 {%- do out.update(s.get('entry_extra', {})) -%}
 {%- endmacro %}
 
@@ -68,8 +69,11 @@
 {% macro spark_merge__lifecycle_plan_log(host, s) -%}
 {%- do host.failpoint('after_validation') -%}
 {%- do spark_merge.spark_merge__zero_metrics(s.metrics) -%}
-{%- do host.step('plan: count the source rows (merge-on-read: appended to the log, no join)') -%}
-{%- set n = host.rows('SELECT count(*) AS n FROM ' ~ spark_merge.spark_merge__source_relation(s.spec) ~ ' AS s')[0].n | int -%}
+{%- do host.step('plan: count the source rows per partition of the log (merge-on-read: appended to the log, no join)') -%}
+{%- set counts = [] -%}
+{%- do spark_merge.spark_merge__decode_partitions(s.table, host.rows(spark_merge.spark_merge__mor_counts_sql(s.table, s.spec), 'source_stats'),
+    counts) -%}
+{%- set n = counts | sum(attribute='n') -%}
 {%- do s.metrics.update({'numSourceRows': n, 'numTargetRowsInserted': n}) -%}
 {#- what the view and compaction need, the same keys from either host (an empty list as null) -#}
 {%- set options, keys = {}, [] -%}
@@ -77,14 +81,70 @@
 {%- for k in keys if k != 'merge_engine' -%}
   {%- set v = s.upsert.get(k) -%}{%- do options.update({k: none if v is none or v == [] else v}) -%}
 {%- endfor -%}
+{%- set partitions, deltas = [], {} -%}
+{%- for c in counts -%}
+  {%- do partitions.append(c.partition) -%}
+  {%- do deltas.update({spark_merge.spark_merge__partition_key(s.table.partition_columns, c.partition): c.n | int}) -%}
+{%- endfor -%}
 {%- do spark_merge.spark_merge__planned_changes([], none, none, s.changes) -%}
-{%- do s.update({'insert_only': true,
-                 'append_statements': [spark_merge.spark_merge__mor_append_sql(s.table, s.spec),
-                     spark_merge.spark_merge__mor_view_sql(s.view, s.table, s.log_plan)],
+{#- the partitions the append adds rows to, for its journal; the view is (re)created before it -#}
+{%- do s.update({'insert_only': true, 'log_partitions': partitions, 'log_deltas': deltas,
+                 'before_append': [spark_merge.spark_merge__mor_view_sql(s.view, s.table, s.log_plan)],
+                 'append_statements': [spark_merge.spark_merge__mor_append_sql(s.table, s.spec)],
                  'properties': {'spark_merge.upsert': options | tojson}}) -%}
 {%- if spark_merge.spark_merge__feed_on(s.table) == 'True' -%}
   {%- do s.update({'feed_statements': [spark_merge.spark_merge__feed_log_sql(s.table, s.spec, s.log_plan, s.merge_id)]}) -%}
 {%- endif -%}
+{%- endmacro %}
+
+{#- An append's record, which its journal carries (write.sql: lifecycle_append): per partition it adds
+    rows to (`partitions`, as the plan names them; an unpartitioned table's is {}), the rows there
+    before it (`counted`: by partition_key, as lifecycle_append_rows counts them) and after it
+    (`deltas`: the rows it adds, by partition_key). -#}
+{% macro spark_merge__append_record(table, partitions, deltas, counted, out) -%}
+{%- set parts = [] -%}
+{%- for p in partitions -%}
+  {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, p) -%}
+  {%- do parts.append({'partition': p, 'before': counted.get(k, 0), 'after': counted.get(k, 0) + deltas.get(k, 0)}) -%}
+{%- endfor -%}
+{%- do out.update({'partitions': parts}) -%}
+{%- endmacro %}
+
+{#- The rows each of `partitions` holds in the version a commit makes, from file_stats rows (`stats`:
+    those of its new directories, carried files included; an append's record gives them itself), into
+    out.rows ([{partition, rows}]): what time travel checks an old version's files against. -#}
+{% macro spark_merge__partition_rows(table, partitions, stats, out) -%}
+{%- set by_key = {} -%}
+{%- for r in stats -%}
+  {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, r.partition or {}) -%}
+  {%- do by_key.update({k: by_key.get(k, 0) + r.rows | int}) -%}
+{%- endfor -%}
+{%- set rows = [] -%}
+{%- for p in partitions -%}
+  {%- do rows.append({'partition': p, 'rows': by_key.get(spark_merge.spark_merge__partition_key(table.partition_columns, p), 0)}) -%}
+{%- endfor -%}
+{%- do out.update({'rows': rows}) -%}
+{%- endmacro %}
+
+{#- Whether an interrupted append landed, from the rows its partitions hold now (`counted`, by
+    partition_key) against its record: out.applied (every partition holds its rows after), or
+    not (every one holds its rows before), or out.error, naming the first partition that holds
+    neither. -#}
+{% macro spark_merge__append_landed(table, record, counted, out) -%}
+{%- set ns = namespace(after=0, before=0, error='') -%}
+{%- for r in record.partitions -%}
+  {%- set n = counted.get(spark_merge.spark_merge__partition_key(table.partition_columns, r.partition), 0) -%}
+  {%- if n == r.after -%}{%- set ns.after = ns.after + 1 -%}
+  {%- elif n == r.before -%}{%- set ns.before = ns.before + 1 -%}
+  {%- elif not ns.error -%}
+    {%- set ns.error = ('partition ' ~ r.partition | tojson if r.partition else 'the table') ~ ' holds ' ~ n ~ ' row(s), where it held ' ~ r.before ~
+        ' before the append and holds ' ~ r.after ~ ' after it' -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- if not ns.error and ns.after and ns.before -%}
+  {%- set ns.error = ns.after ~ ' of its ' ~ record.partitions | length ~ ' partitions hold its rows and ' ~ ns.before ~ ' do not' -%}
+{%- endif -%}
+{%- do out.update({'applied': not ns.error and ns.before == 0, 'error': ns.error}) -%}
 {%- endmacro %}
 
 {#- A file-granular rewrite's metrics, from what the host carried over (`carried`: file_stats rows):

@@ -37,6 +37,13 @@
 {%- do host.failpoint('after_feed') -%}
 {%- endmacro %}
 
+{#- An append (an insert-only merge, a merge-on-read upsert's log) is Spark's own INSERT INTO, which cannot
+    be replayed: so its journal, written under the commit lock before the INSERT, carries the append
+    record (append_record: the rows each partition it adds to holds before it and must hold after it)
+    beside the history entry, and whoever finds that journal (the next begin, `recover`, a run_key
+    retry) counts the partitions again: the rows there, the append is rolled forward (history entry,
+    journal done); the rows not there, it is discarded (nothing became visible); anything else is
+    refused, never guessed (lifecycle_recover). -#}
 {% macro spark_merge__lifecycle_append(host, s) -%}
 {%- do host.step(spark_merge.spark_merge__phase(s, 'write', 'execute') ~ ': append inserted rows (under the commit lock)') -%}
 {%- if (s.get('ctx') or {}).get('feed') and not s.get('append_statements') -%}
@@ -47,11 +54,30 @@
 {%- do spark_merge.spark_merge__lifecycle_unchanged(host, s, fresh) -%}
 {#- a merge-on-read upsert's change rows depend on the log it appends to: read under the lock -#}
 {%- if s.get('feed_statements') -%}{%- do spark_merge.spark_merge__lifecycle_feed(host, s, s.feed_statements) -%}{%- endif -%}
-{%- do host.failpoint('before_append') -%}
-{%- for stmt in s.get('append_statements') or [spark_merge.spark_merge__append_sql(s.table, s.ctx)] -%}{%- do host.run(stmt) -%}{%- endfor -%}
-{%- do host.run(spark_merge.spark_merge__version_sql(fresh, s.merge_id, s.get('properties', {}))) -%}
-{%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false, 'version_after': fresh.version + 1}) -%}
+{%- for stmt in s.get('before_append') or [] -%}{%- do host.run(stmt) -%}{%- endfor -%}
+{%- set partitions = s.log_partitions if 'log_partitions' in s else s.changes.partitions -%}
+{%- set counted, record = {}, {} -%}
+{%- do spark_merge.spark_merge__lifecycle_append_rows(host, fresh, partitions, counted) -%}
+{%- do spark_merge.spark_merge__append_record(fresh, partitions, s.log_deltas if 'log_partitions' in s else s.changes.deltas, counted, record) -%}
 {%- do s.metrics.update({'numOutputRows': s.metrics.numTargetRowsInserted}) -%}
+{%- set rows = [] -%}
+{%- for r in record.partitions -%}{%- do rows.append({'partition': r.partition, 'rows': r.after}) -%}{%- endfor -%}
+{%- do s.update({'repoints': [], 'append': record, 'partition_rows': rows,
+                 'append_sql': s.get('append_statements') or [spark_merge.spark_merge__append_sql(s.table, s.ctx)]}) -%}
+{%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s, fresh) -%}
+{%- endmacro %}
+
+{#- The rows each of `partitions` of `table` holds now, by partition_key, into `out` (none given: every
+    partition's), counted from the files (file_stats) as they are: after a REFRESH, for a host that
+    reads them by a query. -#}
+{% macro spark_merge__lifecycle_append_rows(host, table, partitions, out) -%}
+{%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
+{%- set stats = [] -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, partitions, stats) -%}
+{%- for r in stats -%}
+  {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, r.partition) -%}
+  {%- do out.update({k: out.get(k, 0) + r.rows | int}) -%}
+{%- endfor -%}
 {%- endmacro %}
 
 {#- Stage the new content of s.changes.partitions, then commit it. A merge's rewrite is checked against
@@ -110,7 +136,9 @@
 {%- if s.get('rows_before') is not none -%}{#- a compaction: the log rows it dropped -#}
   {%- do m.update({'numTargetRowsDeleted': s.rows_before - m.numOutputRows}) -%}
 {%- endif -%}
-{%- do s.update({'repoints': planned.repoints}) -%}
+{%- set counted = {} -%}
+{%- do spark_merge.spark_merge__partition_rows(table, s.changes.partitions, new, counted) -%}
+{%- do s.update({'repoints': planned.repoints, 'partition_rows': counted.rows}) -%}
 {%- set fresh = {} -%}
 {%- do spark_merge.spark_merge__lifecycle_verify(host, s, old, new, merging, fresh) -%}
 {%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s, fresh) -%}
@@ -177,7 +205,8 @@
 {%- endmacro %}
 
 {#- The commit point and after, under the lock: the history entry goes into the journal, then the
-    journal is applied. A rollback comes here directly: its caller took the lock and checked
+    journal is applied. An append (s.append_sql) runs its INSERT between the two: the journal carries
+    its record (s.append). A rollback comes here directly: its caller took the lock and checked
     that each partition is where the history says (s.repoints, s.commit_repoints). -#}
 {% macro spark_merge__lifecycle_journal_commit(host, s, fresh=none) -%}
 {%- if fresh is none -%}
@@ -188,18 +217,24 @@
 {%- if not s.get('checked_at') -%}{%- do s.update({'checked_at': host.now()}) -%}{%- endif -%}
 {%- set entry = {} -%}
 {%- do spark_merge.spark_merge__history_entry(s, fresh.version + 1, entry) -%}
-{%- do host.journal(spark_merge.spark_merge__journal_sql(fresh, s.merge_id, s.repoints, entry)) -%}
+{%- do host.journal(spark_merge.spark_merge__journal_sql(fresh, s.merge_id, s.repoints, entry, s.get('append'), s.get('properties') or {})) -%}
 {%- do s.update({'journaled': true, 'version_after': fresh.version + 1, 'entry': entry}) -%}
 {%- do host.failpoint('after_journal') -%}
-{%- do spark_merge.spark_merge__lifecycle_apply_journal(host, fresh, s.merge_id, s.repoints, entry, false) -%}
+{%- if s.get('append_sql') -%}
+  {%- do host.failpoint('before_append') -%}
+  {%- for stmt in s.append_sql -%}{%- do host.run(stmt) -%}{%- endfor -%}
+  {%- do host.failpoint('after_append') -%}
+{%- endif -%}
+{%- do spark_merge.spark_merge__lifecycle_apply_journal(host, fresh, s.merge_id, s.repoints, entry, false, s.get('append')) -%}
 {%- do host.carry_late(fresh, s.repoints) -%}
 {%- do host.unlock(s.table, s.merge_id) -%}{%- do s.update({'locked': false}) -%}
 {%- endmacro %}
 
 {#- Complete a journaled commit: repoint, write the history entry, mark done, refresh. Every
-    step is idempotent (the entry overwrites its own file), so replaying it is harmless. -#}
-{% macro spark_merge__lifecycle_apply_journal(host, table, merge_id, repoints, entry, recovered) -%}
-{%- do host.repoint(table, merge_id, repoints) -%}
+    step is idempotent (the entry overwrites its own file), so replaying it is harmless. `append`:
+    the journal's append record (the journal's text is measured with it, to clear it). -#}
+{% macro spark_merge__lifecycle_apply_journal(host, table, merge_id, repoints, entry, recovered, append=none) -%}
+{%- if repoints -%}{%- do host.repoint(table, merge_id, repoints) -%}{%- endif -%}
 {%- do host.failpoint('after_last_repoint') -%}
 {%- if entry -%}
   {%- set e = entry.copy() -%}
@@ -212,7 +247,7 @@
     described (a journal recovered, or the rest of one whose clean-up was cut short) and those the
     journal of this commit wrote (under the lock since, from these very arguments) -#}
 {%- set written = {} -%}
-{%- do spark_merge.spark_merge__journal_parts(table, merge_id, repoints, entry, written) -%}
+{%- do spark_merge.spark_merge__journal_parts(table, merge_id, repoints, entry, written, append) -%}
 {%- set clear = spark_merge.spark_merge__journal_clear_sql(table, written.parts | length) | trim -%}
 {%- if clear -%}{%- do host.run(clear) -%}{%- endif -%}
 {%- do host.failpoint('before_refresh') -%}
@@ -232,7 +267,26 @@
   {%- do host.fail(spark_merge.spark_merge__error_code('corrupt_journal'), spark_merge.spark_merge__corrupt_journal_message(table, journal) | trim) -%}
 {%- endif -%}
 {%- set finished = {'id': table.properties.get('spark_merge.last_merge_id')} -%}
-{%- if journal -%}
+{%- if journal.get('append') -%}
+  {#- an append: its INSERT landed or did not; the rows its partitions hold now tell which -#}
+  {%- set counted, landed = {}, {} -%}
+  {%- do spark_merge.spark_merge__lifecycle_append_rows(host, table, journal.append.partitions | map(attribute='partition') | list, counted) -%}
+  {%- do spark_merge.spark_merge__append_landed(table, journal.append, counted, landed) -%}
+  {%- if landed.error -%}
+    {%- do host.fail(spark_merge.spark_merge__error_code('corrupt_journal'), 'the append of merge ' ~ journal.merge_id ~ ' into ' ~ table.name ~
+        ' was interrupted, and ' ~ landed.error ~ ': not all of its rows, nor none, are there (Spark was moving its files when it stopped, '
+        ~ 'or another writer added rows since); nothing was changed. Look at the partition\'s newest files, then `spark-merge repair-journal '
+        ~ table.name ~ '` clears the journal') -%}
+  {%- elif landed.applied -%}
+    {%- do host.warn('recovering interrupted append of merge ' ~ journal.merge_id ~ ' on ' ~ table.name ~ ': its rows are in the table; '
+        ~ 'recording its commit') -%}
+  {%- else -%}
+    {%- do host.warn('discarding journal of merge ' ~ journal.merge_id ~ ' on ' ~ table.name ~ ': its append never became visible') -%}
+  {%- endif -%}
+  {%- do spark_merge.spark_merge__lifecycle_apply_journal(host, table, journal.merge_id, [], journal.get('entry') if landed.applied else none,
+      true, journal.append) -%}
+  {%- do finished.update({'id': journal.merge_id}) -%}
+{%- elif journal -%}
   {%- set missing = [] -%}
   {%- for r in journal.repoints if host.exists(r.location) is sameas false -%}{%- do missing.append(r.location) -%}{%- endfor -%}
   {%- set repoints = [] -%}

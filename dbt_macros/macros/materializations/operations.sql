@@ -78,7 +78,7 @@
     a subquery of the table's columns, _change_type (insert, update_preimage, update_postimage,
     delete), _merge_id and _commit_timestamp, of the commits after `since` (a merge id; none: from
     the first) up to `until` (none: the latest); the same query as merge_core.table_changes. -#}
-{% macro changes(relation, since=none, until=none) -%}
+{% macro changes(relation, since=none, until=none, accept_plain_writes=false) -%}
 {%- if not execute -%}{{ return('(SELECT 1 AS __sm_not_run)') }}{%- endif -%}
 {#- a merge-on-read model is a view over its log, which takes the commits -#}
 {%- set log = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier ~ '__sm_log') -%}
@@ -87,6 +87,24 @@
 {%- do spark_merge.spark_merge__changes_range(table, spark_merge.spark_merge__dbt_host().history(table), since, until, chosen) -%}
 {%- if chosen.get('error') -%}
   {{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code(chosen.error[0]) ~ ': ' ~ chosen.error[1]) }}
+{%- endif -%}
+{%- if not accept_plain_writes -%}
+  {#- the partitions those commits touched, against the rows their last commits left (feed.sql: plain_writes) -#}
+  {%- set recorded, wanted = {}, {} -%}
+  {%- do spark_merge.spark_merge__recorded_rows(table, chosen.ordered, recorded) -%}
+  {%- do spark_merge.spark_merge__plain_writes(table, chosen.entries, recorded, none, wanted) -%}
+  {%- if wanted.partitions -%}
+    {%- do run_query(spark_merge.spark_merge__refresh_sql(table)) -%}
+    {%- set where = spark_merge.spark_merge__partition_filter(table, wanted.partitions) | trim if table.partition_columns else none -%}
+    {%- set stats, found = [], {} -%}
+    {%- do spark_merge.spark_merge__decode_partitions(table, spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__file_stats_sql(table,
+        table.relation, where)), stats) -%}
+    {%- do spark_merge.spark_merge__plain_writes(table, chosen.entries, recorded, stats, found) -%}
+    {%- if found.changed -%}
+      {{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('unsupported') ~ ': ' ~
+          spark_merge.spark_merge__plain_writes_message(table, found.changed, 'accept_plain_writes=true')) }}
+    {%- endif -%}
+  {%- endif -%}
 {%- endif -%}
 {{ return('(' ~ spark_merge.spark_merge__changes_read_sql(table, chosen.entries) ~ ')') }}
 {%- endmacro %}

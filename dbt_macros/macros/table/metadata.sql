@@ -17,16 +17,21 @@
   location lies outside that root, and `spark-merge adopt` gives it an identity of its own.
 -#}
 
-{#- Shapes: a record is {field: shape}; a shape is a record's name, [shape] (a list of it), a kind
+{#- Shapes: a record is {field: shape}; a shape is a record's (or a named list's) name, [shape] (a list of it), a kind
     (text, id, path, bool, int, counts, partition), any of them followed by '?' (may be null or
     absent). Fields not declared are allowed (a newer writer may add some). -#}
 {% macro spark_merge__metadata_shapes(out) -%}
 {%- do out.update({
   'repoint': {'partition': 'partition?', 'location': 'path', 'old_location': 'path?', 'exists': 'bool'},
-  'journal': {'merge_id': 'id', 'table_id': 'id?', 'repoints': ['repoint'], 'entry': 'entry?'},
+  'journal': {'merge_id': 'id', 'table_id': 'id?', 'repoints': ['repoint'], 'entry': 'entry?', 'append': 'append?'},
+  'append': {'partitions': ['appended']},
+  'appended': {'partition': 'partition', 'before': 'int', 'after': 'int'},
+  'counted': {'partition': 'partition', 'rows': 'int'},
+  'partition_rows': ['counted'],
   'entry': {'merge_id': 'id', 'target': 'text', 'kind': 'text', 'paradigm': 'text', 'status': 'text?',
             'metrics': 'counts', 'partitions': ['partition'], 'repoints': ['repoint'], 'version_before': 'int',
-            'version_after': 'int?', 'finished_at': 'text?', 'table_id': 'id?', 'run_key': 'text?', 'change_feed': 'bool?'},
+            'version_after': 'int?', 'finished_at': 'text?', 'table_id': 'id?', 'run_key': 'text?', 'change_feed': 'bool?',
+            'partition_rows': 'partition_rows?'},
 }) -%}
 {%- endmacro %}
 
@@ -41,6 +46,8 @@
   {%- else -%}
     {%- for v in value -%}{%- do spark_merge.spark_merge__shape_errors(v, shape[0], path ~ '[' ~ loop.index0 ~ ']', out) -%}{%- endfor -%}
   {%- endif -%}
+{%- elif shape in shapes and shapes[shape] is not mapping -%}
+  {%- do spark_merge.spark_merge__shape_errors(value, shapes[shape], path, out) -%}
 {%- elif shape in shapes -%}
   {%- if value is not mapping -%}
     {%- do out.append(path ~ ' is not an object') -%}
