@@ -605,9 +605,12 @@ CONFIG_ERRORS = [
         "unknown function median for v",
     ),
     ("unique_key='id', merge_engine='first-row', sequence_field='v'", "sequence_field is not allowed"),
-    # a column a config key names must exist: on the first run (before the CTAS) and on every later one
-    ("unique_key='idd'", "unique_key names column 'idd', which the model does not have (its columns: id, v)"),
-    ("unique_key='id', partition_by=['dt']", "partition_by names column 'dt'"),
+    # a column a config key names must exist: partition_by on the first run (before the CTAS), the keys a
+    # merge reads on the runs that merge (a first load by merge: an upsert), as dbt's test__bad_unique_key
+    (
+        "unique_key='id', partition_by=['dt']",
+        "partition_by names column 'dt', which the model does not have (its columns: id, v)",
+    ),
     ("unique_key='id', watermark_key='ts'", "watermark_key names column 'ts'"),
     ("unique_key='idd', later=True", "unique_key names column 'idd', which the model does not have"),
 ]

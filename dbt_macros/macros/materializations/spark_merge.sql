@@ -38,9 +38,12 @@
   {%- if creating -%}
     {%- set model_types = [] -%}
     {%- for row in run_query(spark_merge.spark_merge__describe_query_sql(sql)).rows -%}{%- do model_types.append([row[0], row[1]]) -%}{%- endfor -%}
-    {%- do spark_merge.spark_merge__dbt_check_columns(cfg, model_types | map(attribute=0) | list, 'the model') -%}
     {#- with NOT NULL columns the first load is a merge into the empty table too, which checks them -#}
     {%- set load_by_merge = upsert or not_null -%}
+    {#- a plain first load (CTAS) reads partition_by only: the keys the merges read are checked by the
+        runs that merge, as dbt's own incremental models check unique_key (test__bad_unique_key) -#}
+    {%- do spark_merge.spark_merge__dbt_check_columns(cfg if load_by_merge else {'partition_by': cfg.partition_by},
+        model_types | map(attribute=0) | list, 'the model') -%}
     {%- set swap = existing is not none and spark_merge.spark_merge__dbt_refresh_in_place(cfg, existing, mor, model_types) -%}
   {%- endif -%}
   {%- if not creating and mor -%}

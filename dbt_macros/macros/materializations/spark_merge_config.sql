@@ -24,9 +24,9 @@
 {% macro spark_merge__dbt_check_columns(cfg, columns, what) -%}
 {%- set known = columns | map('lower') | list -%}
 {%- set errors = [] -%}
-{%- for key, names in [('unique_key', cfg.unique_key), ('partition_by', cfg.partition_by), ('watermark_key', cfg.get('watermark_key')),
-                       ('tombstone_key', cfg.get('tombstone_key')), ('merge_update_columns', cfg.update_columns),
-                       ('merge_exclude_columns', cfg.exclude_columns)] -%}
+{%- for key, names in [('unique_key', cfg.get('unique_key')), ('partition_by', cfg.partition_by), ('watermark_key', cfg.get('watermark_key')),
+                       ('tombstone_key', cfg.get('tombstone_key')), ('merge_update_columns', cfg.get('update_columns')),
+                       ('merge_exclude_columns', cfg.get('exclude_columns'))] -%}
   {%- for n in ([names] if names is string else (names or [])) if (n | lower) not in known -%}
     {%- do errors.append(key ~ " names column '" ~ n ~ "', which " ~ what ~ " does not have (its columns: " ~ columns | join(', ') ~ ")") -%}
   {%- endfor -%}
@@ -61,16 +61,18 @@
 {{ return(in_meta if direct is none else direct) }}
 {%- endmacro %}
 
-{#- Checked config: file_format, partition_by, unique_key, merge_on, clauses, ... -#}
+{#- Checked config: file_format, partition_by, unique_key, merge_on, clauses, ... An empty unique_key ('' or
+    []) is no key, as dbt-spark reads it (every row inserted); `predicates`, the older name of
+    incremental_predicates, is read first, as dbt-spark reads it. -#}
 {% macro spark_merge__dbt_config() -%}
 {%- set cfg = {
   'partition_by': spark_merge.spark_merge__dbt_as_list(config.get('partition_by'), 'partition_by'),
-  'unique_key': spark_merge.spark_merge__dbt_as_list(config.get('unique_key'), 'unique_key'),
+  'unique_key': spark_merge.spark_merge__dbt_as_list(config.get('unique_key') or none, 'unique_key'),
   'merge_on': spark_merge.spark_merge__dbt_own_config('merge_on'),
   'merge_clauses': spark_merge.spark_merge__dbt_own_config('merge_clauses'),
   'update_columns': spark_merge.spark_merge__dbt_as_list(config.get('merge_update_columns'), 'merge_update_columns'),
   'exclude_columns': spark_merge.spark_merge__dbt_as_list(config.get('merge_exclude_columns'), 'merge_exclude_columns'),
-  'predicates': spark_merge.spark_merge__dbt_as_list(config.get('incremental_predicates'), 'incremental_predicates'),
+  'predicates': spark_merge.spark_merge__dbt_as_list(config.get('predicates') or config.get('incremental_predicates'), 'incremental_predicates'),
   'engine_options': {},
 } -%}
 {%- do spark_merge.spark_merge__dbt_declared_options(cfg) -%}
