@@ -55,10 +55,11 @@
 {#- a merge-on-read upsert's change rows depend on the log it appends to: read under the lock -#}
 {%- if s.get('feed_statements') -%}{%- do spark_merge.spark_merge__lifecycle_feed(host, s, s.feed_statements) -%}{%- endif -%}
 {%- for stmt in s.get('before_append') or [] -%}{%- do host.run(stmt) -%}{%- endfor -%}
-{%- set partitions = s.log_partitions if 'log_partitions' in s else s.changes.partitions -%}
+{#- the partitions it adds rows to, and how many to each: a merge's plan, or a merge-on-read upsert's count -#}
+{%- set partitions, deltas = (s.log_partitions, s.log_deltas) if 'log_partitions' in s else (s.changes.partitions, s.changes.deltas) -%}
 {%- set counted, record = {}, {} -%}
 {%- do spark_merge.spark_merge__lifecycle_append_rows(host, fresh, partitions, counted) -%}
-{%- do spark_merge.spark_merge__append_record(fresh, partitions, s.log_deltas if 'log_partitions' in s else s.changes.deltas, counted, record) -%}
+{%- do spark_merge.spark_merge__append_record(fresh, partitions, deltas, counted, record) -%}
 {%- do s.metrics.update({'numOutputRows': s.metrics.numTargetRowsInserted}) -%}
 {%- set rows = [] -%}
 {%- for r in record.partitions -%}{%- do rows.append({'partition': r.partition, 'rows': r.after}) -%}{%- endfor -%}
@@ -67,8 +68,8 @@
 {%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s, fresh) -%}
 {%- endmacro %}
 
-{#- The rows each of `partitions` of `table` holds now, by partition_key, into `out` (none given: every
-    partition's), counted from the files (file_stats) as they are: after a REFRESH, for a host that
+{#- The rows each of `partitions` of `table` holds now, by partition_key, into `out` (a partition without
+    files: none), counted from the files (file_stats) as they are: after a REFRESH, for a host that
     reads them by a query. -#}
 {% macro spark_merge__lifecycle_append_rows(host, table, partitions, out) -%}
 {%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
