@@ -379,6 +379,10 @@ def lifecycle_recover(host: Any, table: Record) -> Record:
     return _fill("lifecycle_recover", host, table)
 
 
+def lifecycle_rows_now(host: Any, table: Record, partitions: list[dict[str, Any]]) -> Record:
+    return _fill("lifecycle_rows_now", host, table, partitions)
+
+
 def lifecycle_write(host: Any, s: RunState) -> None:
     _render("lifecycle_write", host, s)
 
@@ -513,8 +517,8 @@ def recorded_rows(table: Record, entries: list[Record]) -> Record:
     return _fill("recorded_rows", table, entries)
 
 
-def plain_writes(table: Record, chosen: list[Record], recorded: Record, stats: list[Record] | None) -> Record:
-    return _fill("plain_writes", table, chosen, recorded, stats)
+def plain_writes(table: Record, chosen: list[Record], recorded: Record, now: Record | None) -> Record:
+    return _fill("plain_writes", table, chosen, recorded, now)
 
 
 def plain_writes_message(table: Record, changed: list[str], accept: str) -> str:

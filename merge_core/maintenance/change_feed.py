@@ -57,18 +57,14 @@ def table_changes(
 def _refuse_plain_writes(spark: SparkSession, table: dict, ordered: list[dict], chosen: list[dict]) -> None:
     """Raise when writes that bypassed spark-merge changed a partition the ``chosen`` commits touched
     since the last commit of the history (``ordered``, in commit order) recorded its rows (feed.sql:
-    plain_writes): its rows counted now from the files' footers (file_stats, no Spark job where the
-    files are reachable)."""
+    plain_writes): its rows counted now as an append counts them (write.sql: lifecycle_rows_now, from
+    the files' footers, no Spark job where the files are reachable)."""
     recorded = macros.recorded_rows(table, ordered)
     wanted = macros.plain_writes(table, chosen, recorded, None)["partitions"]
     if not wanted:
         return
-    spark.sql(macros.refresh_sql(table))
-    where = macros.partition_filter(table, wanted) if table["partition_columns"] else None
-    rows = SparkHost(spark).file_stats(
-        table, table["table_name"], macros.file_stats_sql(table, table["relation"], where), wanted
-    )
-    changed = macros.plain_writes(table, chosen, recorded, macros.decode_partitions(table, rows))["changed"]
+    now = macros.lifecycle_rows_now(SparkHost(spark), table, wanted)
+    changed = macros.plain_writes(table, chosen, recorded, now)["changed"]
     if changed:
         raise UnsupportedError(
             macros.plain_writes_message(table, changed, "accept_plain_writes=True (--accept-plain-writes)")

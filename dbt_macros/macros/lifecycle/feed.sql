@@ -183,9 +183,9 @@ FROM {{ table.provider }}.{{ spark_merge.spark_merge__quote(spark_merge.spark_me
 
 {#- Whether writes that bypassed spark-merge changed the partitions the commits of `chosen` (changes_range's
     entries) touched since the last commit recorded them: `recorded` (recorded_rows of the whole
-    history) against `stats` (decoded file_stats rows of the table now). The first few such partitions,
-    said, into out.changed; out.partitions: the partitions to measure (stats none: only those). -#}
-{% macro spark_merge__plain_writes(table, chosen, recorded, stats, out) -%}
+    history) against `now` (their rows now by partition_key, lifecycle_rows_now's). The first few such
+    partitions, said, into out.changed; out.partitions: the partitions to count (now none: only those). -#}
+{% macro spark_merge__plain_writes(table, chosen, recorded, now, out) -%}
 {%- set keys, partitions = [], [] -%}
 {%- for e in chosen -%}
   {%- for p in e.get('partitions') or [] -%}
@@ -193,13 +193,8 @@ FROM {{ table.provider }}.{{ spark_merge.spark_merge__quote(spark_merge.spark_me
     {%- if k in recorded and k not in keys -%}{%- do keys.append(k) -%}{%- do partitions.append(recorded[k].partition) -%}{%- endif -%}
   {%- endfor -%}
 {%- endfor -%}
-{%- set now = {} -%}
-{%- for r in stats or [] -%}
-  {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, r.partition or {}) -%}
-  {%- do now.update({k: now.get(k, 0) + r.rows | int}) -%}
-{%- endfor -%}
 {%- set changed = [] -%}
-{%- for k in keys if stats is not none and now.get(k, 0) != recorded[k].rows -%}
+{%- for k in keys if now is not none and now.get(k, 0) != recorded[k].rows -%}
   {%- do changed.append(('partition ' ~ recorded[k].partition | tojson if recorded[k].partition else 'the table') ~ ' holds ' ~ now.get(k, 0) ~
       ' row(s), where its last commit left ' ~ recorded[k].rows) -%}
 {%- endfor -%}

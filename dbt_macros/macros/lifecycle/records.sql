@@ -99,7 +99,7 @@
 
 {#- An append's record, which its journal carries (write.sql: lifecycle_append): per partition it adds
     rows to (`partitions`, as the plan names them; an unpartitioned table's is {}), the rows there
-    before it (`counted`: by partition_key, as lifecycle_append_rows counts them) and after it
+    before it (`counted`: by partition_key, as lifecycle_rows_now counts them) and after it
     (`deltas`: the rows it adds, by partition_key). -#}
 {% macro spark_merge__append_record(table, partitions, deltas, counted, out) -%}
 {%- set parts = [] -%}
@@ -110,15 +110,20 @@
 {%- do out.update({'partitions': parts}) -%}
 {%- endmacro %}
 
+{#- The rows of decoded file_stats rows (`stats`), summed by partition_key, into `out`. -#}
+{% macro spark_merge__rows_by_partition(table, stats, out) -%}
+{%- for r in stats -%}
+  {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, r.partition or {}) -%}
+  {%- do out.update({k: out.get(k, 0) + r.rows | int}) -%}
+{%- endfor -%}
+{%- endmacro %}
+
 {#- The rows each of `partitions` holds in the version a commit makes, from file_stats rows (`stats`:
     those of its new directories, carried files included; an append's record gives them itself), into
     out.rows ([{partition, rows}]): what time travel checks an old version's files against. -#}
 {% macro spark_merge__partition_rows(table, partitions, stats, out) -%}
 {%- set by_key = {} -%}
-{%- for r in stats -%}
-  {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, r.partition or {}) -%}
-  {%- do by_key.update({k: by_key.get(k, 0) + r.rows | int}) -%}
-{%- endfor -%}
+{%- do spark_merge.spark_merge__rows_by_partition(table, stats, by_key) -%}
 {%- set rows = [] -%}
 {%- for p in partitions -%}
   {%- do rows.append({'partition': p, 'rows': by_key.get(spark_merge.spark_merge__partition_key(table.partition_columns, p), 0)}) -%}

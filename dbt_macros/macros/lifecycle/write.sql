@@ -58,7 +58,7 @@
 {#- the partitions it adds rows to, and how many to each: a merge's plan, or a merge-on-read upsert's count -#}
 {%- set partitions, deltas = (s.log_partitions, s.log_deltas) if 'log_partitions' in s else (s.changes.partitions, s.changes.deltas) -%}
 {%- set counted, record = {}, {} -%}
-{%- do spark_merge.spark_merge__lifecycle_append_rows(host, fresh, partitions, counted) -%}
+{%- do spark_merge.spark_merge__lifecycle_rows_now(host, fresh, partitions, counted) -%}
 {%- do spark_merge.spark_merge__append_record(fresh, partitions, deltas, counted, record) -%}
 {%- do s.metrics.update({'numOutputRows': s.metrics.numTargetRowsInserted}) -%}
 {%- set rows = [] -%}
@@ -70,15 +70,13 @@
 
 {#- The rows each of `partitions` of `table` holds now, by partition_key, into `out` (a partition without
     files: none), counted from the files (file_stats) as they are: after a REFRESH, for a host that
-    reads them by a query. -#}
-{% macro spark_merge__lifecycle_append_rows(host, table, partitions, out) -%}
+    reads them by a query. An append's record, its recovery and the change feed's check of plain
+    writes (feed.sql: plain_writes) count so. -#}
+{% macro spark_merge__lifecycle_rows_now(host, table, partitions, out) -%}
 {%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
 {%- set stats = [] -%}
 {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, partitions, stats) -%}
-{%- for r in stats -%}
-  {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, r.partition) -%}
-  {%- do out.update({k: out.get(k, 0) + r.rows | int}) -%}
-{%- endfor -%}
+{%- do spark_merge.spark_merge__rows_by_partition(table, stats, out) -%}
 {%- endmacro %}
 
 {#- Stage the new content of s.changes.partitions, then commit it. A merge's rewrite is checked against
@@ -271,7 +269,7 @@
 {%- if journal.get('append') -%}
   {#- an append: its INSERT landed or did not; the rows its partitions hold now tell which -#}
   {%- set counted, landed = {}, {} -%}
-  {%- do spark_merge.spark_merge__lifecycle_append_rows(host, table, journal.append.partitions | map(attribute='partition') | list, counted) -%}
+  {%- do spark_merge.spark_merge__lifecycle_rows_now(host, table, journal.append.partitions | map(attribute='partition') | list, counted) -%}
   {%- do spark_merge.spark_merge__append_landed(table, journal.append, counted, landed) -%}
   {%- if landed.error -%}
     {%- do host.fail(spark_merge.spark_merge__error_code('corrupt_journal'), 'the append of merge ' ~ journal.merge_id ~ ' into ' ~ table.name ~

@@ -94,12 +94,9 @@
   {%- do spark_merge.spark_merge__recorded_rows(table, chosen.ordered, recorded) -%}
   {%- do spark_merge.spark_merge__plain_writes(table, chosen.entries, recorded, none, wanted) -%}
   {%- if wanted.partitions -%}
-    {%- do run_query(spark_merge.spark_merge__refresh_sql(table)) -%}
-    {%- set where = spark_merge.spark_merge__partition_filter(table, wanted.partitions) | trim if table.partition_columns else none -%}
-    {%- set stats, found = [], {} -%}
-    {%- do spark_merge.spark_merge__decode_partitions(table, spark_merge.spark_merge__dbt_rows(spark_merge.spark_merge__file_stats_sql(table,
-        table.relation, where)), stats) -%}
-    {%- do spark_merge.spark_merge__plain_writes(table, chosen.entries, recorded, stats, found) -%}
+    {%- set now, found = {}, {} -%}
+    {%- do spark_merge.spark_merge__lifecycle_rows_now(spark_merge.spark_merge__dbt_host(), table, wanted.partitions, now) -%}
+    {%- do spark_merge.spark_merge__plain_writes(table, chosen.entries, recorded, now, found) -%}
     {%- if found.changed -%}
       {{ spark_merge.spark_merge__dbt_fail(spark_merge.spark_merge__error_code('unsupported') ~ ': ' ~
           spark_merge.spark_merge__plain_writes_message(table, found.changed, 'accept_plain_writes=true')) }}
