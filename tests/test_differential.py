@@ -378,11 +378,15 @@ def test_random_merges_follow_each_rules_definition(spark, db):
             break
         case = make_case(rng, number, *steer(rng) if number >= CASES else (None, None))
         expected = run_duckdb(case)
-        got = run_spark(spark, db, case)
-        detail = (
+        replay = (
             f"case {number} (seed {SEED}, partitioned={case.partitioned}, rule={case.rule})\n{case.statement}\n"
-            f"target={case.target_rows}\nsource={case.source_rows}\nexpected={expected}\nspark-merge={got}"
+            f"target={case.target_rows}\nsource={case.source_rows}\nexpected={expected}"
         )
+        try:
+            got = run_spark(spark, db, case)
+        except Exception as e:  # an error no rule explains: the case and its seed, to replay it
+            raise AssertionError(f"{replay}\nspark-merge raised {type(e).__name__}: {e}") from e
+        detail = f"{replay}\nspark-merge={got}"
         if expected[0] == "rows":
             assert got == expected, detail
         else:  # the same kind of refusal: a duplicate match, or a statement both reject
