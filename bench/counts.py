@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/counts.py                 # N=200k rows over 100 days, M=20k
     .venv/bin/python bench/counts.py --rows 1000000 --changes 100000
+    .venv/bin/python bench/counts.py --by-statement   # and which statement ran how many jobs
 
 How they are counted: tally.py.
 """
@@ -27,6 +28,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--changes", type=int, default=20_000)
+    ap.add_argument("--by-statement", action="store_true", help="under the table, the Spark jobs of each statement")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="sm_counts_"))
     spark = get_session(
@@ -42,6 +44,7 @@ def main() -> None:
             "| file statistics (catalog reads) |"
         )
         print("|---|---|---|---|---|---|---|")
+        breakdown = []
         for kind, sql in scenarios("bench.t").items():
             fresh_target(spark, data)
             c = count(spark, lambda: merge(spark, sql))
@@ -50,6 +53,11 @@ def main() -> None:
                 f"{c['data statements']} | {c['metastore statements']} | {c['file statistics']} ({c['catalog reads']}) |",
                 flush=True,
             )
+            breakdown += [f"\n{kind}:"] + [
+                f"  {jobs:3d} job(s)  {what}: {text[:100]}" for what, text, jobs in c["jobs by statement"]
+            ]
+        if args.by_statement:
+            print("\n".join(breakdown))
     finally:
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)

@@ -3,7 +3,8 @@
 Counts are deterministic (they do not depend on the machine's speed), so tests may assert them
 (tests/test_cost_and_commit.py does). How they are counted:
 - Spark jobs: every job Spark runs for the merge, found by a job group set on the calling thread
-  (SQL executions carry it into their own jobs, broadcasts and adaptive query stages included);
+  (SQL executions carry it into their own jobs, broadcasts and adaptive query stages included); and
+  per statement, the jobs run between it and the next (`jobs by statement`);
 - SQL statements: what the lifecycle issues (merge_core.spark.host.trace); of them "data statements" are
   the queries that run Spark work (not the EXPLAIN probes, not the DDL), and the staging write (the
   host's stage: on the Python host files written by the DataFrame writer, no catalog table);
@@ -20,6 +21,31 @@ from __future__ import annotations
 from merge_core.spark import host, metastore
 
 _groups = 0
+
+
+class _Trace(list):
+    """host.trace that notes, as each entry is added, how many Spark jobs the group has run so far:
+    an entry is added as its statement starts, so the jobs run until the next entry are its own."""
+
+    def __init__(self, tracker, group: str):
+        super().__init__()
+        self.jobs = lambda: len(tracker.getJobIdsForGroup(group))
+        self.before: list[int] = []
+
+    def append(self, item) -> None:
+        self.before.append(self.jobs())
+        super().append(item)
+
+    def by_entry(self) -> list[tuple[str, str, int]]:
+        """(kind, the statement's first line, Spark jobs) of each entry that ran any."""
+        ends = [*self.before[1:], self.jobs()]
+        return [
+            (kind, text.strip().split("\n")[0], end - start)
+            for (kind, text), start, end in zip(self, self.before, ends, strict=True)
+            if end > start
+        ]
+
+
 CATALOG_WORDS = ("ALTER ", "CREATE ", "DROP TABLE ", "REFRESH ", "DESCRIBE TABLE", "SHOW ")
 SESSION_WORDS = ("CACHE ", "UNCACHE ", "DROP VIEW ", "EXPLAIN ", "DESCRIBE QUERY ")
 
@@ -31,7 +57,7 @@ def count(spark, fn) -> dict:
     _groups += 1
     group = f"sm_count_{_groups}"
     sc.setJobGroup(group, "spark-merge job count")
-    host.trace = []
+    host.trace = _Trace(sc.statusTracker(), group)
     reads = metastore.reads
     try:
         result = fn()
@@ -53,5 +79,6 @@ def count(spark, fn) -> dict:
         "metastore statements": len(catalog) + len(repoints),
         "file statistics": sum(1 for kind, _ in trace if kind == "file_stats"),
         "catalog reads": metastore.reads - reads,
+        "jobs by statement": trace.by_entry(),
         "result": result,
     }
