@@ -177,7 +177,8 @@ def _dbt_trace(logs: list[str]) -> list[tuple[str, str]]:
 def whole_partitions(monkeypatch):
     """The write mode and the summary's join are branches on host capabilities (dbt has no file
     system: can_carry, so it rewrites touched partitions whole, where Python carries unchanged files
-    over; target_rows, so its summary never broadcasts a small target): with the same capabilities
+    over; target_rows, so its summary never broadcasts a small target; key_candidates, so its scans
+    are narrowed by the source's key ranges only, not by the files'): with the same capabilities
     both hosts must issue the same statements, so the Python host here reports dbt's."""
 
     def can_carry(self, table, old):
@@ -188,8 +189,13 @@ def whole_partitions(monkeypatch):
         host._trace("target_rows")
         return None
 
+    def key_candidates(self, table, keys):
+        host._trace("key_candidates")
+        return None
+
     monkeypatch.setattr(host.SparkHost, "can_carry", can_carry)
     monkeypatch.setattr(host.SparkHost, "target_rows", target_rows)
+    monkeypatch.setattr(host.SparkHost, "key_candidates", key_candidates)
 
 
 # shapes whose statements the others already compare, in make test-all only (CI's time)

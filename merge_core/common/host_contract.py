@@ -104,6 +104,11 @@ class StatementHost(Protocol):
     def target_rows(self, table: dict) -> int | None:
         """The rows of a small unpartitioned target when countable without a Spark job; else None."""
 
+    def key_candidates(self, table: dict, keys: list[dict]) -> dict | None:
+        """{'partitions': those with a data file whose key ranges can hold a row with every key of ``keys``
+        in range, 'of': the partitions in all, 'files': the files read}, without a Spark job (the files'
+        footers); None where it cannot tell."""
+
     def stage(self, table: dict, ctx: dict, sql: str, select: str, partitions: list[dict]) -> list[dict]:
         """Write the staged rows (``select``) under ctx.stage_location; their file_stats_sql rows."""
 

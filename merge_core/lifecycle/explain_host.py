@@ -78,6 +78,9 @@ class ExplainHost:
         self.parts.append(str(sql).strip())
         return self._answer(kind)
 
+    def key_candidates(self, table: dict, keys: list[dict]) -> dict | None:
+        return None  # not read: the plan narrows by the key ranges as the source gives them
+
     def target_rows(self, table: dict) -> int | None:
         return None  # not counted: the join does not broadcast the target
 

@@ -274,6 +274,14 @@ def data_files(
     return out
 
 
+def scanned_files(location: str) -> tuple[fs.FileSystem, list[str]]:
+    """The file system of ``location`` and the paths in it of the data files a scan of the table reads
+    below it (as data_files picks them). One listing, no footer read."""
+    filesystem, path = resolve(location)
+    below = _files_below(filesystem, path.rstrip("/"))
+    return filesystem, [info.path for info, relative in below if _spark_reads(relative)]
+
+
 def small_row_count(location: str, provider: str, max_files: int, max_bytes: int) -> int | None:
     """The rows of the data files Spark reads below ``location``, from their footers, when they are
     at most ``max_files`` files of at most ``max_bytes`` bytes in all; None when they are more (their

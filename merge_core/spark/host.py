@@ -39,7 +39,7 @@ from merge_core.common.errors import (
 )
 from merge_core.common.host_contract import StatementHost
 from merge_core.common.run_state import RunState
-from merge_core.spark import faults, files, lock, metastore
+from merge_core.spark import faults, files, key_ranges, lock, metastore
 from merge_core.spark.catalog import SPARK_ERRORS, catalog_rows, spark_message
 
 log = logging.getLogger("spark_merge")
@@ -64,6 +64,8 @@ def raised_by_check(e: Exception) -> MergeError | None:
 LISTING_THREADS = 8
 # target_rows counts an unpartitioned table's rows from its footers only when it is this small
 TARGET_COUNT_FILES, TARGET_COUNT_BYTES = 64, 16 << 20
+# key_candidates reads the footers of at most this many data files, of at most this many partitions
+CANDIDATE_FILES, CANDIDATE_PARTITIONS = 1000, 1000
 trace: list | None = None  # the statements and primitives of every lifecycle, in order (tests; explain --counts)
 
 
@@ -233,6 +235,26 @@ class SparkHost(StatementHost):
             return files.small_row_count(table["location"], table["provider"], TARGET_COUNT_FILES, TARGET_COUNT_BYTES)
         except Exception as e:  # a file system pyarrow cannot reach, a footer it cannot read
             log.debug("[%s] target rows not counted: %s", self.merge_id, e)
+            return None
+
+    def key_candidates(self, table: dict, keys: list[dict]) -> dict | None:
+        """The partitions of ``table`` ({column: string or None}; an unpartitioned table: [{}] or [])
+        with a data file whose footer's key ranges can hold a row with every key of ``keys`` ({column,
+        type, lo, hi, null_safe}: an ON equality's source range) in range, as
+        key_ranges.partitions_holding gives them ({'partitions', 'of', 'files'}): no Spark job, a
+        listing and the footers. None where that is not told so cheaply: Spark Connect, files out of
+        reach, ORC, more than CANDIDATE_PARTITIONS partitions or CANDIDATE_FILES data files (the plan
+        then reads the target as before)."""
+        _trace("key_candidates")
+        if table["provider"] != "parquet" or not metastore.batch_available(self.spark):
+            return None
+        try:
+            located = metastore.all_locations(self.spark, table, CANDIDATE_PARTITIONS)
+            if located is None:
+                return None
+            return key_ranges.partitions_holding(located, keys, CANDIDATE_FILES)
+        except Exception as e:  # a file system pyarrow cannot reach, a footer it cannot read
+            log.debug("[%s] no candidates from the footers: %s", self.merge_id, e)
             return None
 
     def stage(self, table: dict, ctx: dict, sql: str, select: str, partitions: list[dict]) -> list[dict]:

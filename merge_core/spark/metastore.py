@@ -421,6 +421,30 @@ def locations(
     return found, total
 
 
+def all_locations(spark: SparkSession, table: dict, limit: int) -> list[tuple[dict, str]] | None:
+    """(partition, location) of every partition of ``table`` as the catalog has them now ({column:
+    string or None}; an unpartitioned table is one pair, ({}, its location)): one listing, no Spark
+    job. None on Spark Connect, or when the table has more than ``limit`` partitions (not listed)."""
+    global reads
+    database, name, columns = table["database"], table["table_name"], table["partition_columns"]
+    catalog = _catalog(spark)
+    if catalog is None:
+        return None
+    j, js = _session_handles(spark)
+    reads += 1
+    if not columns:
+        return [({}, j.to_string(catalog.getTable(database, name).location()))]
+    if catalog.listPartitionNames(database, name, j.option.empty()).size() > limit:
+        return None
+    reads += 2
+    stored = list(j.converters.asJava(catalog.getTable(database, name).partitionColumnNames()))
+    listed = catalog.listPartitions(database, name, j.option.empty())
+    return [
+        (dict(zip(columns, values, strict=True)), _location(j, js, p))
+        for values, p in _keyed(j, js, listed, _spec_keys(stored, columns))
+    ]
+
+
 def other_tables(spark: SparkSession, table: dict) -> list[dict]:
     """Every other table of the catalog, as {'name', 'location', 'root', 'table_id'}: what vacuum and
     adopt check the table's claim to its root against (a copy of its DDL carries its properties, a

@@ -190,6 +190,7 @@
 {%- do ctx.update({'source_rows': m.numSourceRows}) -%}
 {%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
 {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
+{%- do spark_merge.spark_merge__plan_candidates(host, table, ctx, stats, narrowed) -%}
 {%- do ctx.update({'match_filter': narrowed.filter, 'partitions_listed': narrowed.listed}) -%}
 {%- set target_rows = host.target_rows(table) -%}
 {%- if target_rows is not none and target_rows <= spark_merge.spark_merge__target_broadcast_rows() | int -%}
@@ -216,6 +217,34 @@
     {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, matched) | trim}) -%}
     {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
   {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Planning from the files' metadata, where the source's values name no partition column already
+    (narrowed: match_filter's; the metastore then finds the partitions by that filter, where this would
+    list them all): the partitions with a data file whose key ranges can hold a row ON matches
+    (host.key_candidates: each range key's minimum and maximum in the files' footers, against the
+    source's range of it). None: nothing can match, and no scan reads the target; some of them: every
+    target scan reads only those. A host that cannot tell (dbt: no footers) reads as before. -#}
+{% macro spark_merge__plan_candidates(host, table, ctx, stats, narrowed) -%}
+{%- set keys, pcols = [], table.partition_columns | map('lower') | list -%}
+{%- set asked = narrowed.matched_by != 'filter' and not narrowed.listed -%}
+{%- for k in ctx.on_keys -%}
+  {%- set key, col = fromjson(stats['__sm_key' ~ loop.index0]), table.columns_by_name.get(k.target | lower) -%}
+  {%- if asked and col and (k.target | lower) not in pcols and key.get('lo') is not none and (key.type | lower) == (col.type | lower) -%}
+    {%- do keys.append({'column': col.name, 'type': col.type | lower, 'lo': key.lo, 'hi': key.hi, 'null_safe': k.null_safe}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- set held = host.key_candidates(table, keys) if keys else none -%}
+{%- if held is not none and held.partitions | length == 0 -%}
+  {%- do narrowed.update({'filter': 'false', 'matched_by': 'filter'}) -%}
+  {%- do host.step('plan: no target file\'s key range holds a source key (' ~ held.files ~ ' file(s) read by their footers): nothing can '
+      ~ 'match, no scan reads the target') -%}
+{%- elif held is not none and held.partitions | length < held.of -%}
+  {%- set only = '(' ~ spark_merge.spark_merge__partition_filter(table, held.partitions) ~ ')' -%}
+  {%- do narrowed.update({'filter': only ~ (' AND ' ~ narrowed.filter if narrowed.filter else '')}) -%}
+  {%- do host.step('plan: the key ranges of the target\'s files leave ' ~ held.partitions | length ~ ' of ' ~ held.of
+      ~ ' partition(s) that can hold a match: the target scans read only those') -%}
 {%- endif -%}
 {%- endmacro %}
 

@@ -21,7 +21,7 @@
   'history_write': spark_merge.spark_merge__dbt_host_history_write,
   'carry_late': spark_merge.spark_merge__dbt_host_carry_late, 'can_carry': spark_merge.spark_merge__dbt_host_can_carry,
   'carry': spark_merge.spark_merge__dbt_host_carry,
-  'target_rows': spark_merge.spark_merge__dbt_host_target_rows,
+  'target_rows': spark_merge.spark_merge__dbt_host_target_rows, 'key_candidates': spark_merge.spark_merge__dbt_host_key_candidates,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
   'evolve_spec': spark_merge.spark_merge__dbt_host_evolve_spec, 'own_target': spark_merge.spark_merge__dbt_host_own_target,
   'check_files': spark_merge.spark_merge__dbt_host_check_files, 'source_types': spark_merge.spark_merge__dbt_host_source_types,
@@ -127,6 +127,12 @@
 {#- Never called: the lifecycle carries only where can_carry said it could. -#}
 {% macro spark_merge__dbt_host_carry(table, repoints, rewritten, fold=none) -%}
 {%- do exceptions.raise_compiler_error('spark_merge: the dbt host cannot carry files (it has no file system)') -%}
+{%- endmacro %}
+
+{#- The files' key ranges are in their footers, which dbt does not read: cannot tell. -#}
+{% macro spark_merge__dbt_host_key_candidates(table, keys) -%}
+{%- do spark_merge.spark_merge__dbt_trace('key_candidates') -%}
+{{ return(none) }}
 {%- endmacro %}
 
 {#- dbt has no file system: it cannot count a target's rows without a Spark job, so the summary's

@@ -1,0 +1,107 @@
+"""Planning from the files' key ranges (lifecycle/phases.sql: plan_candidates, the Python host's
+key_candidates): where ON's keys do not name the partitions, the target's scans read only the
+partitions with a data file whose footer's key range can hold a source key, and none when no file can.
+Each test is an input that would break it: a file a plain INSERT put in another partition (and in the
+NULL partition) holding a source key, NULL keys under `<=>`, keys beyond every file's range, an
+unpartitioned table; the rows are checked, and the statements show what was read."""
+
+from __future__ import annotations
+
+import pytest
+
+from merge_core import merge
+from merge_core.spark import host
+
+from .conftest import rows
+
+
+@pytest.fixture
+def traced():
+    host.trace = []
+    yield host.trace
+    host.trace = None
+
+
+@pytest.fixture
+def ranged(spark, db):
+    """Ids 0-9 in partition 0, 10-19 in 1, 20-29 in 2: one file each, key ranges apart."""
+    t = f"{db}.ranged"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'old', CAST(id DIV 10 AS INT) FROM range(30)")
+    return t
+
+
+def summary_of(trace) -> str:
+    [summary] = [t for k, t in trace if k == "sql" and t.startswith("SELECT op, bys")]
+    return summary
+
+
+UPSERT = "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+
+
+def test_only_the_partitions_whose_files_can_hold_a_key_are_read(spark, ranged, traced):
+    """Source keys 12 and 15 fall in partition 1's range only: the summary reads partition 1 alone."""
+    r = merge(
+        spark,
+        f"MERGE INTO {ranged} t USING (SELECT * FROM VALUES (12, 'x', 1), (15, 'y', 1) AS s(id, v, p)) s {UPSERT}",
+    )
+    assert ("key_candidates", "") in traced
+    assert "(`p` = CAST('1' AS int)) AND (`id` BETWEEN" in summary_of(traced)
+    assert r.metrics["numTargetRowsUpdated"] == 2 and r.metrics["numTargetRowsInserted"] == 0
+    assert [row for row in rows(spark, ranged) if row[1] != "old"] == [(12, "x", 1), (15, "y", 1)]
+
+
+def test_a_plain_insert_into_another_partition_is_read_when_its_file_can_hold_a_key(spark, ranged, traced):
+    """A plain INSERT puts id 14 into partition 2 and id 13 into the NULL partition: their files'
+    ranges hold source keys, so both partitions are read, and those rows are updated where they are,
+    not inserted again; partition 0 is not read."""
+    spark.sql(f"INSERT INTO {ranged} VALUES (14, 'late', 2), (13, 'null part', NULL)")
+    r = merge(
+        spark,
+        f"MERGE INTO {ranged} t USING (SELECT * FROM VALUES (13, 'x', 1), (14, 'y', 1), (40, 'n', 1) AS s(id, v, p)) s {UPSERT}",
+    )
+    assert "((`p` IN (CAST('1' AS int), CAST('2' AS int)) OR `p` IS NULL)) AND (`id` BETWEEN" in summary_of(traced)
+    assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (4, 1)
+    changed = [row for row in rows(spark, ranged, "id, p") if row[1] != "old"]
+    assert sorted(changed, key=lambda row: (row[0], row[2] is None, row[2] or 0)) == [
+        (13, "x", 1),
+        (13, "x", None),
+        (14, "y", 1),
+        (14, "y", 2),
+        (40, "n", 1),
+    ]
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_keys_beyond_every_files_range_read_no_target_file(spark, db, traced, partitioned):
+    """New keys only (30-31): no file's range holds them, so no scan reads the target (the summary's
+    target filter is `false`), and the rows are inserted; partitioned or not."""
+    t = f"{db}.newkeys"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet {'PARTITIONED BY (p)' if partitioned else ''}")
+    spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'old', CAST(id DIV 10 AS INT) FROM range(30)")
+    r = merge(
+        spark, f"MERGE INTO {t} t USING (SELECT * FROM VALUES (30, 'n', 3), (31, 'n', 3) AS s(id, v, p)) s {UPSERT}"
+    )
+    assert "WHERE ((false))" in summary_of(traced)
+    assert not [
+        k for k, text in traced if k == "sql" and text.startswith("SELECT DISTINCT")
+    ]  # no search for matched partitions
+    assert r.metrics["numTargetRowsInserted"] == 2 and r.metrics["numTargetRowsUpdated"] == 0
+    assert len(rows(spark, t)) == 32 and rows(spark, f"(SELECT * FROM {t} WHERE v = 'n')") == [
+        (30, "n", 3),
+        (31, "n", 3),
+    ]
+
+
+def test_a_null_key_under_null_safe_equality_is_matched_in_its_file(spark, ranged, traced):
+    """`<=>` matches NULL with NULL: the file in partition 0 holding a NULL id stays a candidate though
+    the source's other key (25) is outside its range; the NULL row is updated, not inserted again."""
+    spark.sql(f"INSERT INTO {ranged} VALUES (CAST(NULL AS INT), 'null id', 0)")
+    r = merge(
+        spark,
+        f"""MERGE INTO {ranged} t USING (SELECT * FROM VALUES (CAST(NULL AS INT), 'x', 0), (25, 'y', 2) AS s(id, v, p)) s
+        ON t.id <=> s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *""",
+    )
+    assert "(`p` IN (CAST('0' AS int), CAST('2' AS int))) AND (`id` BETWEEN" in summary_of(traced)
+    assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (2, 0)
+    assert [row for row in rows(spark, ranged) if row[1] != "old"] == [(None, "x", 0), (25, "y", 2)]
