@@ -319,9 +319,15 @@ def run_spark(spark, db: str, case: Case):
     part = "PARTITIONED BY (p)" if case.partitioned else ""
     rows = case.target_rows or [(None,) * 5]
     where = "" if case.target_rows else "WHERE false"
+    # written in two parts, the lower ids first: a partition's files then hold key ranges apart, which
+    # the plan's candidates (the files' footers) may rule out; the rows are the same
+    ordered = sorted(rows, key=lambda r: (r[0] is not None, r[0] or 0))
+    first, rest = (ordered[: len(ordered) // 2], ordered[len(ordered) // 2 :]) if len(ordered) > 1 else (ordered, [])
     spark.sql(
-        f"CREATE TABLE {target} USING parquet {part} AS SELECT {cols} FROM VALUES {_values(rows)} AS x({', '.join(COLUMNS)}) {where}"
+        f"CREATE TABLE {target} USING parquet {part} AS SELECT {cols} FROM VALUES {_values(first)} AS x({', '.join(COLUMNS)}) {where}"
     )
+    if rest:
+        spark.sql(f"INSERT INTO {target} SELECT {cols} FROM VALUES {_values(rest)} AS x({', '.join(COLUMNS)})")
     srows = case.source_rows or [(None,) * 5]
     swhere = "" if case.source_rows else "WHERE false"
     spark.sql(
