@@ -220,15 +220,16 @@
 {%- endif -%}
 {%- endmacro %}
 
-{#- Planning from the files' metadata, where the source's values name no partition column already
-    (narrowed: match_filter's; the metastore then finds the partitions by that filter, where this would
-    list them all): the partitions with a data file whose key ranges can hold a row ON matches
-    (host.key_candidates: each range key's minimum and maximum in the files' footers, against the
-    source's range of it). None: nothing can match, and no scan reads the target; some of them: every
-    target scan reads only those. A host that cannot tell (dbt: no footers) reads as before. -#}
+{#- Planning from the files' metadata, where ON names no partition column (one it names narrows the
+    scans by the source's values or range of it already, and the metastore finds those partitions by
+    that filter, where this would list them all): the partitions with a data file whose key ranges can
+    hold a row ON matches (host.key_candidates: each range key's minimum and maximum in the files'
+    footers, against the source's range of it). None: nothing can match, and no scan reads the target;
+    some of them: every target scan reads only those. A host that cannot tell (dbt: no footers) reads as
+    before. -#}
 {% macro spark_merge__plan_candidates(host, table, ctx, stats, narrowed) -%}
 {%- set keys, pcols = [], table.partition_columns | map('lower') | list -%}
-{%- set asked = narrowed.matched_by != 'filter' and not narrowed.listed -%}
+{%- set asked = narrowed.matched_by != 'filter' and ctx.on_keys | map(attribute='target') | map('lower') | select('in', pcols) | list | length == 0 -%}
 {%- for k in ctx.on_keys -%}
   {%- set key, col = fromjson(stats['__sm_key' ~ loop.index0]), table.columns_by_name.get(k.target | lower) -%}
   {%- if asked and col and (k.target | lower) not in pcols and key.get('lo') is not none and (key.type | lower) == (col.type | lower) -%}
