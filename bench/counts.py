@@ -1,4 +1,4 @@
-"""Spark jobs, SQL statements and metastore statements per merge: counted, not timed.
+"""Spark jobs, SQL statements, metastore statements and files read per merge: counted, not timed.
 
     .venv/bin/python bench/counts.py                 # N=200k rows over 100 days, M=20k
     .venv/bin/python bench/counts.py --rows 1000000 --changes 100000
@@ -41,16 +41,19 @@ def main() -> None:
         print(f"\nN={args.rows:,} target rows, M={args.changes:,} source rows\n")
         print(
             "| scenario | partitions rewritten | Spark jobs | SQL statements | data statements | metastore statements "
-            "| file statistics (catalog reads) |"
+            "| file statistics (catalog reads) | target files read (MB) | files written (MB) |"
         )
-        print("|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|")
         breakdown = []
         for kind, sql in scenarios("bench.t").items():
             fresh_target(spark, data)
             c = count(spark, lambda: merge(spark, sql))
+            target = c["scanned"]["read"].get("spark_catalog.bench.t", {"files": 0, "bytes": 0})
+            written = c["scanned"]["written"]
             print(
                 f"| {kind} | {len(c['result'].partitions)} | {c['jobs']} | {c['statements']} | "
-                f"{c['data statements']} | {c['metastore statements']} | {c['file statistics']} ({c['catalog reads']}) |",
+                f"{c['data statements']} | {c['metastore statements']} | {c['file statistics']} ({c['catalog reads']}) | "
+                f"{target['files']} ({target['bytes'] / 1e6:.1f}) | {written['files']} ({written['bytes'] / 1e6:.1f}) |",
                 flush=True,
             )
             breakdown += [f"\n{kind}:"] + [

@@ -13,10 +13,17 @@ Counts are deterministic (they do not depend on the machine's speed), so tests m
   lock, which is a file, are not the metastore's; nor are begin's DESCRIBE QUERY statements, which
   only analyse a query: the source's columns, the types of the request's parts);
 - file statistics: the host's file_stats answers (none of them a Spark job when the files are listed),
-  and the catalog reads that listing made (a partition's location each).
+  and the catalog reads that listing made (a partition's location each);
+- files and bytes read and written: the scans' and writes' own SQL metrics (`scanned`), from the SQL
+  executions Spark's status store keeps (no UI needed), per table scanned: a file two statements read
+  counts twice, as it is read twice. A scan that adaptive execution drops from the final plan after
+  running it (the side of a join it found empty) is not in the plan Spark keeps: its files are not
+  counted.
 """
 
 from __future__ import annotations
+
+import re
 
 from merge_core.spark import host, metastore
 
@@ -50,6 +57,78 @@ CATALOG_WORDS = ("ALTER ", "CREATE ", "DROP TABLE ", "REFRESH ", "DESCRIBE TABLE
 SESSION_WORDS = ("CACHE ", "UNCACHE ", "DROP VIEW ", "EXPLAIN ", "DESCRIBE QUERY ")
 
 
+# a scan's metrics: parquet and ORC files (FileSourceScanExec), and Iceberg's (its BatchScan's custom metrics)
+_READ = {
+    "number of files read": "files",
+    "size of files read": "bytes",
+    "result data files": "files",
+    "total file size (bytes)": "bytes",
+}
+_WRITTEN = {"number of written files": "files", "written output": "bytes"}
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def _number(text: str) -> int:
+    """A metric as the status store shows it ("1,024", "213.3 KiB", or a sum of tasks' "total (min, med,
+    max ...)\n12.3 KiB (...)" lines: the total) as a number."""
+    first = text.strip().split("\n")[-1] if text.strip().startswith("total") else text.strip()
+    m = re.match(r"([0-9][0-9,]*(?:\.[0-9]+)?)\s*([KMGT]?i?B)?", first)
+    if not m:
+        return 0
+    return round(float(m.group(1).replace(",", "")) * _UNITS.get(m.group(2) or "B", 1))
+
+
+def last_execution(spark) -> int:
+    """The id of the newest SQL execution Spark's status store holds (-1: none)."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    it, last = store.executionsList().iterator(), -1
+    while it.hasNext():
+        last = max(last, it.next().executionId())
+    return last
+
+
+def scanned(spark, since: int) -> dict:
+    """What the SQL executions after execution ``since`` read and wrote, from their plans' metrics:
+    {"read": {table: {"files", "bytes", "scans"}}, "written": {"files", "bytes"}}, where "scans" counts
+    the scans of the table that ran. A table is named as its scan names it ("spark_catalog.db.t"; a
+    path for a scan by path). The listener bus is drained first,
+    so the metrics of the statement just run are there."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    store = spark._jsparkSession.sharedState().statusStore()
+    read: dict[str, dict[str, int]] = {}
+    written = {"files": 0, "bytes": 0}
+    it = store.executionsList().iterator()
+    while it.hasNext():
+        execution = it.next()
+        eid = execution.executionId()
+        if eid <= since:
+            continue
+        values, seen = store.executionMetrics(eid), set()
+        nodes = store.planGraph(eid).allNodes().iterator()
+        while nodes.hasNext():
+            node = nodes.next()
+            name = node.name()
+            metrics = node.metrics().iterator()
+            while metrics.hasNext():
+                metric = metrics.next()
+                kind = (
+                    _READ.get(metric.name())
+                    if name.startswith(("Scan ", "BatchScan "))
+                    else _WRITTEN.get(metric.name())
+                )
+                value = values.get(metric.accumulatorId())
+                if kind is None or metric.accumulatorId() in seen or value.isEmpty():
+                    continue
+                seen.add(metric.accumulatorId())
+                if name.startswith(("Scan ", "BatchScan ")):
+                    table = read.setdefault(name.split(" ", 2)[-1], {"files": 0, "bytes": 0, "scans": 0})
+                    table[kind] += _number(value.get())
+                    table["scans"] += kind == "files"
+                else:
+                    written[kind] += _number(value.get())
+    return {"read": read, "written": written}
+
+
 def count(spark, fn) -> dict:
     """Run fn(); the Spark jobs it ran, the statements the lifecycle issued, and its metastore statements."""
     sc = spark.sparkContext
@@ -59,6 +138,7 @@ def count(spark, fn) -> dict:
     sc.setJobGroup(group, "spark-merge job count")
     host.trace = _Trace(sc.statusTracker(), group)
     reads = metastore.reads
+    since = last_execution(spark)
     try:
         result = fn()
     finally:
@@ -80,5 +160,6 @@ def count(spark, fn) -> dict:
         "file statistics": sum(1 for kind, _ in trace if kind == "file_stats"),
         "catalog reads": metastore.reads - reads,
         "jobs by statement": trace.by_entry(),
+        "scanned": scanned(spark, since),
         "result": result,
     }

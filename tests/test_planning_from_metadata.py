@@ -3,9 +3,13 @@ key_candidates): where ON's keys do not name the partitions, the target's scans 
 partitions with a data file whose footer's key range can hold a source key, and none when no file can.
 Each test is an input that would break it: a file a plain INSERT put in another partition (and in the
 NULL partition) holding a source key, NULL keys under `<=>`, keys beyond every file's range, an
-unpartitioned table; the rows are checked, and the statements show what was read."""
+unpartitioned table; the rows are checked, and the statements and the scans' own metrics (files
+read) show what was read."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +35,17 @@ def ranged(spark, db):
     return t
 
 
+def target_reads(spark, table: str, fn) -> dict:
+    """fn()'s reads of ``table`` by the scans' own metrics (bench/tally.py: scanned): files, bytes and
+    the scans that ran."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from tally import last_execution, scanned
+
+    since = last_execution(spark)
+    fn()
+    return scanned(spark, since)["read"].get(f"spark_catalog.{table}", {"files": 0, "bytes": 0, "scans": 0})
+
+
 def summary_of(trace) -> str:
     [summary] = [t for k, t in trace if k == "sql" and t.startswith("SELECT op, bys")]
     return summary
@@ -40,11 +55,22 @@ UPSERT = "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED T
 
 
 def test_only_the_partitions_whose_files_can_hold_a_key_are_read(spark, ranged, traced):
-    """Source keys 12 and 15 fall in partition 1's range only: the summary reads partition 1 alone."""
-    r = merge(
+    """Source keys 12 and 15 fall in partition 1's range only: the summary reads partition 1 alone, and
+    every scan of the target opens partition 1's files and no other (the scans' own metrics)."""
+    [(in_p1,)] = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {ranged} WHERE p = 1").collect()
+    done = []
+    read = target_reads(
         spark,
-        f"MERGE INTO {ranged} t USING (SELECT * FROM VALUES (12, 'x', 1), (15, 'y', 1) AS s(id, v, p)) s {UPSERT}",
+        ranged,
+        lambda: done.append(
+            merge(
+                spark,
+                f"MERGE INTO {ranged} t USING (SELECT * FROM VALUES (12, 'x', 1), (15, 'y', 1) AS s(id, v, p)) s {UPSERT}",
+            )
+        ),
     )
+    [r] = done
+    assert read["scans"] > 0 and read["files"] == read["scans"] * in_p1  # each scan read partition 1's files only
     assert ("key_candidates", "") in traced
     assert "(`p` = CAST('1' AS int)) AND (`id` BETWEEN" in summary_of(traced)
     assert r.metrics["numTargetRowsUpdated"] == 2 and r.metrics["numTargetRowsInserted"] == 0
