@@ -17,8 +17,8 @@ with their statements. Every engine gets a fresh copy of the same target for eve
 the parquet files hard-linked into a new table; Delta: a shallow clone of one Delta table made from
 the same files; Iceberg: one Iceberg table made from the same files, set back to its first snapshot),
 runs the same statement, and the tables must hold the same rows afterwards. Per
-engine and case: the median seconds, the Spark jobs, and the bytes its stages read and wrote (the
-first run's). `--write-docs` puts each target's table into docs/performance.md between its markers
+engine and case: the median seconds, the Spark jobs, the target files its scans opened (their own
+metrics, bench/tally.py) and the bytes its stages read and wrote (the first run's). `--write-docs` puts each target's table into docs/performance.md between its markers
 (`--shapes monthly --write-docs` replaces the monthly table only; with `--big`, the 100M tables').
 Each spark-merge copy is removed after its run (at 100M rows a rewrite writes gigabytes); `--big` runs
 no warm-up run (a merge there takes minutes, the warm-up seconds).
@@ -38,6 +38,7 @@ from pathlib import Path
 from peers import ICEBERG_MODES, JARS, iceberg_restored, iceberg_table, peer_conf
 from pyspark.sql import functions as F
 from report import Report
+from tally import last_execution, scanned
 
 from merge_core import merge
 from merge_core.spark.session import get_session
@@ -180,11 +181,13 @@ def delta_target(spark, shape: str, dv: bool) -> str:
     return "bench.d"
 
 
-def measured(spark, fn) -> tuple[float, int, int, int]:
-    """fn()'s seconds, Spark jobs, and the bytes its stages read and wrote (from Spark's REST API)."""
+def measured(spark, fn, source: str) -> tuple[float, int, int, int, int]:
+    """fn()'s seconds, Spark jobs, the bytes its stages read and wrote (from Spark's REST API), and the
+    target files its scans opened (the scans' own metrics, tally.scanned: every scan but the source's)."""
     import json
     import urllib.request
 
+    since = last_execution(spark)
     sc = spark.sparkContext
     group = f"matrix_{time.monotonic_ns()}"
     sc.setJobGroup(group, "matrix")
@@ -207,7 +210,8 @@ def measured(spark, fn) -> tuple[float, int, int, int]:
         for attempt in get(f"stages/{stage}"):
             read += attempt.get("inputBytes", 0)
             written += attempt.get("outputBytes", 0)
-    return seconds, len(jobs), read, written
+    opened = sum(r["files"] for table, r in scanned(spark, since)["read"].items() if table != f"spark_catalog.{source}")
+    return seconds, len(jobs), read, written, opened
 
 
 def checksum(spark, table: str) -> tuple:
@@ -230,7 +234,7 @@ def run_case(spark, where: Path, shape: str, case: tuple, repeat: int, peers: li
                 else:
                     table = delta_target(spark, shape, engine == "delta-dv")
                 run = lambda: spark.sql(STATEMENTS[kind].format(t=table, s=source)).collect()  # noqa: E731
-            result = measured(spark, run)
+            result = measured(spark, run, source)
             times.append(result[0])
             first = first or result
             sums.add(checksum(spark, table))
@@ -246,8 +250,8 @@ def row(shape: str, case: tuple, r: dict, peers: list[str]) -> str:
     sm = r["spark-merge"][0]
 
     def cell(engine):
-        s, jobs, read, written = r[engine]
-        return f"{s:.2f} ({jobs} jobs, {read / 1e6:.0f}/{written / 1e6:.0f} MB)"
+        s, jobs, read, written, opened = r[engine]
+        return f"{s:.2f} ({jobs} jobs, {opened} files, {read / 1e6:.0f}/{written / 1e6:.0f} MB)"
 
     cells = [cell(e) for e in ["spark-merge", *peers]] + [f"**{r[e][0] / sm:.2f}x**" for e in peers]
     return f"| {kind} | {f} / {m} / {n} | {shape} | {' | '.join(cells)} | {'yes' if r['same'] else 'NO'} |"
@@ -260,7 +264,7 @@ def header(peers: list[str]) -> str:
         "case",
         "files / matched / not matched",
         "target",
-        "spark-merge s (jobs, MB read/written)",
+        "spark-merge s (jobs, target files opened, MB read/written)",
         *names,
         "same rows",
     ]
@@ -322,7 +326,8 @@ def main() -> None:
             tables[shape] = [
                 f"Spark {pyspark.__version__}; the target {target}, {args.rows:,} rows in {n_files} files; "
                 f"{sources[shape]}; Delta Lake's MergeTestCases; medians of {args.repeat}, seconds, side by side "
-                f"in one run{'' if not args.big else ', no warm-up run'}; jobs and MB read/written from the first run.",
+                f"in one run{'' if not args.big else ', no warm-up run'}; jobs, target files opened (a file once per scan that "
+                "opens it) and MB read/written from the first run.",
                 "",
                 header(peers),
             ]

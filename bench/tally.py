@@ -61,8 +61,8 @@ SESSION_WORDS = ("CACHE ", "UNCACHE ", "DROP VIEW ", "EXPLAIN ", "DESCRIBE QUERY
 _READ = {
     "number of files read": "files",
     "size of files read": "bytes",
-    "result data files": "files",
-    "total file size (bytes)": "bytes",
+    "number of result data files": "files",
+    "total data file size (bytes)": "bytes",
 }
 _WRITTEN = {"number of written files": "files", "written output": "bytes"}
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
