@@ -20,8 +20,9 @@ runs the same statement, and the tables must hold the same rows afterwards. Per
 engine and case: the median seconds, the Spark jobs, the target files its scans opened (their own
 metrics, bench/tally.py: a scan that is not in the final plan, as a side adaptive execution dropped
 or, it seems, Iceberg's runtime filter, is not counted, so compare an engine's counts with its own)
-and the bytes its stages read and wrote (the first run's). `--write-docs` puts each target's table into docs/performance.md between its markers
-(`--shapes monthly --write-docs` replaces the monthly table only; with `--big`, the 100M tables').
+and the bytes its stages read and wrote (the first run's). `--write-docs` puts each target's table
+into docs/performance.md between its markers (`--shapes monthly --write-docs` replaces the monthly
+table only; with `--big`, the 100M tables').
 Each spark-merge copy is removed after its run (at 100M rows a rewrite writes gigabytes); `--big` runs
 no warm-up run (a merge there takes minutes, the warm-up seconds).
 """

@@ -91,8 +91,8 @@ def scanned(spark, since: int) -> dict:
     """What the SQL executions after execution ``since`` read and wrote, from their plans' metrics:
     {"read": {table: {"files", "bytes", "scans"}}, "written": {"files", "bytes"}}, where "scans" counts
     the scans of the table that ran. A table is named as its scan names it ("spark_catalog.db.t"; a
-    path for a scan by path). The listener bus is drained first,
-    so the metrics of the statement just run are there."""
+    path for a scan by path). The listener bus is drained first, so the metrics of the statement just
+    run are there."""
     spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
     store = spark._jsparkSession.sharedState().statusStore()
     read: dict[str, dict[str, int]] = {}
@@ -108,19 +108,16 @@ def scanned(spark, since: int) -> dict:
         while nodes.hasNext():
             node = nodes.next()
             name = node.name()
+            scan = name.startswith(("Scan ", "BatchScan "))
             metrics = node.metrics().iterator()
             while metrics.hasNext():
                 metric = metrics.next()
-                kind = (
-                    _READ.get(metric.name())
-                    if name.startswith(("Scan ", "BatchScan "))
-                    else _WRITTEN.get(metric.name())
-                )
+                kind = (_READ if scan else _WRITTEN).get(metric.name())
                 value = values.get(metric.accumulatorId())
                 if kind is None or metric.accumulatorId() in seen or value.isEmpty():
                     continue
                 seen.add(metric.accumulatorId())
-                if name.startswith(("Scan ", "BatchScan ")):
+                if scan:
                     table = read.setdefault(name.split(" ", 2)[-1], {"files": 0, "bytes": 0, "scans": 0})
                     table[kind] += _number(value.get())
                     table["scans"] += kind == "files"

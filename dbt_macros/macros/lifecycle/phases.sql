@@ -232,7 +232,7 @@
 {%- set asked = narrowed.matched_by != 'filter' and ctx.on_keys | map(attribute='target') | map('lower') | select('in', pcols) | list | length == 0 -%}
 {%- for k in ctx.on_keys -%}
   {%- set key, col = fromjson(stats['__sm_key' ~ loop.index0]), table.columns_by_name.get(k.target | lower) -%}
-  {%- if asked and col and (k.target | lower) not in pcols and key.get('lo') is not none and (key.type | lower) == (col.type | lower) -%}
+  {%- if asked and col and key.get('lo') is not none and (key.type | lower) == (col.type | lower) -%}
     {%- do keys.append({'column': col.name, 'type': col.type | lower, 'lo': key.lo, 'hi': key.hi, 'null_safe': k.null_safe}) -%}
   {%- endif -%}
 {%- endfor -%}
