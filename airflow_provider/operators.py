@@ -1,7 +1,8 @@
 """SparkMergeOperator: a MERGE, UPDATE, DELETE or upsert as an Airflow task.
 
 XCom: `merge_begin` (merge id, target, paradigm, plan hash, partitions to rewrite) is pushed once
-the plan is checked and before anything is written; `merge_finish` (the metrics) after the commit.
+the plan is made and before anything is written (a one-pass write's checks and counts come with its
+write, after it); `merge_finish` (the metrics) after the commit.
 The return value is the metrics too. With the OpenLineage provider installed, the task reports the
 source tables as inputs and the target, with its row counts and version, as output.
 

@@ -134,7 +134,13 @@ def test_explain_counts_prints_the_planning_statements_the_run_issues(spark, peo
     if kind == "merge":
         assert any("BETWEEN CAST('2' AS int) AND CAST('2' AS int)" in st for st in planning)  # the real range
     assert len(planning) >= 3 and len(issued) > len(planning)  # then the write and the commit
-    assert [ids.sub("<id>", st) for st in planning] == [ids.sub("<id>", st) for st in issued[: len(planning)]]
+    dry_run, run = [ids.sub("<id>", st) for st in planning], [ids.sub("<id>", st) for st in issued[: len(planning)]]
+    if kind == "merge":
+        # the run writes in one pass: where the dry run counts the changes in the summary, the run names
+        # the files holding a match, and its write counts them
+        assert dry_run[-1].startswith("SELECT op, bys") and " AS files\nFROM " in run[-1], (dry_run[-1], run[-1])
+        dry_run, run = dry_run[:-1], run[:-1]
+    assert dry_run == run
 
 
 def test_failure_after_staging_leaves_table_and_disk_as_they_were(spark, people, monkeypatch):

@@ -178,7 +178,8 @@ def whole_partitions(monkeypatch):
     """The write mode and the summary's join are branches on host capabilities (dbt has no file
     system: can_carry, so it rewrites touched partitions whole, where Python carries unchanged files
     over; target_rows, so its summary never broadcasts a small target; key_candidates, so its scans
-    are narrowed by the source's key ranges only, not by the files'): with the same capabilities
+    are narrowed by the source's key ranges only, not by the files'; can_observe, so a summary counts
+    the changes before its write, where Python's one-pass write counts them): with the same capabilities
     both hosts must issue the same statements, so the Python host here reports dbt's."""
 
     def can_carry(self, table, old):
@@ -193,9 +194,14 @@ def whole_partitions(monkeypatch):
         host._trace("key_candidates")
         return None
 
+    def can_observe(self, table, ctx):
+        host._trace("can_observe")
+        return False
+
     monkeypatch.setattr(host.SparkHost, "can_carry", can_carry)
     monkeypatch.setattr(host.SparkHost, "target_rows", target_rows)
     monkeypatch.setattr(host.SparkHost, "key_candidates", key_candidates)
+    monkeypatch.setattr(host.SparkHost, "can_observe", can_observe)
 
 
 # shapes whose statements the others already compare, in make test-all only (CI's time)

@@ -13,6 +13,9 @@ of the rules it relies on, and checks which write ran (the statement trace) and 
 - The value checks (NOT NULL, CHAR length) stop the merge in the summary, before anything is staged.
 - A non-deterministic value (rand(7), served from a cache yet drawn by row position) keeps the
   cached change set: the summary and the write must see the same values.
+
+These are the summary's fused write, as dbt runs it and as the one-pass write falls back to: the
+host here reports that it cannot observe its write (tests/test_one_pass_write.py has that write).
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ from merge_core import DuplicateMatchError, MergeError, merge
 from merge_core.spark import host
 
 from .conftest import rows
+
+
+@pytest.fixture(autouse=True)
+def summarized(monkeypatch):
+    """The plan's summary before the write, as without the one-pass write (can_observe false)."""
+    monkeypatch.setattr(host.SparkHost, "can_observe", lambda self, table, ctx: False)
 
 
 @pytest.fixture

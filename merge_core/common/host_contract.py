@@ -112,6 +112,16 @@ class StatementHost(Protocol):
     def stage(self, table: dict, ctx: dict, sql: str, select: str, partitions: list[dict]) -> list[dict]:
         """Write the staged rows (``select``) under ctx.stage_location; their file_stats_sql rows."""
 
+    def can_observe(self, table: dict, ctx: dict) -> bool:
+        """Whether stage_observed can count what its write job does (observed metrics); dbt cannot."""
+
+    def stage_observed(self, table: dict, ctx: dict, select: str, rewritten: list[str]) -> dict | None:
+        """Write the rows of ``select`` whose __sm_write holds under ctx.stage_location, without its
+        columns __sm_op, __sm_write and __sm_target, counting in the same job: {'stats': their
+        file_stats_sql rows, 'metrics': {'read' (rows with __sm_target), 'inserted', 'updated', 'deleted'
+        (by __sm_op), 'copied' (target rows written unchanged)}}. None, with nothing left staged, where
+        the target rows read are not exactly the rows the files ``rewritten`` hold."""
+
     def repoint(self, table: dict, merge_id: str, repoints: list[dict]) -> None:
         """Point partitions (or the table) at their new directories."""
 

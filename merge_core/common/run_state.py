@@ -58,6 +58,8 @@ class RunState(TypedDict, total=False):
     # set by plan
     matched_from_summary: bool  # the summary found the matched partitions (no separate job)
     fused: bool  # the rewrite reads the target once with the changes (rewrite.sql)
+    fusable: bool  # the changes are the same at every read: the write may join them again (lifecycle_plan)
+    observed: bool  # the one-pass write: it counts its own changes, no summary before it (plan_files)
     append_statements: list[str]  # a merge-on-read upsert's INSERT into its log
     before_append: list[str]  # a merge-on-read upsert's view, (re)created under the lock before its append
     log_partitions: list[dict[str, Any]]  # a merge-on-read upsert: the log's partitions it adds rows to

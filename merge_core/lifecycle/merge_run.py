@@ -51,6 +51,8 @@ class MergeRun(Lifecycle):
         self.schema_changes = "refuse" if dry_run else "apply"
         self.added_columns: list[list[str]] = []
         self.host = MergeHost(self)  # the begin primitives of this run (merge_host.py)
+        # a dry run reports the plan's counts, which only the summary gives before a write
+        self.host.observes = not dry_run
 
     def begin(self) -> dict:
         """Read the target, finish any interrupted commit, validate (spark_merge__lifecycle_begin, the
@@ -124,7 +126,8 @@ class MergeRun(Lifecycle):
             "PLAN %s",
             json.dumps({"merge_id": self.merge_id, "partitions": len(self.partitions), "changed_rows": changed}),
         )
-        return self._planned_info(changed)
+        # a one-pass write counts its changes as it writes them: not known yet
+        return self._planned_info(None if self.s.get("observed") else changed)
 
     def execute(self) -> None:
         """Write the changes the paradigm's way and commit them atomically."""

@@ -102,8 +102,9 @@ class Lifecycle:
         self.state = "begun"
         return {**self._info(), "kind": self.s["kind"]}
 
-    def _planned_info(self, changed_rows: int) -> dict:
-        """What plan reports: the partitions the planned changes rewrite, and the rows they change."""
+    def _planned_info(self, changed_rows: int | None) -> dict:
+        """What plan reports: the partitions the planned changes rewrite, and the rows they change (None
+        for a one-pass write: the partitions holding matched rows, and no count before its write)."""
         self.state = "planned"
         return {**self._info(), "partitions_to_rewrite": self.partitions, "changed_rows": changed_rows}
 

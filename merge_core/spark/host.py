@@ -13,6 +13,7 @@ dry run's statements from it).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -24,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from pyspark.errors import PySparkException
-from pyspark.sql import SparkSession
+from pyspark.sql import Observation, SparkSession, functions as F
 
 from merge_core.common import macros
 from merge_core.common.errors import (
@@ -69,6 +70,12 @@ CANDIDATE_FILES, CANDIDATE_PARTITIONS = 1000, 1000
 trace: list | None = None  # the statements and primitives of every lifecycle, in order (tests; explain --counts)
 
 
+@functools.lru_cache(maxsize=1)
+def _ops() -> dict[str, int]:
+    """The plan's operation codes (core/codes.sql), read once: the one-pass write counts by them."""
+    return {k: int(v) for k, v in macros.codes()["op"].items()}
+
+
 def _trace(kind: str, text: str = "") -> None:
     if trace is not None:
         trace.append((kind, text))
@@ -88,6 +95,8 @@ class SparkHost(StatementHost):
         self._held: Any = None  # the commit lock's context while held
         self._read_locked: dict | None = None  # the target's partitions last read under the lock (repoint)
         self._t0 = time.monotonic()
+        self._op = _ops()  # read here: a primitive renders no macro
+        self.observes = True  # the one-pass write where it can (can_observe); a dry run's plan counts first
         # {files.key(directory): {name: (bytes, rows)}} of the data files the last listing of each
         # directory found: which files a rewrite carries over (carry), and what the check under the
         # commit lock saw, so that files appended to a replaced directory after it are carried too
@@ -279,6 +288,62 @@ class SparkHost(StatementHost):
         rows = self._file_stats(table, ctx["stage_name"], macros.file_stats_sql(table, ctx["stage"], None), partitions)
         self._sql(macros.drop_table_sql(ctx["stage"]))
         return rows
+
+    def can_observe(self, table: dict, ctx: dict) -> bool:
+        """Where stage writes with the DataFrame writer, the same job can count its rows."""
+        _trace("can_observe")
+        return self.observes and metastore.batch_available(self.spark) and files.reachable(ctx["stage_location"])
+
+    def stage_observed(self, table: dict, ctx: dict, select: str, rewritten: list[str]) -> dict | None:
+        """The one-pass write (host_contract.StatementHost.stage_observed): an Observation on the
+        joined rows counts them as the writer writes the rows to keep. The target rows it read must be
+        exactly the rows of the files it rewrote, from their footers (listed while planning): one more
+        means a target row matched two source rows, which only the summary can judge; the staged files
+        are removed then and None returned. No rows at all: nothing is left staged either."""
+        _trace("stage", select)
+        location = ctx["stage_location"]
+        expected = self._rows_in(rewritten)
+        self.stop_check()
+        log.debug("[%s] staging (observed) to %s: %s", self.merge_id, location, select)
+        seen = Observation()
+        counts = {
+            "read": "count_if(__sm_target)",
+            "inserted": f"count_if(__sm_op = {self._op['insert']})",
+            "updated": f"count_if(__sm_op = {self._op['update']})",
+            "deleted": f"count_if(__sm_op = {self._op['delete']})",
+            "copied": f"count_if(__sm_target AND __sm_write AND __sm_op = {self._op['none']})",
+        }
+        try:
+            rows = self.spark.sql(select).observe(seen, *[F.expr(e).alias(k) for k, e in counts.items()])
+            kept = rows.where("__sm_write").drop("__sm_op", "__sm_write", "__sm_target")
+            kept.write.format(table["provider"]).partitionBy(*table["partition_columns"]).save(location)
+            got = {k: int(v or 0) for k, v in seen.get.items()}
+        except Exception as e:
+            self._failed(e)
+        stats = self._staged_stats(table, location) if got["read"] == expected else []
+        if not stats:
+            files.remove(location)
+        if got["read"] != expected:
+            log.info(
+                "[%s] the write read %s target row(s) from files holding %s: a row matched several source rows",
+                self.merge_id,
+                got["read"],
+                expected,
+            )
+            return None
+        return {"stats": stats, "metrics": got}
+
+    def _rows_in(self, uris: list[str]) -> int | None:
+        """The rows the data files ``uris`` (as _metadata.file_path names them) hold, from this merge's
+        listing; None if one was not listed."""
+        total = 0
+        for uri in uris:
+            directory, _, name = files.location_of_uri(uri).rpartition("/")
+            found = self.seen.get(files.key(directory), {}).get(name)
+            if found is None:
+                return None
+            total += found[1]
+        return total
 
     def _staged_stats(self, table: dict, location: str) -> list[dict]:
         """file_stats_sql's rows of the files written under ``location``: each directory's

@@ -136,9 +136,11 @@
     by row position, which two different joins order differently), and the source is read once
     (read_once, below). An append and a database target read cached rows. -#}
 {%- set fuse = {'ok': not s.get('insert_only') and table.provider != 'jdbc' and resolved.get('deterministic', false)} -%}
+{%- do s.update({'fusable': fuse.ok}) -%}
 {%- if spec.source_kind != 'none' -%}{%- do spark_merge.spark_merge__plan_source(host, s, fuse.ok) -%}{%- endif -%}
-{%- do host.step(spark_merge.spark_merge__step_label('changes') ~ ': join target and source' ~ (', read by the summary and joined again by the '
-    ~ 'write' if fuse.ok else ', kept for the write (the summary fills it)')) -%}
+{%- do host.step(spark_merge.spark_merge__step_label('changes') ~ ': join target and source' ~ (', in the write, which counts its own changes'
+    if s.get('observed') else ', read by the summary and joined again by the write' if fuse.ok else ', kept for the write (the summary fills it)'))
+    -%}
 {%- if fuse.ok -%}
   {%- do ctx.update({'changes': '(' ~ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) | trim ~ ')'}) -%}
 {%- else -%}
@@ -147,6 +149,18 @@
   {%- do host.run(spark_merge.spark_merge__cache_changes_sql(spec, table, resolved, ctx)) -%}
   {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'changes', spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx)) -%}
 {%- endif -%}
+{%- if s.get('observed') -%}
+  {%- do spark_merge.spark_merge__plan_files(host, s) -%}
+{%- else -%}
+  {%- do spark_merge.spark_merge__plan_summary(host, s) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The plan's summary (summary.sql): the duplicate verdict, the counts, the partitions and files the
+    changes touch, in one aggregation of the changes (ctx.changes), before anything is written. -#}
+{% macro spark_merge__plan_summary(host, s) -%}
+{%- set spec, table, resolved, ctx, m = s.spec, s.table, s.resolved, s.ctx, s.metrics -%}
+{%- set fuse = {'ok': s.fusable} -%}
 {%- do host.step(spark_merge.spark_merge__step_label('summary') ~ ': in one aggregation the duplicate check (' ~ spec.duplicate_rule ~
     ' rule), the counts and the partitions the changes touch') -%}
 {#- a fused write of a merge that inserts must tell an inserted source row from one a target row matches
@@ -201,13 +215,16 @@
 {%- set bys = {} -%}
 {%- do spark_merge.spark_merge__by_source_reads(spec, resolved, bys) -%}
 {%- if bys.note -%}{%- do host.step('plan: ' ~ bys.note[:400]) -%}{%- endif -%}
+{%- set observable = {} -%}
+{%- do spark_merge.spark_merge__observable(host, s, observable) -%}
+{%- do s.update({'observed': observable.ok}) -%}
 {%- if table.partition_columns and narrowed.matched_by != 'filter' and not bys.all -%}
   {%- if fuse.ok -%}
     {#- the summary's join reads only the columns it needs, and names the partitions holding matched
         rows exactly: the fused write reads those (summary.matched, below), not a step of its own -#}
     {%- do s.update({'matched_from_summary': true}) -%}
-    {%- do host.step(spark_merge.spark_merge__step_label('matched') ~
-        ': the partitions holding matched rows come from the summary (its join reads the ON, condition and partition columns)') -%}
+    {%- do host.step(spark_merge.spark_merge__step_label('matched') ~ ': the partitions holding matched rows come from the '
+        ~ ('files the ON columns\' join finds' if s.observed else 'summary (its join reads the ON, condition and partition columns)')) -%}
   {%- else -%}
     {%- do host.step(spark_merge.spark_merge__step_label('matched') ~ ': find partitions with matched rows (' ~
         ('key range' if narrowed.matched_by == 'range' else 'key-only join') ~ ')') -%}
@@ -218,6 +235,64 @@
     {%- do host.step('plan: ' ~ matched | length ~ ' partition(s) hold matched rows') -%}
   {%- endif -%}
 {%- endif -%}
+{%- endmacro %}
+
+{#- Whether the write counts its own changes (the one-pass write), so that no summary runs before it
+    (out.ok): a host that observes what its write job does (host.can_observe: Python's DataFrame writer;
+    dbt sends SQL only), a fused rewrite whose source it broadcasts (at most source_broadcast_rows()),
+    without WHEN NOT MATCHED BY SOURCE clauses, change feed or auto compaction, whose last MATCHED
+    clause has no condition: then every row ON matches changes, the files holding one are exactly the
+    files to rewrite, and each of their rows passes through the write's join once per source row it
+    matches, so the join's rows against the rows those files hold tell whether a target row matched
+    two source rows (the one case the summary must decide: lifecycle_rewrite_observed). -#}
+{% macro spark_merge__observable(host, s, out) -%}
+{%- set matched = s.resolved.clauses | selectattr('matched') | list -%}
+{%- do out.update({'ok': s.fusable and matched | length > 0 and not matched[-1].condition
+    and s.resolved.clauses | selectattr('by_source') | list | length == 0 and not s.ctx.get('feed')
+    and s.metrics.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int
+    and not (s.table.get('properties') or {}).get('spark_merge.auto_compact.min_files')
+    and host.can_observe(s.table, s.ctx)}) -%}
+{%- endmacro %}
+
+{#- The one-pass plan (observable): the data files holding a target row ON matches, and their
+    partitions, from one join of the target's ON and partition columns with the broadcast source
+    (matched_files_sql): the files the write rewrites, the partitions it replaces (with those its new
+    rows go to, which the staged files tell) and, for a merge that inserts, the rows that tell an
+    inserted source row from a matched one. An upsert whose keys no file holds reads no target row. -#}
+{% macro spark_merge__plan_files(host, s) -%}
+{%- set spec, table, ctx = s.spec, s.table, s.ctx -%}
+{%- do host.step(spark_merge.spark_merge__step_label('summary') ~ ': the files holding a row ON matches (a join of the ON columns); '
+    ~ 'the write counts its own changes') -%}
+{%- set found, by_key, files = [], {}, [] -%}
+{#- no file can hold a match (match_filter 'false'): no query (Spark 4.2 fails to analyze a semi-join with a
+    scan filtered by a literal false, ASSIGNMENT_ARITY_MISMATCH) -#}
+{%- if ctx.get('match_filter') != 'false' -%}
+  {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_files_sql(spec, table, ctx), 'files'),
+      found) -%}
+{%- endif -%}
+{%- for r in found -%}
+  {%- do by_key.update({spark_merge.spark_merge__partition_key(table.partition_columns, r.partition): r.partition}) -%}
+  {%- do files.extend(fromjson(r.files)) -%}
+{%- endfor -%}
+{%- set partitions = [] -%}
+{%- for k in by_key.keys() | sort -%}{%- do partitions.append(by_key[k]) -%}{%- endfor -%}
+{%- if s.get('matched_from_summary') -%}
+  {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, found) | trim}) -%}
+{%- endif -%}
+{%- do ctx.update({'matched_files': files | sort}) -%}
+{%- do spark_merge.spark_merge__planned_changes(partitions, none, files | sort, s.changes) -%}
+{%- do s.update({'fused': true, 'observed': files | length > 0 or spark_merge.spark_merge__inserts(s.resolved) | trim == 'True'}) -%}
+{%- do host.step('plan: ' ~ files | length ~ ' file(s) in ' ~ partitions | length ~ ' partition(s) hold a row ON matches'
+    ~ ('' if s.observed else ': nothing to change')) -%}
+{%- endmacro %}
+
+{#- The one-pass write gave way (`why`): the summary plans the merge, and the write runs as without it. -#}
+{% macro spark_merge__lifecycle_unobserved(host, s, why) -%}
+{%- do host.step('plan: ' ~ why ~ ': the summary decides') -%}
+{%- for k in ['rewrite_files', 'matched_files', 'broadcast_source', 'rebalance', 'inserts'] -%}{%- do s.ctx.pop(k, none) -%}{%- endfor -%}
+{%- do s.update({'observed': false, 'staged': false}) -%}
+{%- do spark_merge.spark_merge__plan_summary(host, s) -%}
+{%- do spark_merge.spark_merge__lifecycle_write(host, s) -%}
 {%- endmacro %}
 
 {#- Planning from the files' metadata, where ON names no partition column (one it names narrows the
@@ -264,10 +339,15 @@
       ' target row(s) in all. Offending target rows, each with up to 5 of the source rows that matched it and the clause each chose:\n' ~ dups.text,
       dups.examples, {'rule': spec.duplicate_rule}) -%}
 {%- endif -%}
-{#- the metastore drops trailing spaces from a partition value (CHAR(n)'s padding aside), so a
-    rewritten partition could not be registered under its name: refused before any write (an append
-    is Spark's own INSERT, which registers such a partition itself) -#}
-{%- for part in summary.partitions if not s.get('insert_only') -%}
+{%- if not s.get('insert_only') -%}{%- do spark_merge.spark_merge__unregistrable(host, s, summary.partitions) -%}{%- endif -%}
+{%- endmacro %}
+
+{#- The metastore drops trailing spaces from a partition value (CHAR(n)'s padding aside), so a rewritten
+    partition (of `partitions`) could not be registered under its name: refused before the commit (an
+    append is Spark's own INSERT, which registers such a partition itself). -#}
+{% macro spark_merge__unregistrable(host, s, partitions) -%}
+{%- set spec, table = s.spec, s.table -%}
+{%- for part in partitions -%}
   {%- for c, v in part.items() if v is string and v != v.rstrip(' ') and not table.columns_by_name[c | lower].get('char_pad') -%}
     {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('validation'), 'this ' ~ spec.kind | upper ~
         ' rewrites partition ' ~ c ~ ' = ' ~ v | tojson ~ ' of ' ~ table.name ~

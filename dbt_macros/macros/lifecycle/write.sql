@@ -18,6 +18,8 @@
 {%- set m = s.metrics -%}
 {%- if s.get('commit_repoints') -%}
   {%- do spark_merge.spark_merge__lifecycle_journal_commit(host, s) -%}
+{%- elif s.get('observed') -%}
+  {%- do spark_merge.spark_merge__lifecycle_rewrite_observed(host, s) -%}
 {%- elif s.get('append_statements') or s.get('stage_select') or m.numTargetRowsInserted or m.numTargetRowsUpdated or m.numTargetRowsDeleted -%}
   {%- if s.get('insert_only') -%}
     {%- do spark_merge.spark_merge__lifecycle_append(host, s) -%}
@@ -121,6 +123,78 @@
 {%- if merging and ctx.get('feed') -%}
   {%- do spark_merge.spark_merge__lifecycle_feed(host, s, [spark_merge.spark_merge__feed_write_sql(table, ctx, s.merge_id)]) -%}
 {%- endif -%}
+{%- do spark_merge.spark_merge__lifecycle_commit_staged(host, s, old, new, merging, granular) -%}
+{%- endmacro %}
+
+{#- The one-pass write (lifecycle_plan: observable): the files holding a matched row (s.changes.files)
+    rewritten and the new rows added in one job, which counts its own changes as it writes
+    (host.stage_observed); the partitions its new rows went to come from the staged files. Where the
+    job's target rows outnumber the rows of the files it read (a target row matched two source rows), or
+    the host did not list those files, the staging is gone and the summary plans the merge. -#}
+{% macro spark_merge__lifecycle_rewrite_observed(host, s) -%}
+{%- set table, ctx, m = s.table, s.ctx, s.metrics -%}
+{%- do host.step(spark_merge.spark_merge__phase(s, 'write', 'execute') ~ ': measure partitions to replace') -%}
+{%- set old = [] -%}
+{%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, s.changes.partitions, old) -%}
+{%- if old and not host.can_carry(table, old) -%}
+  {%- do spark_merge.spark_merge__lifecycle_unobserved(host, s, 'the files holding matched rows were not listed') -%}
+{%- else -%}
+  {%- do ctx.update({'rewrite_files': s.changes.files, 'broadcast_source': true, 'rebalance': false,
+                     'inserts': spark_merge.spark_merge__inserts(s.resolved) | trim == 'True'}) -%}
+  {%- do host.step('execute: write ' ~ s.changes.files | length ~ ' file(s) holding matched rows and the new rows to staging, counting the '
+      ~ 'changes') -%}
+  {%- do s.update({'staged': true}) -%}
+  {%- set written = host.stage_observed(table, ctx, spark_merge.spark_merge__fused_rewrite_select(s.spec, table, s.resolved, ctx,
+      s.changes.partitions, true) | trim, s.changes.files) -%}
+  {%- if written is none -%}
+    {%- do spark_merge.spark_merge__lifecycle_unobserved(host, s, 'a target row matched several source rows') -%}
+  {%- else -%}
+    {%- do spark_merge.spark_merge__lifecycle_observed(host, s, old, written) -%}
+  {%- endif -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- After the one-pass write: its counts, the partitions its rows went to (their files measured now, as a
+    rewrite measures its partitions first), then the commit as for any rewrite. Its staged rows must be
+    the rows it counted written. -#}
+{% macro spark_merge__lifecycle_observed(host, s, old, written) -%}
+{%- set table, ctx, m, got = s.table, s.ctx, s.metrics, written.metrics -%}
+{%- set new = [] -%}
+{%- do spark_merge.spark_merge__decode_partitions(table, written.stats, new) -%}
+{%- do ctx.update({'stage_dropped': true}) -%}
+{%- do host.failpoint('after_staging') -%}
+{%- do m.update({'numTargetRowsInserted': got.inserted, 'numTargetRowsUpdated': got.updated, 'numTargetRowsDeleted': got.deleted}) -%}
+{%- if new | sum(attribute='rows') != got.copied + got.inserted + got.updated -%}
+  {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('plan_violation'), 'the rewrite staged '
+      ~ new | sum(attribute='rows') ~ ' row(s) where its join wrote ' ~ (got.copied + got.inserted + got.updated) ~ '; nothing was committed') -%}
+{%- endif -%}
+{%- set by_key, extra = {}, [] -%}
+{%- for p in s.changes.partitions -%}{%- do by_key.update({spark_merge.spark_merge__partition_key(table.partition_columns, p): p}) -%}{%- endfor -%}
+{%- for r in new -%}
+  {%- set k = spark_merge.spark_merge__partition_key(table.partition_columns, r.partition) -%}
+  {%- if k not in by_key -%}{%- do extra.append(r.partition) -%}{%- do by_key.update({k: r.partition}) -%}{%- endif -%}
+{%- endfor -%}
+{%- if extra -%}
+  {%- do spark_merge.spark_merge__lifecycle_file_stats(host, table, table.table_name, table.relation, extra, old) -%}
+{%- endif -%}
+{%- set partitions = [] -%}
+{%- for k in by_key.keys() | sort -%}{%- do partitions.append(by_key[k]) -%}{%- endfor -%}
+{%- do spark_merge.spark_merge__planned_changes(partitions, none, s.changes.files, s.changes) -%}
+{%- do host.step('plan: ' ~ m.numTargetRowsInserted ~ ' row(s) inserted, ' ~ m.numTargetRowsUpdated ~ ' updated, ' ~ m.numTargetRowsDeleted
+    ~ ' deleted, in ' ~ partitions | length ~ ' partition(s)') -%}
+{%- do spark_merge.spark_merge__unregistrable(host, s, partitions) -%}
+{%- if partitions -%}
+  {%- do spark_merge.spark_merge__lifecycle_commit_staged(host, s, old, new, true, true) -%}
+{%- else -%}
+  {%- do s.update({'staged': false}) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- A rewrite's commit once its rows are staged (`new`: their file statistics; `old`: those of the
+    partitions it replaces): the repoints, the carried files (`granular`), the counts, the checks
+    under the lock, the journal. -#}
+{% macro spark_merge__lifecycle_commit_staged(host, s, old, new, merging, granular) -%}
+{%- set table, ctx, m = s.table, s.ctx, s.metrics -%}
 {%- set planned = {} -%}
 {%- do spark_merge.spark_merge__repoints(table, ctx, s.changes.partitions, old, new, planned) -%}
 {%- for location in planned.empty -%}{%- do host.run(spark_merge.spark_merge__empty_partition_sql(table, location)) -%}{%- endfor -%}

@@ -22,6 +22,7 @@
   'carry_late': spark_merge.spark_merge__dbt_host_carry_late, 'can_carry': spark_merge.spark_merge__dbt_host_can_carry,
   'carry': spark_merge.spark_merge__dbt_host_carry,
   'target_rows': spark_merge.spark_merge__dbt_host_target_rows, 'key_candidates': spark_merge.spark_merge__dbt_host_key_candidates,
+  'can_observe': spark_merge.spark_merge__dbt_host_can_observe, 'stage_observed': spark_merge.spark_merge__dbt_host_stage_observed,
   'elapsed_ms': spark_merge.spark_merge__dbt_host_elapsed_ms, 'hash': spark_merge.spark_merge__dbt_host_hash,
   'evolve_spec': spark_merge.spark_merge__dbt_host_evolve_spec, 'own_target': spark_merge.spark_merge__dbt_host_own_target,
   'check_files': spark_merge.spark_merge__dbt_host_check_files, 'source_types': spark_merge.spark_merge__dbt_host_source_types,
@@ -127,6 +128,15 @@
 {#- Never called: the lifecycle carries only where can_carry said it could. -#}
 {% macro spark_merge__dbt_host_carry(table, repoints, rewritten, fold=none) -%}
 {%- do exceptions.raise_compiler_error('spark_merge: the dbt host cannot carry files (it has no file system)') -%}
+{%- endmacro %}
+
+{#- SQL has no observed metrics: a write of dbt's counts nothing itself (the summary counts first), and
+    stage_observed is never called. -#}
+{% macro spark_merge__dbt_host_can_observe(table, ctx) -%}
+{%- do spark_merge.spark_merge__dbt_trace('can_observe') -%}{{ return(false) }}
+{%- endmacro %}
+{% macro spark_merge__dbt_host_stage_observed(table, ctx, select, rewritten) -%}
+{%- do exceptions.raise_compiler_error('spark_merge: the dbt host cannot observe its writes') -%}
 {%- endmacro %}
 
 {#- The files' key ranges are in their footers, which dbt does not read: cannot tell. -#}

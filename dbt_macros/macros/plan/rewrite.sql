@@ -124,8 +124,11 @@ SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
     inserts rows (ctx.inserts), the source rows no target row matches (unmatched_source_sql) under
     the NOT MATCHED clauses. One FULL join, which cannot broadcast, would shuffle every row ON can
     match at full width to tell the inserted source rows from the matched ones; with a large source
-    the join shuffles anyway, and that one join costs less than two. -#}
-{% macro spark_merge__fused_rewrite_select(spec, table, resolved, ctx, partitions) -%}
+    the join shuffles anyway, and that one join costs less than two.
+    `observed` (the one-pass write, lifecycle_rewrite_observed): every joined row, with its operation
+    (__sm_op), whether it is written (__sm_write) and whether it is a target row (__sm_target), for the
+    host to count before it drops those columns and the rows not written (host.stage_observed). -#}
+{% macro spark_merge__fused_rewrite_select(spec, table, resolved, ctx, partitions, observed=false) -%}
 {%- set split = ctx.get('broadcast_source') and resolved.clauses | selectattr('by_source') | list | length == 0 -%}
 {%- set kept, inserted = {}, {} -%}
 {%- do kept.update(resolved) -%}{%- do inserted.update(resolved) -%}
@@ -133,15 +136,27 @@ SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
 {%- do inserted.update({'clauses': resolved.clauses | rejectattr('matched') | list}) -%}
 {%- set only_new = {} -%}{%- do only_new.update(ctx) -%}
 {%- do only_new.update({'source': spark_merge.spark_merge__unmatched_source_sql(spec, table, resolved, ctx), 'match_filter': 'false'}) -%}
+{%- set written = '__sm_op IN (' ~ spark_merge.spark_merge__op('insert', 'update') ~ ') OR (__sm_op = ' ~ spark_merge.spark_merge__op('none')
+    ~ ' AND __sm_touched)' -%}
+{#- the one-pass write of an upsert whose keys no file holds: no target row to read -#}
+{%- set reads = not (observed and split and not ctx.get('rewrite_files')) -%}
 SELECT * FROM (
+{%- if reads %}
   SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} {{ spark_merge.spark_merge__fused_columns(table) }}
+  {%- if observed %}, __sm_op, {{ written }} AS __sm_write, true AS __sm_target{% endif %}
   FROM (
 {{ spark_merge.spark_merge__changes_sql(spec, table, kept if split else resolved, ctx, partitions) }}
   ) AS __sm_j
-  WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }}) OR (__sm_op = {{ spark_merge.spark_merge__op('none') }} AND __sm_touched)
+  {%- if not observed %}
+  WHERE {{ written }}
+  {%- endif %}
+{%- endif %}
 {%- if split and ctx.get('inserts', true) %}
+  {%- if reads %}
   UNION ALL
+  {%- endif %}
   SELECT {{ spark_merge.spark_merge__rebalance_hint(table, {}) }} {{ spark_merge.spark_merge__fused_columns(table, new_only=true) }}
+  {%- if observed %}, __sm_op, true AS __sm_write, false AS __sm_target{% endif %}
   FROM (
 {{ spark_merge.spark_merge__changes_sql(spec, table, inserted, only_new) }}
   ) AS __sm_i

@@ -186,3 +186,17 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
   {%- do out.append(k) -%}
 {%- endfor -%}
 {%- endmacro %}
+
+{#- The one-pass plan's query (lifecycle/phases.sql: plan_files): per partition (__sm_part), the data
+    files (files: a JSON list of _metadata.file_path) holding a target row ON matches, from the target's
+    rows the source can match (target_filter) semi-joined with the broadcast source: Spark reads only
+    the columns ON names and the partition columns, and shuffles one row per partition. -#}
+{% macro spark_merge__matched_files_sql(spec, table, ctx) -%}
+{%- set t, s = spark_merge.spark_merge__quote(spec.target_alias), spark_merge.spark_merge__quote(spec.source_alias) -%}
+{%- set where = spark_merge.spark_merge__target_filter(spec, ctx) | trim -%}
+{%- set part = spark_merge.spark_merge__partition_json(table, t ~ '.') | trim -%}
+SELECT /*+ BROADCAST({{ s }}) */ {{ part }} AS __sm_part, to_json(collect_set({{ t }}.__sm_file)) AS files
+FROM (SELECT *, _metadata.file_path AS __sm_file FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %}) AS {{ t }}
+LEFT SEMI JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})
+GROUP BY {{ part }}
+{%- endmacro %}
