@@ -41,7 +41,10 @@ def step_notes(s: RunState) -> dict[str, str]:
         ),
         "changes": "the first matching WHEN clause of each joined row, its new values and their checks",
         "summary": (
-            f"no target row may receive two modifying actions under any rule (duplicate_rule={spec['duplicate_rule']})"
+            "no target row may receive two modifying actions under any rule "
+            f"(duplicate_rule={spec['duplicate_rule']}). A run on a classic session whose last WHEN MATCHED "
+            "clause has no condition, with a small source, writes in one pass instead: a join of the ON columns "
+            "names the files holding a match, and the write counts its own changes (docs/architecture.md)"
         ),
     }
 
@@ -83,6 +86,9 @@ class ExplainHost:
 
     def target_rows(self, table: dict) -> int | None:
         return None  # not counted: the join does not broadcast the target
+
+    def can_observe(self, table: dict, ctx: dict) -> bool:
+        return False  # the plan as every host runs it: the summary counts the changes before the write
 
     def fail(self, code: str, message: str, rows: list | None = None, fields: dict | None = None) -> None:
         raise error_for(code, message, rows, fields)

@@ -20,7 +20,7 @@ FROM `__sm_source_20261130000000_explain`
 -- 3. changes: join target and source, read by the summary and joined again by the write. The first matching WHEN clause of each joined row, its new values and their checks
 
 -- part 7
--- 4. summary: in one aggregation the duplicate check (trino rule), the counts and the partitions the changes touch. No target row may receive two modifying actions under any rule (duplicate_rule=trino)
+-- 4. summary: in one aggregation the duplicate check (trino rule), the counts and the partitions the changes touch. No target row may receive two modifying actions under any rule (duplicate_rule=trino). A run on a classic session whose last WHEN MATCHED clause has no condition, with a small source, writes in one pass instead: a join of the ON columns names the files holding a match, and the write counts its own changes (docs/architecture.md)
 
 -- part 8
 SELECT op, bys, to_json(array(CAST(__sm_old0 AS STRING))) AS __sm_old, to_json(array(CAST(__sm_new0 AS STRING))) AS __sm_new,
