@@ -115,6 +115,25 @@ def db(spark):
 
 
 @pytest.fixture
+def traced():
+    """The statements and host primitives of every lifecycle the test runs, in order (host.trace)."""
+    from merge_core.spark import host
+
+    host.trace = []
+    yield host.trace
+    host.trace = None
+
+
+@pytest.fixture
+def parts(spark, db):
+    """ids 1-5 over partitions 0, 1 (two rows), NULL and 2."""
+    t = f"{db}.parts"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 0), (2, 'b', 1), (3, 'c', 1), (4, 'd', CAST(NULL AS INT)), (5, 'e', 2)")
+    return t
+
+
+@pytest.fixture
 def sales(spark, db):
     """Four partitions p=0..3 of five rows each, in the default partition directories."""
     t = f"{db}.sales"

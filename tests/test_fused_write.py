@@ -36,13 +36,6 @@ def summarized(monkeypatch):
     monkeypatch.setattr(host.SparkHost, "can_observe", lambda self, table, ctx: False)
 
 
-@pytest.fixture
-def traced():
-    host.trace = []
-    yield host.trace
-    host.trace = None
-
-
 def stage_statements(trace) -> list[str]:
     return [t for k, t in trace if k == "stage"]
 
@@ -69,14 +62,6 @@ def split(stage: str) -> bool:
     """Whether the fused write broadcast the source to the touched files' rows (a LEFT JOIN, the
     inserted rows apart) rather than joining both in one FULL join."""
     return "BROADCAST(" in stage and "FULL JOIN" not in stage
-
-
-@pytest.fixture
-def parts(spark, db):
-    t = f"{db}.parts"
-    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
-    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 0), (2, 'b', 1), (3, 'c', 1), (4, 'd', CAST(NULL AS INT)), (5, 'e', 2)")
-    return t
 
 
 def test_a_source_row_matched_outside_the_touched_partitions_is_not_inserted(spark, parts, traced):

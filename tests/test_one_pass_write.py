@@ -20,27 +20,10 @@ from pathlib import Path
 import pytest
 
 from merge_core import DuplicateMatchError, MergeError, merge
-from merge_core.spark import host
 
 from .conftest import location, rows
 
 UPSERT = "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
-
-
-@pytest.fixture
-def traced():
-    host.trace = []
-    yield host.trace
-    host.trace = None
-
-
-@pytest.fixture
-def parts(spark, db):
-    """ids 1-5 over partitions 0, 1 (two rows), NULL and 2, one file each."""
-    t = f"{db}.parts"
-    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
-    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 0), (2, 'b', 1), (3, 'c', 1), (4, 'd', CAST(NULL AS INT)), (5, 'e', 2)")
-    return t
 
 
 def summarized(trace) -> bool:

@@ -14,16 +14,8 @@ from pathlib import Path
 import pytest
 
 from merge_core import merge
-from merge_core.spark import host
 
 from .conftest import rows
-
-
-@pytest.fixture
-def traced():
-    host.trace = []
-    yield host.trace
-    host.trace = None
 
 
 @pytest.fixture

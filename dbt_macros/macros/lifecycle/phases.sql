@@ -246,12 +246,12 @@
     matches, so the join's rows against the rows those files hold tell whether a target row matched
     two source rows (the one case the summary must decide: lifecycle_rewrite_observed). -#}
 {% macro spark_merge__observable(host, s, out) -%}
-{%- set matched = s.resolved.clauses | selectattr('matched') | list -%}
+{%- set matched, fold = s.resolved.clauses | selectattr('matched') | list, {} -%}
+{%- do spark_merge.spark_merge__fold_policy(s.table, fold) -%}
 {%- do out.update({'ok': s.fusable and matched | length > 0 and not matched[-1].condition
     and s.resolved.clauses | selectattr('by_source') | list | length == 0 and not s.ctx.get('feed')
     and s.metrics.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int
-    and not (s.table.get('properties') or {}).get('spark_merge.auto_compact.min_files')
-    and host.can_observe(s.table, s.ctx)}) -%}
+    and not fold and host.can_observe(s.table, s.ctx)}) -%}
 {%- endmacro %}
 
 {#- The one-pass plan (observable): the data files holding a target row ON matches, and their
@@ -274,13 +274,13 @@
   {%- do by_key.update({spark_merge.spark_merge__partition_key(table.partition_columns, r.partition): r.partition}) -%}
   {%- do files.extend(fromjson(r.files)) -%}
 {%- endfor -%}
-{%- set partitions = [] -%}
+{%- set partitions, files = [], files | sort -%}
 {%- for k in by_key.keys() | sort -%}{%- do partitions.append(by_key[k]) -%}{%- endfor -%}
 {%- if s.get('matched_from_summary') -%}
   {%- do ctx.update({'scan_filter': spark_merge.spark_merge__scan_filter(spec, table, found) | trim}) -%}
 {%- endif -%}
-{%- do ctx.update({'matched_files': files | sort}) -%}
-{%- do spark_merge.spark_merge__planned_changes(partitions, none, files | sort, s.changes) -%}
+{%- do ctx.update({'matched_files': files}) -%}
+{%- do spark_merge.spark_merge__planned_changes(partitions, none, files, s.changes) -%}
 {%- do s.update({'fused': true, 'observed': files | length > 0 or spark_merge.spark_merge__inserts(s.resolved) | trim == 'True'}) -%}
 {%- do host.step('plan: ' ~ files | length ~ ' file(s) in ' ~ partitions | length ~ ' partition(s) hold a row ON matches'
     ~ ('' if s.observed else ': nothing to change')) -%}

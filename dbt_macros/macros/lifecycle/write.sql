@@ -164,9 +164,10 @@
 {%- do ctx.update({'stage_dropped': true}) -%}
 {%- do host.failpoint('after_staging') -%}
 {%- do m.update({'numTargetRowsInserted': got.inserted, 'numTargetRowsUpdated': got.updated, 'numTargetRowsDeleted': got.deleted}) -%}
-{%- if new | sum(attribute='rows') != got.copied + got.inserted + got.updated -%}
+{%- set staged, wrote = new | sum(attribute='rows'), got.copied + got.inserted + got.updated -%}
+{%- if staged != wrote -%}
   {%- do spark_merge.spark_merge__lifecycle_fail(host, s, spark_merge.spark_merge__error_code('plan_violation'), 'the rewrite staged '
-      ~ new | sum(attribute='rows') ~ ' row(s) where its join wrote ' ~ (got.copied + got.inserted + got.updated) ~ '; nothing was committed') -%}
+      ~ staged ~ ' row(s) where its join wrote ' ~ wrote ~ '; nothing was committed') -%}
 {%- endif -%}
 {%- set by_key, extra = {}, [] -%}
 {%- for p in s.changes.partitions -%}{%- do by_key.update({spark_merge.spark_merge__partition_key(table.partition_columns, p): p}) -%}{%- endfor -%}
