@@ -118,6 +118,38 @@ def test_keys_beyond_every_files_range_read_no_target_file(spark, db, traced, pa
     ]
 
 
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_an_append_whose_keys_no_file_holds_joins_nothing(spark, db, traced, partitioned):
+    """An insert-only merge whose keys (30-33) lie beyond every file's range: no changes cache, no join
+    (no statement reads the target), one aggregation of the source per partition, and the rows of the
+    clause each source row chooses land in their partitions, the NULL one included. A row the second
+    clause skips (id 32: neither condition) is not inserted; the history names the partitions added to."""
+    t = f"{db}.appended"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING, p INT) USING parquet {'PARTITIONED BY (p)' if partitioned else ''}")
+    spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 'old', CAST(id DIV 10 AS INT) FROM range(30)")
+    source = (
+        "(SELECT * FROM VALUES (30, 'n', 3), (31, 'n', CAST(NULL AS INT)), (32, 'x', 3), (33, 'n', 1) AS s(id, v, p))"
+    )
+    done = []
+    statement = (
+        f"MERGE INTO {t} t USING {source} s ON t.id = s.id "
+        "WHEN NOT MATCHED AND s.id = 33 THEN INSERT (id, v, p) VALUES (s.id, 'first', s.p) "
+        "WHEN NOT MATCHED AND s.v = 'n' THEN INSERT *"
+    )
+    read = target_reads(spark, t, lambda: done.append(merge(spark, statement)))
+    [r] = done
+    statements = [text for k, text in traced if k == "sql"]
+    assert read["files"] == 0, read
+    assert not [s for s in statements if s.startswith("CACHE") and "__sm_changes" in s]
+    [summary] = [s for s in statements if s.startswith("SELECT __sm_op AS op")]
+    assert f"`{db}`.`appended` WHERE ((false))" in summary  # the join's target side, which Spark prunes
+    assert r.metrics["numTargetRowsInserted"] == 3 and r.metrics["numSourceRows"] == 4
+    assert rows(spark, f"(SELECT * FROM {t} WHERE id >= 30)") == [(30, "n", 3), (31, "n", None), (33, "first", 1)]
+    assert len(rows(spark, t)) == 33
+    if partitioned:
+        assert sorted(r.partitions, key=str) == sorted([{"p": "3"}, {"p": None}, {"p": "1"}], key=str)
+
+
 def test_a_null_key_under_null_safe_equality_is_matched_in_its_file(spark, ranged, traced):
     """`<=>` matches NULL with NULL: the file in partition 0 holding a NULL id stays a candidate though
     the source's other key (25) is outside its range; the NULL row is updated, not inserted again."""

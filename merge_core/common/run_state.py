@@ -108,6 +108,7 @@ class PlanContext(TypedDict, total=False):
     scan_filter: str
     changes: str  # the changes query, inlined where it is read once
     changes_made: bool
+    unjoined: bool  # an append no target file can take part in: its changes are the source's rows, read twice
     rewrite_files: list[str]  # file-granular rewrite: the files holding a changed row
     name_matched_files: bool  # the summary names the files holding a matched row (a fused write that inserts)
     matched_files: list[str]  # those files: the fused write's rows that tell inserted source rows from matched ones

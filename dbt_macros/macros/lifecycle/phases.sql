@@ -138,10 +138,14 @@
 {%- set fuse = {'ok': not s.get('insert_only') and table.provider != 'jdbc' and resolved.get('deterministic', false)} -%}
 {%- do s.update({'fusable': fuse.ok}) -%}
 {%- if spec.source_kind != 'none' -%}{%- do spark_merge.spark_merge__plan_source(host, s, fuse.ok) -%}{%- endif -%}
-{%- do host.step(spark_merge.spark_merge__step_label('changes') ~ ': join target and source' ~ (', in the write, which counts its own changes'
-    if s.get('observed') else ', read by the summary and joined again by the write' if fuse.ok else ', kept for the write (the summary fills it)'))
-    -%}
-{%- if fuse.ok -%}
+{#- an append no target file can take part in (its keys outside every file's range) joins nothing: its
+    rows are the cached source's, read by the summary and again by the append, computed alike -#}
+{%- set unjoined = s.get('insert_only') and ctx.get('match_filter') == 'false' and resolved.get('deterministic', false) -%}
+{%- do host.step(spark_merge.spark_merge__step_label('changes') ~ (': the source\'s rows to insert, no join (no target file can hold a match)'
+    if unjoined else ': join target and source' ~ (', in the write, which counts its own changes' if s.get('observed')
+    else ', read by the summary and joined again by the write' if fuse.ok else ', kept for the write (the summary fills it)'))) -%}
+{%- do ctx.update({'unjoined': unjoined}) -%}
+{%- if fuse.ok or unjoined -%}
   {%- do ctx.update({'changes': '(' ~ spark_merge.spark_merge__changes_sql(spec, table, resolved, ctx) | trim ~ ')'}) -%}
 {%- else -%}
   {#- the cache is lazy: the summary, the first statement reading it, runs the join and fills it -#}
@@ -167,7 +171,8 @@
     without changing it: it reads the files holding a matched row, which the summary names -#}
 {%- do ctx.update({'name_matched_files': fuse.ok and spark_merge.spark_merge__inserts(resolved) | trim == 'True'}) -%}
 {%- set summary = {} -%}
-{%- set summary_rows = host.rows(spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx), 'summary') -%}
+{%- set summary_rows = host.rows(spark_merge.spark_merge__append_summary_sql(table, ctx) if ctx.get('unjoined')
+    else spark_merge.spark_merge__change_summary_sql(spec, table, resolved, ctx), 'summary') -%}
 {%- do spark_merge.spark_merge__summarize_changes(table, summary_rows, summary) -%}
 {%- do s.update({'fused': fuse.ok and summary.multi == 0}) -%}
 {%- if s.fused and ctx.name_matched_files -%}{%- do ctx.update({'matched_files': summary.matched_files}) -%}{%- endif -%}

@@ -87,6 +87,31 @@ FROM (
 GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.spark_merge__json_of(new_names) }}
 {%- endmacro %}
 
+{#- change_summary_sql's rows for an append no target row takes part in (ctx.unjoined: no target
+    file's key range holds a source key): every row of the changes is an inserted source row, a group of
+    its own in change_summary_sql's first level, so one level per new partition gives the same rows (no
+    verdict to reach, no file touched), and Spark shuffles one partial count per partition, not the rows. -#}
+{% macro spark_merge__append_summary_sql(table, ctx) -%}
+{%- set old, new, checked = [], [], [] -%}
+{%- for c in table.columns -%}
+  {%- set vc = {} -%}{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
+  {%- if vc.any -%}{%- do checked.append('count(__sm_c' ~ loop.index0 ~ ')') -%}{%- endif -%}
+{%- endfor -%}
+{%- for p in table.partition_columns -%}
+  {%- set col = table.columns_by_name[p | lower] -%}
+  {%- do old.append('__sm_old' ~ loop.index0) -%}
+  {%- for c in table.columns -%}{%- if (c.name | lower) == (p | lower) -%}
+    {%- do new.append('rpad(__sm_c' ~ loop.index0 ~ ', ' ~ col.char_pad ~ ')' if col.get('char_pad') else '__sm_c' ~ loop.index0) -%}
+  {%- endif -%}{%- endfor -%}
+{%- endfor -%}
+SELECT __sm_op AS op, 0 AS bys, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new) }} AS __sm_new,
+       CAST(count(*) AS BIGINT) AS n, CAST(0 AS BIGINT) AS dups, CAST(0 AS BIGINT) AS multi,
+       CAST({{ (checked or ['0']) | join(' + ') }} AS BIGINT) AS checked, '[]' AS files
+FROM {{ ctx.changes }}
+WHERE __sm_op <> {{ spark_merge.spark_merge__op('none') }}
+GROUP BY __sm_op, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.spark_merge__json_of(new) }}
+{%- endmacro %}
+
 {#- A JSON array of the given columns as strings: partition values as text that keeps NULL apart
     from every string ('None', 'null', '' included), in both hosts (dbt's agate would read the
     strings 'null' and '' of a plain column as NULL). -#}
