@@ -543,3 +543,20 @@ def test_a_partition_name_is_unescaped_as_spark_unescapes_it(spark, name):
     spark_says = str(utils.unescapePathName(name))
     assert files.unescape_path_name(name, lambda text: str(utils.unescapePathName(text))) == spark_says
     assert files.unescape_path_name(name, lambda text: "<spark>") in (spark_says, "<spark>")
+
+
+@pytest.mark.parametrize("slices, rebalanced", [(1, False), (4, False), (9, True)])
+def test_an_append_writes_a_narrow_source_as_read_and_rebalances_a_wide_one(spark, db, traced, slices, rebalanced):
+    """An insert-only merge into an unpartitioned table from a source read in at most append_slices()
+    partitions writes its rows as read (no shuffle; at most that many files); a wider source's rows
+    are rebalanced (AQE then writes these few rows as one file)."""
+    t = f"{db}.appended"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'old')")
+    source = f"(SELECT /*+ REPARTITION({slices}) */ id + 100 AS id, 'new' AS v FROM range(36)) s"
+    r = merge(spark, f"MERGE INTO {t} t USING {source} ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    [insert] = [text for k, text in traced if k == "sql" and text.startswith("INSERT INTO")]
+    [(added,)] = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {t} WHERE v = 'new'").collect()
+    assert ("REBALANCE" in insert) == rebalanced, insert
+    assert added == (1 if rebalanced else slices)
+    assert r.metrics["numTargetRowsInserted"] == 36 and len(rows(spark, t)) == 37

@@ -100,6 +100,7 @@ class PlanContext(TypedDict, total=False):
     on_keys: list[dict[str, Any]]  # ON's equalities: target, source, null_safe
     source_made: bool  # the source is cached or written once
     source_rows: int
+    source_slices: int | None  # the source's read partitions at most (source_stats_sql): an append writes a few as read
     match_filter: str  # the target rows the source can match, as a filter on keys and partitions
     partitions_listed: list[str]  # partition columns whose source values are listed
     broadcast_target: bool

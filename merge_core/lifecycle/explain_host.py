@@ -100,7 +100,7 @@ class ExplainHost:
         if kind == "probe":
             return [{"plan": "InMemoryRelation"}]  # Spark serves the cache
         if kind == "source_stats":
-            stats: dict[str, Any] = {"numSourceRows": 0}
+            stats: dict[str, Any] = {"numSourceRows": 0, "sourceSlices": None}  # unknown: an append rebalances
             for i, k in enumerate(ctx.get("on_keys", [])):
                 col = table["columns_by_name"].get(k["target"].lower())
                 lo, hi = f"<min of {alias}.{k['source']}>", f"<max of {alias}.{k['source']}>"

@@ -206,7 +206,7 @@
 {%- do spark_merge.spark_merge__lifecycle_read_once(host, ctx, 'source', spark_merge.spark_merge__source_select(spec, ctx)) -%}
 {%- set stats = host.rows(spark_merge.spark_merge__source_stats_sql(table, ctx), 'source_stats')[0] -%}
 {%- do m.update({'numSourceRows': stats.numSourceRows | int}) -%}
-{%- do ctx.update({'source_rows': m.numSourceRows}) -%}
+{%- do ctx.update({'source_rows': m.numSourceRows, 'source_slices': stats.get('sourceSlices')}) -%}
 {%- do host.step('plan: the source has ' ~ m.numSourceRows ~ ' row(s)') -%}
 {%- do spark_merge.spark_merge__match_filter(table, ctx, stats, narrowed) -%}
 {%- do spark_merge.spark_merge__plan_candidates(host, table, ctx, stats, narrowed) -%}

@@ -11,6 +11,10 @@
     inner join (at full width). A larger source is joined by a shuffle. -#}
 {% macro spark_merge__source_broadcast_rows() -%}100000{%- endmacro %}
 
+{#- The most partitions a source may be read in for an append into an unpartitioned table to write
+    its rows as read, without a shuffle to rebalance them (rewrite.sql: append_sql). -#}
+{% macro spark_merge__append_slices() -%}4{%- endmacro %}
+
 {#- The most target rows the summary's join broadcasts: a target that small (counted by the host
     without a Spark job, host.target_rows) is joined without a shuffle of either side, and without
     the semi-join that would otherwise narrow it first. -#}

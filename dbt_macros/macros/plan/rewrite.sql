@@ -219,10 +219,15 @@ LOCATION {{ spark_merge.spark_merge__literal(ctx.stage_location) }}
 AS {{ select }}
 {%- endmacro %}
 
+{#- An insert-only merge's append: Spark's own INSERT of the inserted rows. A partitioned table's rows
+    are rebalanced by its partition columns (one file per partition they go to, where they fit in one);
+    an unpartitioned table takes the rows of a source read in at most append_slices() partitions as
+    they are read (as many files at most, and no shuffle), a wider source's rebalanced. -#}
 {% macro spark_merge__append_sql(table, ctx) -%}
 INSERT INTO {{ table.relation }}
 SELECT {% if table.partition_columns %}/*+ REBALANCE({{ spark_merge.spark_merge__column_list(table.partition_columns | map('lower') | list)
-    }}) */{% else %}/*+ REBALANCE */{% endif %} {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{
+    }}) */{% elif ctx.get('source_slices') is none or ctx.source_slices | int > spark_merge.spark_merge__append_slices() | int
+    %}/*+ REBALANCE */{% endif %} {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{
         spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
 FROM {{ ctx.changes }} WHERE __sm_op = {{ spark_merge.spark_merge__op('insert') }}
 {%- endmacro %}

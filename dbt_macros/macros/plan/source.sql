@@ -43,11 +43,13 @@ EXPLAIN SELECT * FROM {{ ctx[kind ~ '_view'] }}
 {%- do ctx.update({kind: ctx[kind ~ '_table']}) -%}
 {%- endmacro %}
 
-{#- numSourceRows, and for each ON equality target.col = source.col (ctx.on_keys) a JSON object
-    (text survives dbt's agate type guessing): the source column's type, min and max as strings,
-    and for a partition column its distinct values. match_filter turns them into a filter. -#}
+{#- numSourceRows; sourceSlices, how many of the source's read partitions (its row numbers'
+    upper bits, monotonically_increasing_id) it reaches at most, which an append writes as it reads
+    where that is few (append_sql); and for each ON equality target.col = source.col (ctx.on_keys) a
+    JSON object (text survives dbt's agate type guessing): the source column's type, min and max as
+    strings, and for a partition column its distinct values. match_filter turns them into a filter. -#}
 {% macro spark_merge__source_stats_sql(table, ctx) -%}
-SELECT count(*) AS numSourceRows
+SELECT count(*) AS numSourceRows, coalesce(CAST(shiftright(max(__sm_srow), 33) AS INT) + 1, 0) AS sourceSlices
 {%- for k in ctx.on_keys %}{% set c = spark_merge.spark_merge__quote(k.source) %},
   to_json(named_struct('type', typeof(min({{ c }})), 'lo', CAST(min({{ c }}) AS STRING), 'hi', CAST(max({{ c }}) AS STRING)
   {%- if (k.target | lower) in table.partition_columns | map('lower') | list %}, 'values', collect_set(CAST({{ c }} AS STRING)){% endif

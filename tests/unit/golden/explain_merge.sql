@@ -9,7 +9,7 @@ SELECT *, monotonically_increasing_id() AS __sm_srow, '20261130000000_explain' A
 EXPLAIN SELECT * FROM `__sm_source_20261130000000_explain`
 
 -- part 4
-SELECT count(*) AS numSourceRows,
+SELECT count(*) AS numSourceRows, coalesce(CAST(shiftright(max(__sm_srow), 33) AS INT) + 1, 0) AS sourceSlices,
   to_json(named_struct('type', typeof(min(`id`)), 'lo', CAST(min(`id`) AS STRING), 'hi', CAST(max(`id`) AS STRING))) AS __sm_key0
 FROM `__sm_source_20261130000000_explain`
 
