@@ -15,6 +15,7 @@ summary runs before it. Each test is an input that would break one of the rules 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,12 @@ def test_an_upsert_writes_in_one_pass(spark, parts, traced):
         f"AS s(id, v, p)) s {UPSERT}",
     )
     assert not summarized(traced) and observed_stages(traced) == 1
+    # the rows to insert are the source rows the plan's cached pairs do not hold: the write reads the
+    # target once, for the files it rewrites, and no more for them
+    [stage] = [text for k, text in traced if k == "stage"]
+    new_rows = stage.split("UNION ALL")[1]
+    reads = re.findall(r"`parts` WHERE (.*?) AS `t`", new_rows)
+    assert "__sm_found_" in new_rows and reads and all("(false)" in w for w in reads), new_rows
     m = r.metrics
     assert (m["numTargetRowsUpdated"], m["numTargetRowsInserted"], m["numTargetRowsDeleted"]) == (1, 3, 0)
     # id 3 (copied with id 2's file, or carried in a file of its own); ids 5 and 4 carried into partitions 2

@@ -39,9 +39,13 @@ def target_reads(spark, table: str, fn) -> dict:
 
 
 def plan_reads(trace) -> list[str]:
-    """The plan's reads of the target: the summary, or the one-pass write's search for the files holding
-    a row ON matches (summary.sql: matched_files_sql)."""
-    return [t for k, t in trace if k == "sql" and (t.startswith("SELECT op, bys") or " AS files\nFROM " in t)]
+    """The plan's reads of the target: the summary, or the one-pass write's join of the rows ON matches
+    (summary.sql: matched_files_sql, or for a merge that inserts cache_found_sql, which it fills)."""
+    return [
+        t
+        for k, t in trace
+        if k == "sql" and (t.startswith(("SELECT op, bys", "CACHE LAZY TABLE `__sm_found_")) or " AS files\nFROM " in t)
+    ]
 
 
 def summary_of(trace) -> str:

@@ -91,6 +91,7 @@ class PlanContext(TypedDict, total=False):
     source_view: str
     changes_table: str
     changes_view: str
+    found_view: str
     stage: str
     stage_name: str
     stage_location: str
@@ -113,6 +114,8 @@ class PlanContext(TypedDict, total=False):
     rewrite_files: list[str]  # file-granular rewrite: the files holding a changed row
     name_matched_files: bool  # the summary names the files holding a matched row (a fused write that inserts)
     matched_files: list[str]  # those files: the fused write's rows that tell inserted source rows from matched ones
+    found: str  # the one-pass plan's cached pairs of a matched target row's file and its source row number
+    found_made: bool
     fold: dict[str, Any]  # the table's auto compaction: the small files rewritten too (rewrite.sql: fold_plan)
     rebalance: bool
     inserts: bool

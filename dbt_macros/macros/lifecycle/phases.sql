@@ -272,6 +272,12 @@
 {#- no file can hold a match (match_filter 'false'): no query (Spark 4.2 fails to analyze a semi-join with a
     scan filtered by a literal false, ASSIGNMENT_ARITY_MISMATCH) -#}
 {%- if ctx.get('match_filter') != 'false' -%}
+  {%- if spark_merge.spark_merge__inserts(s.resolved) | trim == 'True' -%}
+    {#- the pairs that find the files also tell the write which source rows no target row matches -#}
+    {%- do ctx.update({'found_made': true}) -%}
+    {%- do host.run(spark_merge.spark_merge__cache_found_sql(spec, table, ctx)) -%}
+    {%- do ctx.update({'found': ctx.found_view}) -%}
+  {%- endif -%}
   {%- do spark_merge.spark_merge__decode_partitions(table, host.rows(spark_merge.spark_merge__matched_files_sql(spec, table, ctx), 'files'),
       found) -%}
 {%- endif -%}

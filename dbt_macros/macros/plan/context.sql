@@ -36,6 +36,7 @@
   'source': '`__sm_source_' ~ merge_id ~ '`',
   'changes_view': '`__sm_changes_' ~ merge_id ~ '`',
   'source_view': '`__sm_source_' ~ merge_id ~ '`',
+  'found_view': '`__sm_found_' ~ merge_id ~ '`',
   'changes_table': ('' if table.provider == 'jdbc' else spark_merge.spark_merge__quote(table.database) ~ '.') ~
       spark_merge.spark_merge__quote('__sm_chg_' ~ merge_id),
   'source_table': ('' if table.provider == 'jdbc' else spark_merge.spark_merge__quote(table.database) ~ '.') ~

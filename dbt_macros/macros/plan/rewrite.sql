@@ -167,7 +167,8 @@ SELECT * FROM (
 
 {#- The source rows no target row matches: those the join of the rows ON can match (read at the ON
     columns only; of the files the summary found holding a matched row, ctx.matched_files, where it
-    names them) leaves out, by row number; the whole source when no file holds one. Only for a source
+    names them) leaves out, by row number (the one-pass plan's found pairs hold those row numbers
+    already: ctx.found, no target row read); the whole source when no file holds one. Only for a source
     the write broadcasts (at most source_broadcast_rows()), so the source is broadcast here too and the
     target's rows are not shuffled. A target the plan broadcasts (ctx.broadcast_target, a few rows) is broadcast to the
     anti-join itself instead: one broadcast, not two. When no target row can match (match_filter
@@ -178,7 +179,10 @@ SELECT * FROM (
 {%- set s, t = spark_merge.spark_merge__quote(spec.source_alias), spark_merge.spark_merge__quote(spec.target_alias) -%}
 {%- set where = spark_merge.spark_merge__matched_files_filter(spark_merge.spark_merge__changes_filter(spec, resolved, ctx) | trim, ctx) | trim -%}
 {%- set target = '(SELECT * FROM ' ~ table.relation ~ ' WHERE ' ~ where ~ ')' if where else table.relation -%}
-{%- if ctx.get('broadcast_target') -%}
+{%- if ctx.get('found') -%}
+(SELECT /*+ BROADCAST(__sm_m) */ __sm_u.* FROM {{ ctx.source }} AS __sm_u
+ LEFT ANTI JOIN (SELECT __sm_srow FROM {{ ctx.found }}) AS __sm_m ON __sm_u.__sm_srow = __sm_m.__sm_srow)
+{%- elif ctx.get('broadcast_target') -%}
 (SELECT /*+ BROADCAST({{ t }}) */ {{ s }}.* FROM {{ ctx.source }} AS {{ s }}
  LEFT ANTI JOIN {{ target }} AS {{ t }} ON ({{ spec.on }}))
 {%- else -%}
@@ -264,7 +268,7 @@ SELECT {{ spark_merge.spark_merge__column_list(data) }} FROM {{ table.relation }
     cached view (dropping a temporary view uncaches it too), or the table a read-once fallback wrote
     instead (materialize_statements dropped the view then). -#}
 {% macro spark_merge__cleanup_statements(ctx, out) -%}
-{%- for kind in ['changes', 'source'] if ctx.get(kind ~ '_made') -%}
+{%- for kind in ['changes', 'source', 'found'] if ctx.get(kind ~ '_made') -%}
 {%- if ctx[kind] == ctx.get(kind ~ '_table') -%}
 {%- do out.append('DROP TABLE IF EXISTS ' ~ ctx[kind ~ '_table']) -%}
 {%- else -%}

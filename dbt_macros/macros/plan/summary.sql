@@ -212,11 +212,30 @@ GROUP BY __sm_op, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
 {%- endfor -%}
 {%- endmacro %}
 
-{#- The one-pass plan's query (lifecycle/phases.sql: plan_files): per partition (__sm_part), the data
-    files (files: a JSON list of _metadata.file_path) holding a target row ON matches, from the target's
-    rows the source can match (target_filter) semi-joined with the broadcast source: Spark reads only
-    the columns ON names and the partition columns, and shuffles one row per partition. -#}
+{#- The one-pass plan's join (lifecycle/phases.sql: plan_files), kept in a lazy cache (ctx.found_view):
+    each pair of a target row ON matches (its partition, __sm_part, and data file) and a source row
+    matching it (__sm_srow), from the target's rows the source can match (target_filter) joined with the
+    broadcast source, reading only the columns ON names and the partition columns. matched_files_sql
+    fills it; the write's rows to insert are the source rows it does not hold (unmatched_source_sql),
+    so the write reads no target row for them. -#}
+{% macro spark_merge__cache_found_sql(spec, table, ctx) -%}
+{%- set t, s = spark_merge.spark_merge__quote(spec.target_alias), spark_merge.spark_merge__quote(spec.source_alias) -%}
+{%- set where = spark_merge.spark_merge__target_filter(spec, ctx) | trim -%}
+CACHE LAZY TABLE {{ ctx.found_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
+SELECT /*+ BROADCAST({{ s }}) */ {{ spark_merge.spark_merge__partition_json(table, t ~ '.') | trim }} AS __sm_part, {{ t }}.__sm_file,
+       {{ s }}.__sm_srow
+FROM (SELECT *, _metadata.file_path AS __sm_file FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %}) AS {{ t }}
+JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})
+{%- endmacro %}
+
+{#- Per partition (__sm_part), the data files (files: a JSON list of _metadata.file_path) holding a
+    target row ON matches: from the found pairs (ctx.found, cache_found_sql) of a merge that inserts,
+    else from the target's rows the source can match semi-joined with the broadcast source (a merge
+    without rows to insert needs no pairs). Either way one row per partition is shuffled. -#}
 {% macro spark_merge__matched_files_sql(spec, table, ctx) -%}
+{%- if ctx.get('found') -%}
+SELECT __sm_part, to_json(collect_set(__sm_file)) AS files FROM {{ ctx.found }} GROUP BY __sm_part
+{%- else -%}
 {%- set t, s = spark_merge.spark_merge__quote(spec.target_alias), spark_merge.spark_merge__quote(spec.source_alias) -%}
 {%- set where = spark_merge.spark_merge__target_filter(spec, ctx) | trim -%}
 {%- set part = spark_merge.spark_merge__partition_json(table, t ~ '.') | trim -%}
@@ -224,4 +243,5 @@ SELECT /*+ BROADCAST({{ s }}) */ {{ part }} AS __sm_part, to_json(collect_set({{
 FROM (SELECT *, _metadata.file_path AS __sm_file FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %}) AS {{ t }}
 LEFT SEMI JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})
 GROUP BY {{ part }}
+{%- endif -%}
 {%- endmacro %}
