@@ -1,6 +1,6 @@
 """The records a rewrite's commit is made of, built by the shared macros without a run: where each
 rewritten partition is pointed (and where it was, for rollback), the metrics of the files written and
-carried, and the filters naming partitions."""
+carried, the filters naming partitions, and whether the write may count its own changes."""
 
 from __future__ import annotations
 
@@ -118,3 +118,44 @@ def test_auto_compaction_folds_a_partition_once_it_holds_enough_small_files(tabl
     for bad in ("three", "1"):
         wrong = {**table, "properties": {"spark_merge.auto_compact.min_files": bad}}
         assert "must be a whole number of at least 2" in macros.fill("fold_plan", wrong, old)["error"]
+
+
+class _Observer:
+    """A host whose write can count its own changes, or not (host_contract: can_observe)."""
+
+    def __init__(self, can: bool) -> None:
+        self.can = can
+
+    def can_observe(self, table: dict, ctx: dict) -> bool:
+        return self.can
+
+
+UPDATE = {"matched": True, "by_source": False, "condition": "", "action": "update"}
+INSERT = {"matched": False, "by_source": False, "condition": "", "action": "insert"}
+
+
+@pytest.mark.parametrize(
+    "change, ok",
+    [
+        ({}, True),  # an upsert: every row ON matches is updated
+        ({"clauses": [dict(UPDATE, condition="s.v > 0"), UPDATE, INSERT]}, True),  # the last MATCHED decides
+        ({"clauses": [dict(UPDATE, condition="s.v > 0"), INSERT]}, False),  # a matched row may stay as it is
+        ({"clauses": [INSERT]}, False),  # nothing matched changes: no file to find
+        ({"clauses": [UPDATE, dict(UPDATE, matched=False, by_source=True)]}, False),  # reads every target row
+        ({"fusable": False}, False),  # the write joins again: it must read what the plan read
+        ({"feed": True}, False),  # the change rows come from the summary's changes
+        ({"source_rows": 100_001}, False),  # not broadcast: the write's join is not one row per match
+        ({"properties": {"spark_merge.auto_compact.min_files": "4"}}, False),  # small files join the rewrite
+        ({"can": False}, False),  # dbt: SQL has no observed metrics
+    ],
+)
+def test_the_write_counts_its_own_changes_only_where_every_rule_of_it_holds(table, change, ok):
+    """observable (lifecycle/phases.sql): each case breaks one of the one-pass write's rules."""
+    s = {
+        "fusable": change.get("fusable", True),
+        "table": dict(table, properties=change.get("properties", {})),
+        "resolved": {"clauses": change.get("clauses", [UPDATE, INSERT])},
+        "ctx": {"feed": change.get("feed", False)},
+        "metrics": {"numSourceRows": change.get("source_rows", 1_000)},
+    }
+    assert macros.fill("observable", _Observer(change.get("can", True)), s) == {"ok": ok}
