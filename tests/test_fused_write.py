@@ -141,6 +141,29 @@ def test_a_row_joined_with_several_source_rows_is_written_once(spark, parts, tra
         assert got == [(2, "y", 1), (3, "c", 1)] and r.metrics["numTargetRowsUpdated"] == 1
 
 
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_a_row_joined_twice_beside_inserts_only_rewrites_no_file(spark, db, traced, caplog, partitioned):
+    """Id 6 is matched by two source rows and changed by neither (postgres allows it), and the other
+    source rows insert: the anti-join write then has no file to rewrite (unpartitioned: the rewrite is
+    by file), so it keeps no target rows and scans none (Spark fails to analyze an anti-join whose
+    scan is filtered by a literal false). The differential test's case that found it, seed 948857870."""
+    caplog.set_level(logging.INFO, logger="spark_merge")
+    t = f"{db}.twice"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT, p INT) USING parquet {'PARTITIONED BY (p)' if partitioned else ''}")
+    spark.sql(f"INSERT INTO {t} VALUES (6, 7, 1), (7, 1, 1)")
+    r = merge(
+        spark,
+        f"MERGE INTO {t} t USING (SELECT * FROM VALUES (5, 2, 1), (5, 3, 0), (6, 0, 1), (2, -5, 0) AS s(id, v, p)) s "
+        "ON t.id = s.id + 1 WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN UPDATE SET v = t.v + 1",
+        duplicate_rule="postgres",
+    )
+    assert "1 target row(s) joined with several source rows" in caplog.text
+    [stage] = stage_statements(traced)
+    assert "__sm_touched" not in stage and "(false)" not in stage, stage
+    assert r.metrics["numTargetRowsInserted"] == 1 and r.metrics["numTargetRowsUpdated"] == 0
+    assert rows(spark, t) == [(2, -5, 0), (6, 7, 1), (7, 1, 1)]
+
+
 def test_several_source_rows_deleting_one_row_keep_the_fused_write(spark, parts, traced):
     merge(
         spark,

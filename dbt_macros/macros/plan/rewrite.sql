@@ -96,17 +96,22 @@
 {%- endmacro %}
 
 {#- New content of the touched partitions (or of the whole unpartitioned table); with
-    ctx.rewrite_files, only of those files (the others are carried over). -#}
+    ctx.rewrite_files, only of those files (the others are carried over). No file to rewrite (a plan
+    that only inserts, and no small files to fold in): no target rows to keep, and no scan of them
+    (Spark fails to analyze an anti-join whose scan is filtered by a literal false:
+    ASSIGNMENT_ARITY_MISMATCH). -#}
 {% macro spark_merge__rewrite_select(table, ctx, partitions) -%}
 {%- set names = table.columns | map(attribute='name') | list -%}
 {%- set where = spark_merge.spark_merge__rewrite_filter(table, partitions, ctx.get('rewrite_files'), ctx.get('fold')) | trim or none -%}
 SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
+{%- if ctx.get('rewrite_files') != [] or ctx.get('fold') %}
   SELECT {{ spark_merge.spark_merge__column_list(names, '__sm_t.') }}
   FROM {{ spark_merge.spark_merge__target_scan(table, where) }} AS __sm_t
   LEFT ANTI JOIN (SELECT {% if ctx.get('broadcast_changed') %}/*+ BROADCAST */ {% endif %}__sm_file, __sm_row FROM {{ ctx.changes
       }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('delete', 'update') }})) AS __sm_d
     ON __sm_t.__sm_file = __sm_d.__sm_file AND __sm_t.__sm_row = __sm_d.__sm_row
   UNION ALL
+{%- endif %}
   SELECT {% for c in table.columns %}__sm_c{{ loop.index0 }} AS {{ spark_merge.spark_merge__quote(c.name) }}{{ ", " if not loop.last }}{% endfor %}
   FROM {{ ctx.changes }} WHERE __sm_op IN ({{ spark_merge.spark_merge__op('insert', 'update') }})
 ) AS __sm_new
