@@ -52,11 +52,6 @@
 {%- set rule = {} -%}
 {%- do spark_merge.spark_merge__duplicate_rule(spec, table, resolved, rule) -%}
 {%- set none_op = spark_merge.spark_merge__op('none') -%}
-{%- set checked = [] -%}
-{%- for c in table.columns -%}
-  {%- set vc = {} -%}{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
-  {%- if vc.any -%}{%- do checked.append('count(__sm_c' ~ loop.index0 ~ ')') -%}{%- endif -%}
-{%- endfor -%}
 SELECT op, bys, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new_names) }} AS __sm_new,
        CAST(sum(__sm_targets) AS BIGINT) AS n, CAST(sum(__sm_dup) AS BIGINT) AS dups, CAST(sum(__sm_multi) AS BIGINT) AS multi,
        CAST(sum(__sm_checked) AS BIGINT) AS checked, to_json(collect_set(__sm_rf)) AS files
@@ -67,7 +62,7 @@ FROM (
              spark_merge.spark_merge__op('delete', 'update') }}) THEN __sm_file END AS __sm_rf,
          CASE WHEN __sm_matched AND min(__sm_srow) < max(__sm_srow) AND count_if(__sm_op <> {{ spark_merge.spark_merge__op('delete')
              }}) > 0 THEN 1 ELSE 0 END AS __sm_multi,
-         {{ (checked or ['0']) | join(' + ') }} AS __sm_checked,
+         {{ spark_merge.spark_merge__checked_count(table) }} AS __sm_checked,
          {{ rule.targets }} AS __sm_targets,
          {%- if ctx.get('name_matched_files') %}
          CASE WHEN __sm_matched THEN __sm_file END AS __sm_mf,
@@ -92,11 +87,7 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
     its own in change_summary_sql's first level, so one level per new partition gives the same rows (no
     verdict to reach, no file touched), and Spark shuffles one partial count per partition, not the rows. -#}
 {% macro spark_merge__append_summary_sql(table, ctx) -%}
-{%- set old, new, checked = [], [], [] -%}
-{%- for c in table.columns -%}
-  {%- set vc = {} -%}{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
-  {%- if vc.any -%}{%- do checked.append('count(__sm_c' ~ loop.index0 ~ ')') -%}{%- endif -%}
-{%- endfor -%}
+{%- set old, new = [], [] -%}
 {%- for p in table.partition_columns -%}
   {%- set col = table.columns_by_name[p | lower] -%}
   {%- do old.append('__sm_old' ~ loop.index0) -%}
@@ -106,10 +97,21 @@ GROUP BY op, bys, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
 {%- endfor -%}
 SELECT __sm_op AS op, 0 AS bys, {{ spark_merge.spark_merge__json_of(old) }} AS __sm_old, {{ spark_merge.spark_merge__json_of(new) }} AS __sm_new,
        CAST(count(*) AS BIGINT) AS n, CAST(0 AS BIGINT) AS dups, CAST(0 AS BIGINT) AS multi,
-       CAST({{ (checked or ['0']) | join(' + ') }} AS BIGINT) AS checked, '[]' AS files
+       CAST({{ spark_merge.spark_merge__checked_count(table) }} AS BIGINT) AS checked, '[]' AS files
 FROM {{ ctx.changes }}
 WHERE __sm_op <> {{ spark_merge.spark_merge__op('none') }}
 GROUP BY __sm_op, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.spark_merge__json_of(new) }}
+{%- endmacro %}
+
+{#- How many values a check guards (NOT NULL, CHAR/VARCHAR length: value_checks) among the rows
+    aggregated: counting them makes Spark evaluate the checks. -#}
+{% macro spark_merge__checked_count(table) -%}
+{%- set checked = [] -%}
+{%- for c in table.columns -%}
+  {%- set vc = {} -%}{%- do spark_merge.spark_merge__value_checks(c, vc) -%}
+  {%- if vc.any -%}{%- do checked.append('count(__sm_c' ~ loop.index0 ~ ')') -%}{%- endif -%}
+{%- endfor -%}
+{{ (checked or ['0']) | join(' + ') }}
 {%- endmacro %}
 
 {#- A JSON array of the given columns as strings: partition values as text that keeps NULL apart
@@ -212,6 +214,14 @@ GROUP BY __sm_op, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
 {%- endfor -%}
 {%- endmacro %}
 
+{#- The target's rows the source can match (target_filter), with their data file (__sm_file), as the
+    target alias: what the one-pass plan joins with the broadcast source to find the files. -#}
+{% macro spark_merge__matchable_files_scan(spec, table, ctx) -%}
+{%- set where = spark_merge.spark_merge__target_filter(spec, ctx) | trim -%}
+(SELECT *, _metadata.file_path AS __sm_file FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %}) AS {{
+    spark_merge.spark_merge__quote(spec.target_alias) }}
+{%- endmacro %}
+
 {#- The one-pass plan's join (lifecycle/phases.sql: plan_files), kept in a lazy cache (ctx.found_view):
     each pair of a target row ON matches (its partition, __sm_part, and data file) and a source row
     matching it (__sm_srow), from the target's rows the source can match (target_filter) joined with the
@@ -220,11 +230,10 @@ GROUP BY __sm_op, {{ spark_merge.spark_merge__json_of(old) }}, {{ spark_merge.sp
     so the write reads no target row for them. -#}
 {% macro spark_merge__cache_found_sql(spec, table, ctx) -%}
 {%- set t, s = spark_merge.spark_merge__quote(spec.target_alias), spark_merge.spark_merge__quote(spec.source_alias) -%}
-{%- set where = spark_merge.spark_merge__target_filter(spec, ctx) | trim -%}
 CACHE LAZY TABLE {{ ctx.found_view }} OPTIONS ('storageLevel' 'MEMORY_AND_DISK') AS
 SELECT /*+ BROADCAST({{ s }}) */ {{ spark_merge.spark_merge__partition_json(table, t ~ '.') | trim }} AS __sm_part, {{ t }}.__sm_file,
        {{ s }}.__sm_srow
-FROM (SELECT *, _metadata.file_path AS __sm_file FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %}) AS {{ t }}
+FROM {{ spark_merge.spark_merge__matchable_files_scan(spec, table, ctx) }}
 JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})
 {%- endmacro %}
 
@@ -237,10 +246,9 @@ JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})
 SELECT __sm_part, to_json(collect_set(__sm_file)) AS files FROM {{ ctx.found }} GROUP BY __sm_part
 {%- else -%}
 {%- set t, s = spark_merge.spark_merge__quote(spec.target_alias), spark_merge.spark_merge__quote(spec.source_alias) -%}
-{%- set where = spark_merge.spark_merge__target_filter(spec, ctx) | trim -%}
 {%- set part = spark_merge.spark_merge__partition_json(table, t ~ '.') | trim -%}
 SELECT /*+ BROADCAST({{ s }}) */ {{ part }} AS __sm_part, to_json(collect_set({{ t }}.__sm_file)) AS files
-FROM (SELECT *, _metadata.file_path AS __sm_file FROM {{ table.relation }}{% if where %} WHERE {{ where }}{% endif %}) AS {{ t }}
+FROM {{ spark_merge.spark_merge__matchable_files_scan(spec, table, ctx) }}
 LEFT SEMI JOIN {{ ctx.source }} AS {{ s }} ON ({{ spec.on }})
 GROUP BY {{ part }}
 {%- endif -%}
