@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 
 from merge_core.common import macros
 from merge_core.common.errors import ConflictError, MetadataError
-from merge_core.spark import files
+from merge_core.spark import files, metastore
 from merge_core.spark.catalog import SPARK_ERRORS, spark_message
 
 log = logging.getLogger("spark_merge")
@@ -76,7 +76,12 @@ def describe(owner: dict) -> str:
 
 
 def break_lock(spark: SparkSession, table: dict) -> None:
-    spark.sql(macros.unlock_sql(table))
+    _Handle(spark).release(table, macros.unlock_sql(table))
+
+
+def _name(table: dict) -> str:
+    """The lock table's name in the target's database (spark_merge__lock_relation)."""
+    return f"__sm_lock_{table['table_name']}"
 
 
 def break_if_dead(spark: SparkSession, table: dict, owner: dict | None = None, finished: str | None = None) -> bool:
@@ -130,6 +135,8 @@ class _Handle:
         self.took = True
 
     def properties(self, table: dict, listing_sql: str, props_sql: str) -> dict | None:
+        if metastore.batch_available(self.spark):  # two catalog calls, not two statements
+            return metastore.properties(self.spark, table["database"], _name(table))
         if not self.took and not self.spark.sql(listing_sql).collect():
             return None
         try:
@@ -146,7 +153,10 @@ class _Handle:
         }
 
     def release(self, table: dict, sql: str) -> None:
-        self.spark.sql(sql)
+        if metastore.batch_available(self.spark):  # one catalog call: nothing reads the lock table
+            metastore.drop_table(self.spark, table["database"], _name(table))
+        else:
+            self.spark.sql(sql)
         self.took = False
 
     def pause(self) -> None:
@@ -216,5 +226,5 @@ def table_lock(spark: SparkSession, table: dict, merge_id: str, wait_s: float | 
         renewer.join()
         owner = holder(spark, table, look=False)
         if owner is not None and owner["merge_id"] == merge_id:
-            spark.sql(macros.unlock_sql(table))
+            break_lock(spark, table)
         files.remove(f"{table['root'].rstrip('/')}/_spark_merge/locks/{merge_id}")
