@@ -99,17 +99,20 @@ def test_interrupted_commit_rolls_forward_at_next_begin(spark, fifty, monkeypatc
     assert sorted(done) == [(1, 40), (2, 40)]
     props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {fifty}").collect()}
     assert props["spark_merge.journal.parts"] == "0"
-    assert not any(k.startswith("spark_merge.journal.") and k[-1].isdigit() for k in props)
+    assert not any(v for k, v in props.items() if k.startswith("spark_merge.journal.") and k[-1].isdigit())
 
 
-def test_the_commit_clears_every_part_of_its_journal_and_the_parts_a_cut_short_clean_up_left(spark, fifty, monkeypatch):
-    """The clean-up after the commit point names the keys to drop without describing the table again:
-    those the table held when the commit described it (here a part left by a clean-up that never ran)
-    and every part of the journal this commit wrote (a merge of 50 partitions: several parts)."""
+def test_the_commit_clears_every_part_of_its_journal_and_the_parts_a_cut_short_clean_up_left(
+    spark, fifty, monkeypatch, traced
+):
+    """The statement that marks the journal done also empties its text, naming the keys without
+    describing the table again: those the table held text in when the commit described it (here a
+    part left by an older release's clean-up that never ran) and every part of the journal this
+    commit wrote (a merge of 50 partitions: several parts). One statement after the history entry."""
 
     def journal_keys() -> list[str]:
-        props = [r[0] for r in spark.sql(f"SHOW TBLPROPERTIES {fifty}").collect()]
-        return sorted(k for k in props if k.startswith("spark_merge.journal.") and k[-1].isdigit())
+        props = spark.sql(f"SHOW TBLPROPERTIES {fifty}").collect()
+        return sorted(k for k, v in props if k.startswith("spark_merge.journal.") and k[-1].isdigit() and v)
 
     spark.sql(f"ALTER TABLE {fifty} SET TBLPROPERTIES ('spark_merge.journal.7' = 'left over')")
     journaled = []
@@ -126,6 +129,13 @@ def test_the_commit_clears_every_part_of_its_journal_and_the_parts_a_cut_short_c
     assert parts >= 3, journaled[0][:300]  # the journal took several parts
     assert journal_keys() == []
     assert rows(spark, f"(SELECT count_if(name = 'x') FROM {fifty})") == [(2000,)]
+    kinds = [kind for kind, _ in traced]
+    after = [text.split(" (")[0] for kind, text in traced[kinds.index("history_write") :] if kind == "sql"]
+    relation = ".".join(f"`{part}`" for part in r.target.split("."))
+    assert [a for a in after if not a.startswith("DROP VIEW")] == [
+        f"ALTER TABLE {relation} SET TBLPROPERTIES",
+        f"REFRESH TABLE {relation}",
+    ], after
 
 
 @pytest.mark.parametrize(

@@ -67,9 +67,16 @@ ALTER TABLE {{ table.relation }} ADD IF NOT EXISTS{% for r in repoints %} {{ spa
     }} LOCATION {{ spark_merge.spark_merge__literal(r.location) }}{% endfor %}
 {%- endmacro %}
 
-{% macro spark_merge__journal_done_sql(table, merge_id) -%}
+{#- Mark the journal done and drop its text, in one statement (the commit's last ALTER): `parts = 0`
+    is what says done; each text part is set empty, those `table` (as described) holds text in and
+    the first `written`, those the journal written since holds. The keys stay, empty: a statement
+    cannot both set and unset properties, and a second one would cost the commit a metastore call. -#}
+{% macro spark_merge__journal_done_sql(table, merge_id, written=0) -%}
+{%- set keys = [] -%}
+{%- for k, v in table.properties.items() if k.startswith('spark_merge.journal.') and k[20:].isdigit() and v -%}{%- do keys.append(k) -%}{%- endfor -%}
+{%- for i in range(written) if ('spark_merge.journal.' ~ i) not in keys -%}{%- do keys.append('spark_merge.journal.' ~ i) -%}{%- endfor -%}
 ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' = '0', 'spark_merge.last_merge_id' = {{
-    spark_merge.spark_merge__literal(merge_id) }})
+    spark_merge.spark_merge__literal(merge_id) }}{% for k in keys %}, {{ spark_merge.spark_merge__literal(k) }} = ''{% endfor %})
 {%- endmacro %}
 
 {#- Point the table (not a partition) at `location`. -#}
@@ -88,14 +95,12 @@ ALTER TABLE {{ table.relation }} UNSET TBLPROPERTIES IF EXISTS ({% for k in keys
     loop.last }}{% endfor %})
 {%- endmacro %}
 
-{#- Drop the journal text once done (kept separate: `parts = 0` already means done): the parts `table`
-    (as described) holds, and the first `written` parts, those a journal written since holds. -#}
-{% macro spark_merge__journal_clear_sql(table, written=0) -%}
+{#- Remove the journal's text keys (repair-journal, after journal_reset_sql): those `table` holds. -#}
+{% macro spark_merge__journal_clear_sql(table) -%}
 {%- set keys = [] -%}
 {%- for k in table.properties if k.startswith('spark_merge.journal.') and k not in ['spark_merge.journal.parts', 'spark_merge.journal.merge_id'] -%}
   {%- do keys.append(k) -%}
 {%- endfor -%}
-{%- for i in range(written) if ('spark_merge.journal.' ~ i) not in keys -%}{%- do keys.append('spark_merge.journal.' ~ i) -%}{%- endfor -%}
 {%- if keys -%}
 {{ spark_merge.spark_merge__unset_properties_sql(table, keys) }}
 {%- endif -%}

@@ -316,14 +316,12 @@
   {%- if recovered -%}{%- do e.update({'recovered': true}) -%}{%- endif -%}
   {%- do spark_merge.spark_merge__write_history(host, table, merge_id, e) -%}
 {%- endif -%}
-{%- do host.run(spark_merge.spark_merge__journal_done_sql(table, merge_id)) -%}
-{#- the journal keys present now, without describing the table again: those `table` held when
-    described (a journal recovered, or the rest of one whose clean-up was cut short) and those the
-    journal of this commit wrote (under the lock since, from these very arguments) -#}
+{#- done, and the journal's text dropped, in one statement; the text keys present now, without
+    describing the table again: those `table` held when described (a journal recovered) and those
+    the journal of this commit wrote (under the lock since, from these very arguments) -#}
 {%- set written = {} -%}
 {%- do spark_merge.spark_merge__journal_parts(table, merge_id, repoints, entry, written, append) -%}
-{%- set clear = spark_merge.spark_merge__journal_clear_sql(table, written.parts | length) | trim -%}
-{%- if clear -%}{%- do host.run(clear) -%}{%- endif -%}
+{%- do host.run(spark_merge.spark_merge__journal_done_sql(table, merge_id, written.parts | length)) -%}
 {%- do host.failpoint('before_refresh') -%}
 {%- do host.run(spark_merge.spark_merge__refresh_sql(table)) -%}
 {%- endmacro %}
