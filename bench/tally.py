@@ -9,9 +9,10 @@ Counts are deterministic (they do not depend on the machine's speed), so tests m
   the queries that run Spark work (not the EXPLAIN probes, not the DDL), and the staging write (the
   host's stage: on the Python host files written by the DataFrame writer, no catalog table);
 - metastore statements: those that read or write the catalog's persistent objects (ALTER, CREATE
-  and DROP TABLE, REFRESH) plus the batched repoint (the temporary views of a merge and the commit
-  lock, which is a file, are not the metastore's; nor are begin's DESCRIBE QUERY statements, which
-  only analyse a query: the source's columns, the types of the request's parts);
+  and DROP TABLE, REFRESH, the two DESCRIBE TABLE statements of each describe of the table), the
+  batched repoint, and the commit lock's statements or catalog calls (create, look, release: the
+  lock is a table of the catalog); not the temporary views of a merge, nor begin's DESCRIBE QUERY
+  statements, which only analyse a query (the source's columns, the types of the request's parts);
 - file statistics: the host's file_stats answers (none of them a Spark job when the files are listed),
   and the catalog reads that listing made (a partition's location each);
 - files and bytes read and written: the scans' and writes' own SQL metrics (`scanned`), from the SQL
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from merge_core.spark import host, metastore
+from merge_core.spark import host, lock, metastore
 
 _groups = 0
 
@@ -134,7 +135,7 @@ def count(spark, fn) -> dict:
     group = f"sm_count_{_groups}"
     sc.setJobGroup(group, "spark-merge job count")
     host.trace = _Trace(sc.statusTracker(), group)
-    reads = metastore.reads
+    reads, lock_calls = metastore.reads, lock.calls
     since = last_execution(spark)
     try:
         result = fn()
@@ -149,11 +150,12 @@ def count(spark, fn) -> dict:
     stages = [text for kind, text in trace if kind == "stage"]
     data += stages
     repoints = [kind for kind, _ in trace if kind == "repoint"]
+    describes = 2 * sum(1 for kind, _ in trace if kind == "catalog")  # DESCRIBE ... AS JSON, DESCRIBE
     return {
         "jobs": jobs,
         "statements": len(sql) + len(stages),
         "data statements": len(data),
-        "metastore statements": len(catalog) + len(repoints),
+        "metastore statements": len(catalog) + len(repoints) + describes + lock.calls - lock_calls,
         "file statistics": sum(1 for kind, _ in trace if kind == "file_stats"),
         "catalog reads": metastore.reads - reads,
         "jobs by statement": trace.by_entry(),

@@ -316,7 +316,12 @@ def test_a_cdc_merge_runs_a_bounded_number_of_spark_jobs_and_statements(spark, f
     # first semi-joins the target with the broadcast source (one job, the broadcast: 15 before), so its
     # RIGHT join shuffles only the matched target rows, not every row ON could match.
     assert c["jobs"] <= 16, c
-    assert c["data statements"] <= 3 and c["metastore statements"] <= 7 and c["statements"] <= 20, c
+    # The metastore statements: the REFRESH of begin, of the check under the lock and after the commit;
+    # the journal, the batched repoint, and the done mark (which also empties the journal's text: an
+    # UNSET of its own before); the two describes (begin, and under the lock), two DESCRIBE statements
+    # each; and the lock's 7 calls (begin's look finds none; the take and its look, 1 + 2; the
+    # release's look and drop, 2 + 1).
+    assert c["data statements"] <= 3 and c["metastore statements"] <= 17 and c["statements"] <= 20, c
     assert c["file statistics"] == 2, c
 
 

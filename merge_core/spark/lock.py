@@ -32,6 +32,13 @@ from merge_core.spark.catalog import SPARK_ERRORS, spark_message
 
 log = logging.getLogger("spark_merge")
 
+calls = 0  # the lock's metastore calls (statements and catalog calls) in this process (bench/tally.py counts them)
+
+
+def _called(n: int = 1) -> None:
+    global calls
+    calls += n
+
 
 @functools.cache
 def settings() -> dict:
@@ -46,6 +53,7 @@ def _now() -> datetime:
 
 def exists(spark: SparkSession, table: dict) -> bool:
     """Whether the lock table of ``table`` exists (held, or left by a dead process)."""
+    _called()
     return bool(spark.sql(macros.show_tables_sql(table["database"], f"__sm_lock_{table['table_name']}")).collect())
 
 
@@ -128,6 +136,7 @@ class _Handle:
         return {"since": now.isoformat(), "expires": expires.isoformat(), "owner": self.owner_text}
 
     def take(self, table: dict, sql: str) -> None:
+        _called()
         try:
             self.spark.sql(sql)
         except SPARK_ERRORS as e:
@@ -136,7 +145,10 @@ class _Handle:
 
     def properties(self, table: dict, listing_sql: str, props_sql: str) -> dict | None:
         if metastore.batch_available(self.spark):  # two catalog calls, not two statements
-            return metastore.properties(self.spark, table["database"], _name(table))
+            found = metastore.properties(self.spark, table["database"], _name(table))
+            _called(1 if found is None else 2)
+            return found
+        _called(1 if self.took else 2)
         if not self.took and not self.spark.sql(listing_sql).collect():
             return None
         try:
@@ -153,6 +165,7 @@ class _Handle:
         }
 
     def release(self, table: dict, sql: str) -> None:
+        _called()
         if metastore.batch_available(self.spark):  # one catalog call: nothing reads the lock table
             metastore.drop_table(self.spark, table["database"], _name(table))
         else:
@@ -209,6 +222,7 @@ class _Renewer(threading.Thread):
                         "the commit lock on %s is no longer held by merge %s", self.table["name"], self.merge_id
                     )
                     return
+                _called()
                 self.spark.sql(macros.renew_lock_sql(self.table, expires))
             except Exception as e:  # the next renewal may work; a lapsed lease only lets others break in
                 log.warning("could not renew the commit lock on %s: %s", self.table["name"], e)
