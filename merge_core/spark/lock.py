@@ -54,7 +54,7 @@ def _now() -> datetime:
 def exists(spark: SparkSession, table: dict) -> bool:
     """Whether the lock table of ``table`` exists (held, or left by a dead process)."""
     _called()
-    return bool(spark.sql(macros.show_tables_sql(table["database"], f"__sm_lock_{table['table_name']}")).collect())
+    return bool(spark.sql(macros.show_tables_sql(table["database"], _name(table))).collect())
 
 
 def holder(spark: SparkSession, table: dict, look: bool = True) -> dict | None:
@@ -148,9 +148,11 @@ class _Handle:
             found = metastore.properties(self.spark, table["database"], _name(table))
             _called(1 if found is None else 2)
             return found
-        _called(1 if self.took else 2)
-        if not self.took and not self.spark.sql(listing_sql).collect():
-            return None
+        if not self.took:
+            _called()
+            if not self.spark.sql(listing_sql).collect():
+                return None
+        _called()
         try:
             return {r[0]: r[1] for r in self.spark.sql(props_sql).collect()}
         except SPARK_ERRORS:  # released in between
