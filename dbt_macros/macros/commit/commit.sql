@@ -72,9 +72,9 @@ ALTER TABLE {{ table.relation }} ADD IF NOT EXISTS{% for r in repoints %} {{ spa
     the first `written`, those the journal written since holds. The keys stay, empty: a statement
     cannot both set and unset properties, and a second one would cost the commit a metastore call. -#}
 {% macro spark_merge__journal_done_sql(table, merge_id, written=0) -%}
-{%- set keys = [] -%}
-{%- for k, v in table.properties.items() if k.startswith('spark_merge.journal.') and k[20:].isdigit() and v -%}{%- do keys.append(k) -%}{%- endfor -%}
-{%- for i in range(written) if ('spark_merge.journal.' ~ i) not in keys -%}{%- do keys.append('spark_merge.journal.' ~ i) -%}{%- endfor -%}
+{%- set prefix, keys = 'spark_merge.journal.', [] -%}
+{%- for k, v in table.properties.items() if k.startswith(prefix) and k[prefix | length:].isdigit() and v -%}{%- do keys.append(k) -%}{%- endfor -%}
+{%- for i in range(written) if (prefix ~ i) not in keys -%}{%- do keys.append(prefix ~ i) -%}{%- endfor -%}
 ALTER TABLE {{ table.relation }} SET TBLPROPERTIES ('spark_merge.journal.parts' = '0', 'spark_merge.last_merge_id' = {{
     spark_merge.spark_merge__literal(merge_id) }}{% for k in keys %}, {{ spark_merge.spark_merge__literal(k) }} = ''{% endfor %})
 {%- endmacro %}
