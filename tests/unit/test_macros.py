@@ -104,6 +104,28 @@ def test_journal_is_chunked_and_round_trips(table):
     assert json.loads(text)["repoints"] == repoints
 
 
+def test_the_done_mark_empties_every_journal_text_part_in_the_same_statement():
+    """The parts the described table holds text in, and the parts the commit's journal wrote (a part
+    empty when described but written since counts too); not the parts count, the merge id, or parts
+    already empty and not written; the done mark itself in the same statement."""
+    import re
+
+    props = {
+        "spark_merge.journal.parts": "2",
+        "spark_merge.journal.merge_id": "m",
+        "spark_merge.journal.0": "{",
+        "spark_merge.journal.1": "",
+        "spark_merge.journal.4": "",
+        "spark_merge.journal.7": "left over",
+    }
+    table = macros.fill("table_info", {**DESC, "table_properties": props}, TYPES)
+    sql = macros.render("journal_done_sql", table, "m", 2)
+    assert sql.startswith("ALTER TABLE `db`.`acc` SET TBLPROPERTIES ('spark_merge.journal.parts' = '0'"), sql
+    assert "'spark_merge.last_merge_id' = 'm'" in sql
+    emptied = re.findall(r"'spark_merge\.journal\.(\w+)' = ''", sql)
+    assert sorted(emptied) == ["0", "1", "7"], sql
+
+
 def test_rendering_is_deterministic(table):
     spec = parse("MERGE INTO db.acc t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v").to_dict()
     resolved = macros.fill("resolve", spec, table)
