@@ -110,6 +110,32 @@ def test_requests_follow_the_partitions_a_merge_touches_not_the_table(spark, db)
     assert totals[50]["total"] <= totals[10]["total"] * 1.1, totals
 
 
+@pytest.mark.object_store
+@pytest.mark.skipif(not os.environ.get(ENDPOINT_ENV), reason="runs with the warehouse on S3 (test above)")
+def test_the_file_index_spares_a_repeated_merge_a_request_per_footer(spark, db):
+    """On S3 each footer is a request of its own. A table of 20 partitions: the first merge reads all
+    20 footers and its commit indexes them, so the same merge again reads only the one file the first
+    wrote, and makes fewer requests by about the footers it no longer reads."""
+    from merge_core.spark import file_index
+
+    t = f"{db}.indexed"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT, p INT) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 0, CAST(id % 20 AS INT) FROM range(400)")
+    [(data_files,)] = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {t}").collect()
+    statement = (
+        f"MERGE INTO {t} t USING (SELECT 7 AS id, 1 AS v, 7 AS p) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v"
+    )
+    footers, requests = [], []
+    for _ in range(2):
+        before = file_index.footers_read
+        requests.append(_merge_requests(spark, statement)["total"])
+        footers.append(file_index.footers_read - before)
+    assert footers[0] >= data_files and footers[1] < footers[0] - data_files // 2, footers
+    assert requests[1] < requests[0] - data_files // 2, requests
+    assert spark.sql(f"SELECT v FROM {t} WHERE id = 7").collect()[0][0] == 1
+
+
 @pytest.mark.slow
 @pytest.mark.extended  # the shared-metastore soak itself runs in CI (test_shared_metastore.py), on a local warehouse
 def test_applications_merge_into_one_s3_table_while_another_reads(s3, postgres, tmp_path):

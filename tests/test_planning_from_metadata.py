@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from merge_core import merge
+from merge_core.spark import file_index, key_ranges
 
 from .conftest import rows
 
@@ -98,6 +99,38 @@ def test_a_plain_insert_into_another_partition_is_read_when_its_file_can_hold_a_
         (14, "y", 2),
         (40, "n", 1),
     ]
+
+
+@pytest.fixture
+def planning_footers(monkeypatch) -> list[int]:
+    """The footers each merge's key_candidates read (the files the file index did not answer for)."""
+    counts: list[int] = []
+    real = key_ranges.partitions_holding
+
+    def counted(*args, **kwargs):
+        before = file_index.footers_read
+        try:
+            return real(*args, **kwargs)
+        finally:
+            counts.append(file_index.footers_read - before)
+
+    monkeypatch.setattr(key_ranges, "partitions_holding", counted)
+    return counts
+
+
+def test_a_plain_insert_between_two_merges_is_read_then_indexed(spark, ranged, planning_footers):
+    """The first merge reads every file's footer, and its commit indexes them and the file it wrote. A
+    plain INSERT then puts id 99 into partition 0, whose indexed file holds ids 0-9 only: the next merge
+    reads that one new file's footer, so id 99 is matched where it is (updated, not inserted again);
+    its commit indexes the file, and a third merge reads no footer at all."""
+    [(data_files,)] = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {ranged}").collect()
+    merge(spark, f"MERGE INTO {ranged} t USING (SELECT * FROM VALUES (12, 'a', 1) AS s(id, v, p)) s {UPSERT}")
+    spark.sql(f"INSERT INTO {ranged} VALUES (99, 'late', 0)")
+    r = merge(spark, f"MERGE INTO {ranged} t USING (SELECT * FROM VALUES (99, 'b', 5) AS s(id, v, p)) s {UPSERT}")
+    assert (r.metrics["numTargetRowsUpdated"], r.metrics["numTargetRowsInserted"]) == (1, 0)
+    merge(spark, f"MERGE INTO {ranged} t USING (SELECT * FROM VALUES (25, 'c', 2) AS s(id, v, p)) s {UPSERT}")
+    assert planning_footers == [data_files, 1, 0]
+    assert [row for row in rows(spark, ranged) if row[1] != "old"] == [(12, "a", 1), (25, "c", 2), (99, "b", 0)]
 
 
 @pytest.mark.parametrize("partitioned", [True, False])

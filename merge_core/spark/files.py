@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from pyarrow import fs
@@ -226,14 +227,21 @@ def _files_below(filesystem: fs.FileSystem, root: str) -> list[tuple[fs.FileInfo
     ]
 
 
-def _row_counts(filesystem: fs.FileSystem, infos: list[fs.FileInfo], provider: str) -> list[int]:
-    """Rows of each file, from the footers, read in parallel: on an object store each is a request of its own.
-    One file is read in the calling thread (file_stats lists partitions 8 at a time, mostly of one file
-    each: a pool per partition cost 10,000 partitions 4 s of their 7)."""
+def _row_counts(filesystem: fs.FileSystem, infos: list[fs.FileInfo], provider: str, index: Any = None) -> list[int]:
+    """Rows of each file, from the file index (``index``, a parquet table's file_index.FileIndex) or the
+    footers, read in parallel: on an object store each is a request of its own. One file is read in the
+    calling thread (file_stats lists partitions 8 at a time, mostly of one file each: a pool per
+    partition cost 10,000 partitions 4 s of their 7)."""
+
+    def rows(info: fs.FileInfo) -> int:
+        if index is not None and provider == "parquet":
+            return int(index.facts(filesystem, info).rows)
+        return _row_count(filesystem, info.path, provider)
+
     if len(infos) < 2:
-        return [_row_count(filesystem, info.path, provider) for info in infos]
+        return [rows(info) for info in infos]
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(infos)))) as pool:
-        return list(pool.map(lambda info: _row_count(filesystem, info.path, provider), infos))
+        return list(pool.map(rows, infos))
 
 
 def data_files(
@@ -242,6 +250,7 @@ def data_files(
     names: dict[str, dict[str, tuple[int, int]]] | None = None,
     depth: int = 0,
     strays: list[str] | None = None,
+    index: Any = None,
 ) -> dict[str, list[int]]:
     """{directory: [files, bytes, rows]} of the data files a scan of the table reads below
     ``location`` (``depth``: see _spark_reads), counted from the listing and the files' footers (no
@@ -249,7 +258,8 @@ def data_files(
     see them; so is everything Spark's file index hides. A directory is spelled as the location is,
     so it compares with the catalog's. ``names``: filled with {key(directory): {name: (bytes, rows)}
     of every data file listed in it}; ``strays``: with the other files there no scan reads (a file
-    copied into a subdirectory)."""
+    copied into a subdirectory); ``index``: the table's file index, which answers for the files it
+    knows."""
     filesystem, path = resolve(location)
     base, root = location.rstrip("/"), path.rstrip("/")
     found = _files_below(filesystem, root)
@@ -260,7 +270,7 @@ def data_files(
     if strays is not None:
         strays += [f"{base}/{r}" for _, r in found if not _spark_reads(r, depth) and _stray(r)]
     found = [(info, relative) for info, relative in found if _spark_reads(relative, depth)]
-    counts = _row_counts(filesystem, [info for info, _ in found], provider)
+    counts = _row_counts(filesystem, [info for info, _ in found], provider, index)
     out: dict[str, list[int]] = {}
     if names is not None:
         names.setdefault(key(location), {})
@@ -274,12 +284,12 @@ def data_files(
     return out
 
 
-def scanned_files(location: str) -> tuple[fs.FileSystem, list[str]]:
-    """The file system of ``location`` and the paths in it of the data files a scan of the table reads
-    below it (as data_files picks them). One listing, no footer read."""
+def scanned_files(location: str) -> tuple[fs.FileSystem, list[fs.FileInfo]]:
+    """The file system of ``location`` and the data files a scan of the table reads below it (as
+    data_files picks them). One listing, no footer read."""
     filesystem, path = resolve(location)
     below = _files_below(filesystem, path.rstrip("/"))
-    return filesystem, [info.path for info, relative in below if _spark_reads(relative)]
+    return filesystem, [info for info, relative in below if _spark_reads(relative)]
 
 
 def small_row_count(location: str, provider: str, max_files: int, max_bytes: int) -> int | None:

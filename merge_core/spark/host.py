@@ -40,7 +40,7 @@ from merge_core.common.errors import (
 )
 from merge_core.common.host_contract import StatementHost
 from merge_core.common.run_state import RunState
-from merge_core.spark import faults, files, key_ranges, lock, metastore
+from merge_core.spark import faults, file_index, files, key_ranges, lock, metastore
 from merge_core.spark.catalog import SPARK_ERRORS, catalog_rows, spark_message
 
 log = logging.getLogger("spark_merge")
@@ -103,6 +103,30 @@ class SparkHost(StatementHost):
         self.seen: dict[str, dict[str, tuple[int, int]]] = {}
         self.strays: set[str] = set()  # files no scan reads, said once (_read_files)
         self._strays_lock = threading.Lock()
+        self._file_index: file_index.FileIndex | None = None  # the target's, once asked (_index)
+
+    def _index(self, table: dict) -> file_index.FileIndex | None:
+        """The file index of a parquet ``table`` where this session reaches its files (None elsewhere:
+        footers are read, as for a file the index does not know)."""
+        if table["provider"] != "parquet" or not table.get("root") or not metastore.batch_available(self.spark):
+            return None
+        if self._file_index is None or self._file_index.root != table["root"].rstrip("/"):
+            try:
+                self._file_index = file_index.FileIndex(table["root"])
+            except Exception as e:  # a file system pyarrow cannot reach
+                log.debug("[%s] no file index: %s", self.merge_id, e)
+                return None
+        return self._file_index
+
+    def _indexed(self, what: str, fn: Callable[[file_index.FileIndex], None]) -> None:
+        """Tell the file index what the commit did; the index only saves reading footers, so a failure
+        here is a debug line, never the merge's."""
+        if self._file_index is None:
+            return
+        try:
+            fn(self._file_index)
+        except Exception as e:  # noqa: BLE001 - a file system error: the next merge reads footers
+            log.debug("[%s] file index not told of %s: %s", self.merge_id, what, e)
 
     # -- statements -----------------------------------------------------------
     def run(self, sql: str, tolerate: bool = False) -> None:
@@ -261,7 +285,7 @@ class SparkHost(StatementHost):
             located = metastore.all_locations(self.spark, table, CANDIDATE_PARTITIONS)
             if located is None:
                 return None
-            return key_ranges.partitions_holding(located, keys, CANDIDATE_FILES)
+            return key_ranges.partitions_holding(located, keys, CANDIDATE_FILES, self._index(table))
         except Exception as e:  # a file system pyarrow cannot reach, a footer it cannot read
             log.debug("[%s] no candidates from the footers: %s", self.merge_id, e)
             return None
@@ -323,6 +347,7 @@ class SparkHost(StatementHost):
         stats = self._staged_stats(table, location) if got["read"] == expected else []
         if not stats:
             files.remove(location)
+            self._indexed("the removed staging", lambda index: index.forget(location))
         if got["read"] != expected:
             log.info(
                 "[%s] the write read %s target row(s) from files holding %s: a row matched several source rows",
@@ -357,7 +382,8 @@ class SparkHost(StatementHost):
             return files.unescape_path_name(name, lambda text: str(utils.unescapePathName(text)))
 
         depth = len(table["partition_columns"])
-        for d, (n, size, count) in files.data_files(location, table["provider"], self.seen, depth).items():
+        index = self._index(table)
+        for d, (n, size, count) in files.data_files(location, table["provider"], self.seen, depth, index=index).items():
             levels = [level.partition("=") for level in d[len(base) :].strip("/").split("/") if level]
             values = {unescape(k).lower(): unescape(v) for k, _, v in levels}
             if sorted(values) != sorted(pcols) or len(levels) != len(pcols):
@@ -407,7 +433,7 @@ class SparkHost(StatementHost):
         reads (copied into a subdirectory) are said once per merge and otherwise left alone. Runs in
         file_stats' threads: each fills its own keys of self.seen."""
         strays: list[str] = []
-        found = files.data_files(location, table["provider"], self.seen, strays=strays)
+        found = files.data_files(location, table["provider"], self.seen, strays=strays, index=self._index(table))
         with self._strays_lock:
             new = [p for p in strays if p not in self.strays]
             self.strays.update(new)
@@ -426,6 +452,8 @@ class SparkHost(StatementHost):
         _trace("repoint", str(len(repoints)))
         known, self._read_locked = self._read_locked, None  # set only under the lock, cleared at unlock
         window = metastore.repoint(self.spark, table, repoints, known)
+        replaced = [r["old_location"] for r in repoints if r.get("old_location")]
+        self._indexed("the replaced directories", lambda index: index.retire(replaced))
         log.info("[%s] %d partition location(s) changed within %.3f s", merge_id, len(repoints), window)
 
     def history_write(self, location: str, record: dict, sql: str) -> None:
@@ -437,6 +465,8 @@ class SparkHost(StatementHost):
         if metastore.batch_available(self.spark):
             try:
                 files.write_only(location, "part-00000.json", json.dumps(record, ensure_ascii=False) + "\n")
+                if record.get("merge_id") == self.merge_id:
+                    self._indexed("the commit", lambda index: index.write(self.merge_id))
                 return
             except Exception as e:  # a file system pyarrow cannot reach
                 log.debug("[%s] history record by query (writing failed: %s)", self.merge_id, e)
@@ -485,6 +515,7 @@ class SparkHost(StatementHost):
                     }
                 )
         files.link_all(pairs)
+        self._indexed("the carried files", lambda index: index.carried(pairs))
         return out
 
     def carry_late(self, table: dict, repoints: list[dict]) -> None:
