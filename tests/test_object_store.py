@@ -123,8 +123,7 @@ def test_the_file_index_spares_a_repeated_merge_a_request_per_footer(spark, db):
     spark.sql(f"INSERT INTO {t} SELECT CAST(id AS INT), 0, CAST(id % 20 AS INT) FROM range(400)")
     [(data_files,)] = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {t}").collect()
     statement = (
-        f"MERGE INTO {t} t USING (SELECT 7 AS id, 1 AS v, 7 AS p) s ON t.id = s.id "
-        "WHEN MATCHED THEN UPDATE SET v = s.v"
+        f"MERGE INTO {t} t USING (SELECT 7 AS id, 1 AS v, 7 AS p) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v"
     )
     footers, requests = [], []
     for _ in range(2):

@@ -14,7 +14,8 @@ footers it read, the files it staged and carried), naming the earlier manifests 
 (its chain). Every CHAIN-th manifest is a snapshot of every live entry it knows instead, and the
 manifests before it are removed: planning reads at most CHAIN small files, and a commit writes what it
 changed, not the whole table. The newest manifest (by merge id, which starts with the second its merge
-began) is the head.
+began) is the head. A manifest's rows are sorted by path and decoded a row group at a time, as lookups
+need them: a merge touching a few partitions of a large table decodes a few thousand entries.
 """
 
 from __future__ import annotations
@@ -158,10 +159,14 @@ def _in_some_group(groups: list[Range], lo: Any, hi: Any, null_safe: bool) -> bo
     return False
 
 
+Entry = tuple[int, int, Facts]  # (bytes, mtime_ns, facts) of one file
+
+
 class FileIndex:
-    """The index of one table for one merge: the entries its manifests hold (read once, on first use),
-    the facts of listed files (from an entry or a footer), and what this merge learned, which its commit
-    writes. Safe to use from the listing's threads."""
+    """The index of one table for one merge: the manifests of its chain (read on first use, each
+    decoded only in the row groups holding a path asked for), the facts of listed files (from an
+    entry or a footer), and what this merge learned, which its commit writes. Safe to use from the
+    listing's threads."""
 
     def __init__(self, root: str):
         self.root = root.rstrip("/")
@@ -169,51 +174,54 @@ class FileIndex:
         self._base = path.rstrip("/") + "/"
         self._dir = f"{self._base}{INDEX_DIR}"
         self._lock = threading.Lock()
-        self._known: dict[str, tuple[int, int, Facts]] | None = None  # path -> (bytes, mtime_ns, facts)
-        self._chain: list[str] = []  # the manifests read, head first
-        self.learned: dict[str, tuple[int, int, Facts]] = {}
-        self.retired: set[str] = set()  # directories (relative) the commit replaced
+        self._chain: list[_Manifest] | None = None  # head first
+        self.learned: dict[str, Entry] = {}
+        self.retired: set[str] = set()  # directories (relative, ending in /) the commit replaced
 
     # -- reading ---------------------------------------------------------------
     def _relative(self, path: str) -> str | None:
         return path[len(self._base) :] if path.startswith(self._base) else None
 
-    def _entries(self) -> dict[str, tuple[int, int, Facts]]:
+    def _manifests(self) -> list[_Manifest]:
         with self._lock:
-            if self._known is None:
-                self._known, self._chain = {}, []
+            if self._chain is None:
                 try:
-                    self._load()
+                    self._chain = self._load()
                 except Exception as e:  # unreadable, half written, another format: footers instead
                     log.debug("file index of %s not read: %s", self.root, e)
-                    self._known, self._chain = {}, []
-            return self._known
+                    self._chain = []
+            return self._chain
 
-    def _load(self) -> None:
+    def _load(self) -> list[_Manifest]:
         names = sorted(
             i.base_name
             for i in self.filesystem.get_file_info(fs.FileSelector(self._dir, allow_not_found=True))
             if i.type == fs.FileType.File and i.base_name.endswith(".parquet") and files.visible(i.base_name)
         )
         if not names:
-            return
-        head = _read_manifest(self.filesystem, f"{self._dir}/{names[-1]}")
-        chain = [names[-1]] + [n for n in json.loads(head[1].get("chain", "[]")) if n in names]
-        found = {names[-1]: head}
-        for name in chain[1:]:
-            try:
-                found[name] = _read_manifest(self.filesystem, f"{self._dir}/{name}")
-            except Exception as e:  # removed by a snapshot meanwhile: its entries are read again
-                log.debug("file index manifest %s not read: %s", name, e)
-        for name in reversed(chain):  # oldest first: a later manifest's retirements and entries win
-            if name not in found:
+            return []
+        chain = [_manifest(self.filesystem, self._dir, names[-1])]
+        for name in chain[0].chain:
+            if name not in names:
                 continue
-            entries, meta = found[name]
-            gone = tuple(json.loads(meta.get("retired", "[]")))
-            if gone:
-                self._known = {p: e for p, e in self._known.items() if not p.startswith(gone)}  # type: ignore[union-attr]
-            self._known.update(entries)  # type: ignore[union-attr]
-        self._chain = [n for n in chain if n in found]
+            try:
+                chain.append(_manifest(self.filesystem, self._dir, name))
+            except Exception as e:  # removed by a snapshot meanwhile: its files' footers are read again
+                log.debug("file index manifest %s not read: %s", name, e)
+        return chain
+
+    def _known(self, relative: str) -> Entry | None:
+        """The newest entry of ``relative``: newest manifest first; one that replaced its directory
+        ends the search (the entries before it describe a version the table no longer reads)."""
+        if relative in self.learned:
+            return self.learned[relative]
+        for manifest in self._manifests():
+            found = manifest.entry(relative)
+            if found is not None:
+                return found
+            if relative.startswith(manifest.retired):
+                return None
+        return None
 
     def facts(self, filesystem: fs.FileSystem, info: fs.FileInfo) -> Facts:
         """The facts of the listed file ``info``: its entry when recorded with this size and
@@ -221,13 +229,13 @@ class FileIndex:
         relative = self._relative(info.path) if filesystem.type_name == self.filesystem.type_name else None
         stamp = (info.size or 0, info.mtime_ns)
         if relative is not None and info.mtime_ns is not None:
-            known = self._entries().get(relative) or self.learned.get(relative)
+            known = self._known(relative)
             if known is not None and known[:2] == stamp:
                 return known[2]
         facts = footer_facts(filesystem, info.path)
         if relative is not None and info.mtime_ns is not None:
             with self._lock:
-                self.learned[relative] = (*stamp, facts)  # type: ignore[assignment]
+                self.learned[relative] = (stamp[0], info.mtime_ns, facts)
         return facts
 
     # -- what the commit changed ---------------------------------------------------
@@ -237,7 +245,7 @@ class FileIndex:
         infos = self.filesystem.get_file_info(dests) if dests else []
         for (source, _), info in zip(pairs, infos, strict=True):
             src, dst = self._relative(files.resolve(source)[1]), self._relative(info.path)
-            was = self.learned.get(src) or self._entries().get(src) if src else None
+            was = self._known(src) if src else None
             if was is not None and dst is not None and info.size == was[0] and info.mtime_ns is not None:
                 with self._lock:
                     self.learned[dst] = (was[0], info.mtime_ns, was[2])
@@ -260,24 +268,51 @@ class FileIndex:
     def write(self, merge_id: str) -> None:
         """Record this merge's manifest (after its commit): what it learned, naming the chain before
         it; or, when the chain is full, a snapshot of every live entry, and the older manifests go."""
-        known = self._entries()
-        snapshot = len(self._chain) + 1 >= CHAIN
-        entries = dict(known) if snapshot else {}
-        entries.update(self.learned)
+        chain = self._manifests()
         gone = tuple(sorted(self.retired))
-        entries = {p: e for p, e in entries.items() if not p.startswith(gone)} if gone else entries
-        if not entries and not gone and not snapshot:
-            return
-        chain = [] if snapshot else self._chain
+        learned = {p: e for p, e in self.learned.items() if not p.startswith(gone)} if gone else self.learned
         name = f"{merge_id}.parquet"
-        _write_manifest(self.filesystem, self._dir, name, entries, {"chain": chain, "retired": list(gone)})
-        if snapshot:
-            for old in self._chain:
-                if old < name:
-                    try:
-                        self.filesystem.delete_file(f"{self._dir}/{old}")
-                    except Exception as e:  # noqa: BLE001 - gone already, or not ours to remove
-                        log.debug("file index manifest %s not removed: %s", old, e)
+        if len(chain) + 1 < CHAIN:
+            if learned or gone:
+                rows = pa.Table.from_pylist([r for p, e in sorted(learned.items()) for r in _rows_of(p, e)], SCHEMA)
+                _write_manifest(self.filesystem, self._dir, name, rows, [m.name for m in chain], gone)
+            return
+        _write_manifest(self.filesystem, self._dir, name, _snapshot(chain, learned, gone), [], gone)
+        for old in chain:
+            if old.name < name:
+                try:
+                    self.filesystem.delete_file(f"{self._dir}/{old.name}")
+                except Exception as e:  # noqa: BLE001 - gone already, or not ours to remove
+                    log.debug("file index manifest %s not removed: %s", old.name, e)
+
+
+def _snapshot(chain: list[_Manifest], learned: dict[str, Entry], gone: tuple[str, ...]) -> pa.Table:
+    """Every live entry of ``chain`` (head first) and ``learned``, as one table of manifest rows: of each
+    path the rows of its newest entry, unless a newer manifest (or this commit: ``gone``) replaced
+    its directory. Arrow's own operations: no row becomes a Python object."""
+    import pyarrow.compute as pc
+
+    parts, later = [], set(gone)
+    newest = [pa.Table.from_pylist([r for p, e in learned.items() for r in _rows_of(p, e)], SCHEMA)]
+    for age, table in enumerate(newest + [m.table() for m in chain]):
+        keep = pc.invert(_under(table["path"], tuple(later))) if later and age else None
+        table = table.filter(keep) if keep is not None else table
+        parts.append(table.append_column("age", pa.array([age] * len(table), pa.int32())))
+        if age:
+            later.update(chain[age - 1].retired)
+    rows = pa.concat_tables(parts)
+    first = rows.group_by("path").aggregate([("age", "min")])
+    rows = rows.join(first, "path").filter(pc.equal(pc.field("age"), pc.field("age_min")))
+    return rows.select(SCHEMA.names).cast(SCHEMA).sort_by([("path", "ascending"), ("column", "ascending")])
+
+
+def _under(paths: pa.ChunkedArray, prefixes: tuple[str, ...]) -> Any:
+    import pyarrow.compute as pc
+
+    mask = pc.starts_with(paths, prefixes[0])
+    for prefix in prefixes[1:]:
+        mask = pc.or_(mask, pc.starts_with(paths, prefix))
+    return mask
 
 
 def _text(value: Any) -> str | None:
@@ -286,7 +321,7 @@ def _text(value: Any) -> str | None:
     return value.isoformat() if isinstance(value, date) else str(value)
 
 
-def _rows_of(path: str, entry: tuple[int, int, Facts]) -> list[dict]:
+def _rows_of(path: str, entry: Entry) -> list[dict]:
     size, mtime, facts = entry
     base = {"path": path, "bytes": size, "mtime_ns": mtime, "rows": facts.rows}
     out = []
@@ -308,49 +343,92 @@ def _rows_of(path: str, entry: tuple[int, int, Facts]) -> list[dict]:
     return out or [dict(base, column=None, row_group=None, rg_rows=None, kind=None, lo=None, hi=None, nulls=None)]
 
 
-def _write_manifest(filesystem: fs.FileSystem, directory: str, name: str, entries: dict, lists: dict) -> None:
-    """Write a manifest: ``entries`` ({path: (bytes, mtime_ns, facts)}) and, in its metadata, ``lists``
-    ({'chain': the manifests before it whose entries count, 'retired': directories whose entries
-    no longer do})."""
+ROW_GROUP = 4096  # manifest rows per row group: a lookup decodes the row groups whose paths hold it
+
+
+def _write_manifest(
+    filesystem: fs.FileSystem, directory: str, name: str, rows: pa.Table, chain: list[str], gone: tuple[str, ...]
+) -> None:
+    """Write a manifest: ``rows`` (sorted by path) and, in its metadata, ``chain`` (the manifests before
+    it whose entries count) and ``gone`` (the directories whose older entries no longer do)."""
     import pyarrow.parquet as pq
 
-    rows = [r for path, entry in sorted(entries.items()) for r in _rows_of(path, entry)]
-    meta = {"spark_merge.file_index": FORMAT, **{k: json.dumps(v) for k, v in lists.items()}}
-    table = pa.Table.from_pylist(rows, schema=SCHEMA).replace_schema_metadata(meta)
+    meta = {"spark_merge.file_index": FORMAT, "chain": json.dumps(chain), "retired": json.dumps(list(gone))}
     if not isinstance(filesystem, fs.S3FileSystem):
         filesystem.create_dir(directory, recursive=True)
     with filesystem.open_output_stream(f"{directory}/{name}") as out:
-        pq.write_table(table, out)
+        pq.write_table(rows.replace_schema_metadata(meta), out, row_group_size=ROW_GROUP)
 
 
-_cache: dict[tuple[str, str], tuple[dict, dict]] = {}  # (file system, path) -> its entries; manifests never change
+class _Manifest:
+    """One manifest, read whole (a few bytes per file it names) and decoded a row group at a time, as
+    lookups need: a merge that touches a few partitions of a large table decodes a few row groups."""
+
+    def __init__(self, name: str, data: bytes):
+        import pyarrow.parquet as pq
+
+        self.name = name
+        self._file = pq.ParquetFile(pa.BufferReader(data))
+        meta = {k.decode(): v.decode() for k, v in (self._file.schema_arrow.metadata or {}).items()}
+        if meta.get("spark_merge.file_index") != FORMAT:
+            raise ValueError(f"{name} is not a file index manifest of format {FORMAT}")
+        self.chain: list[str] = json.loads(meta.get("chain", "[]"))
+        self.retired: tuple[str, ...] = tuple(json.loads(meta.get("retired", "[]")))
+        self._ranges: list[tuple[str | None, str | None]] = []
+        for g in range(self._file.metadata.num_row_groups):
+            stats = self._file.metadata.row_group(g).column(0).statistics
+            self._ranges.append((stats.min, stats.max) if stats is not None and stats.has_min_max else (None, None))
+        self._groups: dict[int, dict[str, Entry]] = {}
+        self._decoding = threading.Lock()
+
+    def entry(self, relative: str) -> Entry | None:
+        for g, (lo, hi) in enumerate(self._ranges):
+            if lo is None or hi is None or lo <= relative <= hi:
+                found = self._group(g).get(relative)
+                if found is not None:
+                    return found
+        return None
+
+    def _group(self, g: int) -> dict[str, Entry]:
+        with self._decoding:
+            if g not in self._groups:
+                self._groups[g] = _entries_of(self._file.read_row_group(g).to_pylist())
+            return self._groups[g]
+
+    def table(self) -> pa.Table:
+        return self._file.read().cast(SCHEMA)
 
 
-def _read_manifest(filesystem: fs.FileSystem, path: str) -> tuple[dict[str, tuple[int, int, Facts]], dict]:
-    """The entries of one manifest and its metadata ({'chain': ...}); a manifest of another format is
-    refused (the caller reads footers instead)."""
-    import pyarrow.parquet as pq
-
-    cached = _cache.get((filesystem.type_name, path))
-    if cached is not None:
-        return cached
-    with filesystem.open_input_file(path) as f:
-        table = pq.read_table(f)
-    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-    if meta.get("spark_merge.file_index") != FORMAT:
-        raise ValueError(f"not a file index manifest of format {FORMAT}")
+def _entries_of(rows: list[dict]) -> dict[str, Entry]:
     grouped: dict[str, tuple[int, int, int, dict[str, list]]] = {}
-    for r in table.to_pylist():
-        size, mtime, rows, ranges = grouped.setdefault(r["path"], (r["bytes"], r["mtime_ns"], r["rows"], {}))
+    for r in rows:
+        size, mtime, count, ranges = grouped.setdefault(r["path"], (r["bytes"], r["mtime_ns"], r["rows"], {}))
         if r["column"] is None:
             continue
         lo, hi = (_KINDS[r["kind"]](r[k]) if r["kind"] else None for k in ("lo", "hi"))
         ranges.setdefault(r["column"], []).append((r["row_group"], (lo, hi, r["nulls"], r["rg_rows"])))
-    entries = {
-        p: (size, mtime, Facts(rows, {c: [g for _, g in sorted(gs)] for c, gs in ranges.items()}))
-        for p, (size, mtime, rows, ranges) in grouped.items()
+    return {
+        p: (size, mtime, Facts(count, {c: [g for _, g in sorted(gs)] for c, gs in ranges.items()}))
+        for p, (size, mtime, count, ranges) in grouped.items()
     }
-    if len(_cache) > 256:
-        _cache.clear()
-    _cache[(filesystem.type_name, path)] = (entries, meta)
-    return entries, meta
+
+
+_cache: dict[tuple[str, str], _Manifest] = {}  # (file system, path) -> its manifest; manifests never change
+_cache_lock = threading.Lock()
+
+
+def _manifest(filesystem: fs.FileSystem, directory: str, name: str) -> _Manifest:
+    """The manifest ``name``, read once per process (a manifest is never rewritten: each has its merge's
+    id); one of another format is refused (the caller reads footers instead)."""
+    key = (filesystem.type_name, f"{directory}/{name}")
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    with filesystem.open_input_file(key[1]) as f:
+        manifest = _Manifest(name, f.read())
+    with _cache_lock:
+        if len(_cache) >= 64:
+            _cache.clear()
+        _cache[key] = manifest
+    return manifest

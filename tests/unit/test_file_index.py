@@ -165,3 +165,35 @@ def test_keys_against_a_file_s_ranges():
     assert not file_index.can_hold(facts, [key(column="k", lo=0, hi=99)])  # only NULLs
     assert file_index.can_hold(facts, [key(column="other")])
     assert not file_index.can_hold(facts, [key(column="other"), key(lo=50, hi=60)])
+
+
+def test_a_snapshot_keeps_a_directory_replaced_in_the_chain_out(table, monkeypatch):
+    """dt=1 was replaced by the second of three commits: the snapshot the third writes holds dt=2's
+    entry and not dt=1's, so dt=1's file is read again (were it still the table's, by a rollback)."""
+    monkeypatch.setattr(file_index, "CHAIN", 3)
+    root, a, b = table
+    first = file_index.FileIndex(f"file:{root}")
+    for p in (a, b):
+        first.facts(LOCAL, info(p))
+    first.write("20261207000000_a")
+    second = file_index.FileIndex(f"file:{root}")
+    second.retire([f"file:{root}/dt=1"])
+    second.write("20261207000001_b")
+    file_index.FileIndex(f"file:{root}").write("20261207000002_c")
+    assert manifests(root) == ["20261207000002_c.parquet"]
+    reader = file_index.FileIndex(f"file:{root}")
+    assert reads(lambda: reader.facts(LOCAL, info(b))) == 0
+    assert reads(lambda: reader.facts(LOCAL, info(a))) == 1
+
+
+def test_a_lookup_decodes_only_the_row_groups_that_can_hold_its_path(tmp_path):
+    """A manifest of 10,000 files: asking for one file decodes the one row group whose paths span it,
+    so a merge touching a few partitions of a large table decodes a few thousand entries, not all."""
+    facts = file_index.Facts(5, {"id": [(1, 2, 0, 5)]})
+    entries = {f"dt={i:05d}/part-0.parquet": (100, 7, facts) for i in range(10_000)}
+    rows = [r for p, e in sorted(entries.items()) for r in file_index._rows_of(p, e)]
+    file_index._write_manifest(LOCAL, str(tmp_path), "m.parquet", pa.Table.from_pylist(rows, file_index.SCHEMA), [], ())
+    manifest = file_index._manifest(LOCAL, str(tmp_path), "m.parquet")
+    assert manifest.entry("dt=04321/part-0.parquet") == (100, 7, facts)
+    assert manifest.entry("dt=04321/other.parquet") is None
+    assert len(manifest._groups) == 1 < manifest._file.metadata.num_row_groups
