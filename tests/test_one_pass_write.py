@@ -1,7 +1,8 @@
-"""The one-pass write: a merge whose MATCHED clauses change every row ON matches, with a source small
-enough to broadcast, finds the files holding a matched row by a join of the ON columns, then writes
-them and the new rows in one job that counts its own changes (lifecycle_rewrite_observed); no
-summary runs before it. Each test is an input that would break one of the rules it relies on.
+"""The one-pass write: a merge whose MATCHED clauses change every row ON matches, with a source whose
+ON columns are small enough to broadcast, finds the files holding a matched row by a join of the ON
+columns, then writes them and the new rows in one job that counts its own changes
+(lifecycle_rewrite_observed); no summary runs before it. A source small enough to broadcast whole is
+joined with the files' rows where they are read; a larger one in one FULL join. Each test is an input that would break one of the rules it relies on.
 
 - New rows go to partitions no matched file is in (an existing one, a new one, the NULL one): the
   staged files name them, and the partition's files are carried into its new version.
@@ -102,6 +103,44 @@ def test_an_unpartitioned_table_deletes_and_inserts_in_one_pass(spark, db, trace
     assert not summarized(traced)
     assert (r.metrics["numTargetRowsDeleted"], r.metrics["numTargetRowsInserted"]) == (1, 1)
     assert [x[0] for x in rows(spark, t)] == [1, 2, 4, 5, 6, 7, 8, 9, 10, 11]
+
+
+LARGE = "SELECT CAST(id AS INT) AS id, 'n' AS v, CAST(id % 3 AS INT) AS p FROM range(10, 100010)"
+
+
+def test_a_source_too_large_to_broadcast_is_full_joined_in_one_pass(spark, parts, traced):
+    """100,001 source rows, past what the write broadcasts (source_broadcast_rows): the files holding a
+    match are still found by the broadcast ON columns, and the write is one FULL join of their rows with
+    the source, spread by partition, that counts as it writes: its source-only rows are inserted, not
+    counted as target rows read (which would send the merge to the summary)."""
+    r = merge(spark, f"MERGE INTO {parts} t USING (SELECT 2 AS id, 'x' AS v, 1 AS p UNION ALL {LARGE}) s {UPSERT}")
+    assert not summarized(traced) and observed_stages(traced) == 1
+    [stage] = [text for k, text in traced if k == "stage"]
+    assert "FULL JOIN" in stage and "__sm_found_" not in stage and stage.count("REBALANCE") == 1, stage
+    m = r.metrics
+    assert (m["numTargetRowsUpdated"], m["numTargetRowsInserted"], m["numTargetRowsDeleted"]) == (1, 100_000, 0)
+    got = spark.sql(f"SELECT v, count(*), count(DISTINCT id), min(id), max(id) FROM {parts} GROUP BY v ORDER BY v")
+    assert [tuple(x) for x in got.collect()] == [
+        ("a", 1, 1, 1, 1),
+        ("c", 1, 1, 3, 3),
+        ("d", 1, 1, 4, 4),
+        ("e", 1, 1, 5, 5),
+        ("n", 100_000, 100_000, 10, 100_009),
+        ("x", 1, 1, 2, 2),
+    ]
+
+
+def test_a_large_source_matching_a_row_twice_gives_way_to_the_summary(spark, parts, traced):
+    """The FULL join passes target id 2 twice: the write is discarded and the summary refuses the merge."""
+    before = rows(spark, parts)
+    with pytest.raises(DuplicateMatchError):
+        merge(
+            spark,
+            f"MERGE INTO {parts} t USING (SELECT * FROM VALUES (2, 'y', 1), (2, 'w', 1) AS s(id, v, p) UNION ALL {LARGE}) s "
+            f"{UPSERT}",
+        )
+    assert observed_stages(traced) == 1 and summarized(traced)
+    assert rows(spark, parts) == before and staged_dirs(spark, parts) == []
 
 
 def test_a_target_row_matched_twice_gives_way_to_the_summary(spark, parts, traced):

@@ -30,7 +30,7 @@ from merge_core.maintenance.versions import (
     retention_hours,
     settled_table,
 )
-from merge_core.spark import files, lock, metastore
+from merge_core.spark import file_index, files, lock, metastore
 
 log = logging.getLogger("spark_merge")
 
@@ -129,6 +129,17 @@ def _vacuum(spark: SparkSession, table: dict, result: VacuumResult, moves: Seque
         if not result.dry_run:
             log.info("vacuum: removing %s (%d file(s), %d bytes)", location, n, size)
             files.remove(location)
+    if result.removed and not result.dry_run:
+        try:  # no key range of a removed file's rows stays behind in the index
+            file_index.FileIndex(table["root"]).vacuumed(result.removed, new_merge_id())
+        except Exception as e:  # noqa: BLE001 - a file system error: say so, the files are gone either way
+            where = f"{table['root'].rstrip('/')}/{file_index.INDEX_DIR}"
+            log.warning(
+                "vacuum: the file index %s was not rewritten (%s): it may keep key ranges of removed rows; "
+                "delete it (the next merge reads the footers and indexes them again)",
+                where,
+                e,
+            )
 
 
 def _unused_directories(

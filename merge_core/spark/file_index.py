@@ -9,7 +9,8 @@ footer read, and the merge's commit records it. An entry therefore only ever des
 read from: an index that is stale, edited, half written, from another release or missing makes a merge
 read footers, never plan from a wrong range.
 
-Each commit on the Python host writes one manifest, ``<merge id>.parquet``: the entries it learned (the
+Each commit on the Python host writes one manifest, ``<merge id>.index`` (a parquet file, named so that no
+reader globbing a table's ``*.parquet`` takes it for data): the entries it learned (the
 footers it read, the files it staged and carried), naming the earlier manifests whose entries still count
 (its chain). Every CHAIN-th manifest is a snapshot of every live entry it knows instead, and the
 manifests before it are removed: planning reads at most CHAIN small files, and a commit writes what it
@@ -37,6 +38,7 @@ from merge_core.spark import files
 log = logging.getLogger("spark_merge")
 
 INDEX_DIR = "_spark_merge/file_index"
+SUFFIX = ".index"
 FORMAT = "1"
 CHAIN = 8  # manifests a head may name, itself included; the next commit writes a snapshot
 COLUMNS = 32  # the first this many columns of a comparable type are indexed, as Delta keeps 32
@@ -196,7 +198,7 @@ class FileIndex:
         names = sorted(
             i.base_name
             for i in self.filesystem.get_file_info(fs.FileSelector(self._dir, allow_not_found=True))
-            if i.type == fs.FileType.File and i.base_name.endswith(".parquet") and files.visible(i.base_name)
+            if i.type == fs.FileType.File and i.base_name.endswith(SUFFIX) and files.visible(i.base_name)
         )
         if not names:
             return []
@@ -265,25 +267,37 @@ class FileIndex:
                 self.retired.add(relative + "/")
 
     # -- writing -----------------------------------------------------------------
-    def write(self, merge_id: str) -> None:
+    def write(self, merge_id: str, snapshot: bool = False) -> None:
         """Record this merge's manifest (after its commit): what it learned, naming the chain before
-        it; or, when the chain is full, a snapshot of every live entry, and the older manifests go."""
+        it; or, when the chain is full (or ``snapshot``), every live entry, and the older manifests go."""
         chain = self._manifests()
         gone = tuple(sorted(self.retired))
         learned = {p: e for p, e in self.learned.items() if not p.startswith(gone)} if gone else self.learned
-        name = f"{merge_id}.parquet"
-        if len(chain) + 1 < CHAIN:
+        name = f"{merge_id}{SUFFIX}"
+        if len(chain) + 1 < CHAIN and not snapshot:
             if learned or gone:
                 rows = pa.Table.from_pylist([r for p, e in sorted(learned.items()) for r in _rows_of(p, e)], SCHEMA)
                 _write_manifest(self.filesystem, self._dir, name, rows, [m.name for m in chain], gone)
             return
         _write_manifest(self.filesystem, self._dir, name, _snapshot(chain, learned, gone), [], gone)
-        for old in chain:
-            if old.name < name:
+        self._remove_before(name)
+
+    def vacuumed(self, removed: list[str], vacuum_id: str) -> None:
+        """After vacuum removed the directories ``removed``: one snapshot without their entries, and every
+        older manifest removed, so the index keeps no key range of a row whose file is gone. A table
+        without an index gets none."""
+        if self._manifests():
+            self.retire(removed)
+            self.write(vacuum_id, snapshot=True)
+
+    def _remove_before(self, name: str) -> None:
+        """Remove every manifest older than ``name`` (a snapshot holds what they count)."""
+        for info in self.filesystem.get_file_info(fs.FileSelector(self._dir, allow_not_found=True)):
+            if info.base_name.endswith(SUFFIX) and info.base_name < name:
                 try:
-                    self.filesystem.delete_file(f"{self._dir}/{old.name}")
-                except Exception as e:  # noqa: BLE001 - gone already, or not ours to remove
-                    log.debug("file index manifest %s not removed: %s", old.name, e)
+                    self.filesystem.delete_file(info.path)
+                except Exception as e:  # noqa: BLE001 - gone already (another snapshot)
+                    log.debug("file index manifest %s not removed: %s", info.base_name, e)
 
 
 def _snapshot(chain: list[_Manifest], learned: dict[str, Entry], gone: tuple[str, ...]) -> pa.Table:

@@ -39,7 +39,7 @@ def reads(fn) -> int:
 
 
 def manifests(root: Path) -> list[str]:
-    return sorted(p.name for p in (root / file_index.INDEX_DIR).glob("*.parquet"))
+    return sorted(p.name for p in (root / file_index.INDEX_DIR).glob("*" + file_index.SUFFIX))
 
 
 @pytest.fixture
@@ -93,12 +93,12 @@ def test_a_manifest_that_cannot_be_read_leaves_the_footers_to_answer(table):
     for p in (a, b):
         index.facts(LOCAL, info(p))
     index.write("20261207000000_a")
-    head = root / file_index.INDEX_DIR / "20261207000000_a.parquet"
+    head = root / file_index.INDEX_DIR / "20261207000000_a.index"
     head.write_bytes(head.read_bytes()[:40])
     file_index._cache.clear()
     assert reads(lambda: [file_index.FileIndex(f"file:{root}").facts(LOCAL, info(p)) for p in (a, b)]) == 2
     other = pa.table({"path": ["dt=1/a.parquet"]}).replace_schema_metadata({"spark_merge.file_index": "99"})
-    pq.write_table(other, str(root / file_index.INDEX_DIR / "20261207000001_b.parquet"))
+    pq.write_table(other, str(root / file_index.INDEX_DIR / "20261207000001_b.index"))
     assert reads(lambda: [file_index.FileIndex(f"file:{root}").facts(LOCAL, info(p)) for p in (a, b)]) == 2
 
 
@@ -129,11 +129,11 @@ def test_the_chain_is_bounded_and_a_snapshot_replaces_it(table, monkeypatch):
     second = file_index.FileIndex(f"file:{root}")
     second.facts(LOCAL, info(b))
     second.write("20261207000001_b")
-    assert manifests(root) == ["20261207000000_a.parquet", "20261207000001_b.parquet"]
+    assert manifests(root) == ["20261207000000_a.index", "20261207000001_b.index"]
     third = file_index.FileIndex(f"file:{root}")
     assert reads(lambda: [third.facts(LOCAL, info(p)) for p in (a, b)]) == 0
     third.write("20261207000002_c")
-    assert manifests(root) == ["20261207000002_c.parquet"]
+    assert manifests(root) == ["20261207000002_c.index"]
     assert reads(lambda: [file_index.FileIndex(f"file:{root}").facts(LOCAL, info(p)) for p in (a, b)]) == 0
 
 
@@ -180,7 +180,7 @@ def test_a_snapshot_keeps_a_directory_replaced_in_the_chain_out(table, monkeypat
     second.retire([f"file:{root}/dt=1"])
     second.write("20261207000001_b")
     file_index.FileIndex(f"file:{root}").write("20261207000002_c")
-    assert manifests(root) == ["20261207000002_c.parquet"]
+    assert manifests(root) == ["20261207000002_c.index"]
     reader = file_index.FileIndex(f"file:{root}")
     assert reads(lambda: reader.facts(LOCAL, info(b))) == 0
     assert reads(lambda: reader.facts(LOCAL, info(a))) == 1
@@ -192,8 +192,26 @@ def test_a_lookup_decodes_only_the_row_groups_that_can_hold_its_path(tmp_path):
     facts = file_index.Facts(5, {"id": [(1, 2, 0, 5)]})
     entries = {f"dt={i:05d}/part-0.parquet": (100, 7, facts) for i in range(10_000)}
     rows = [r for p, e in sorted(entries.items()) for r in file_index._rows_of(p, e)]
-    file_index._write_manifest(LOCAL, str(tmp_path), "m.parquet", pa.Table.from_pylist(rows, file_index.SCHEMA), [], ())
-    manifest = file_index._manifest(LOCAL, str(tmp_path), "m.parquet")
+    file_index._write_manifest(LOCAL, str(tmp_path), "m.index", pa.Table.from_pylist(rows, file_index.SCHEMA), [], ())
+    manifest = file_index._manifest(LOCAL, str(tmp_path), "m.index")
     assert manifest.entry("dt=04321/part-0.parquet") == (100, 7, facts)
     assert manifest.entry("dt=04321/other.parquet") is None
     assert len(manifest._groups) == 1 < manifest._file.metadata.num_row_groups
+
+
+def test_vacuum_leaves_one_snapshot_without_the_ranges_of_removed_files(table):
+    """Vacuum removed dt=1's directory: the index it leaves is one manifest, holding dt=2's entry and no
+    range of a row that was in dt=1 (the older manifests, which held them, are gone)."""
+    root, a, b = table
+    first = file_index.FileIndex(f"file:{root}")
+    for p in (a, b):
+        first.facts(LOCAL, info(p))
+    first.write("20261207000000_a")
+    file_index.FileIndex(f"file:{root}").vacuumed([f"file:{root}/dt=1"], "20261207000001_v")
+    assert manifests(root) == ["20261207000001_v.index"]
+    kept = pq.read_table(root / file_index.INDEX_DIR / "20261207000001_v.index")
+    assert set(kept.column("path").to_pylist()) == {"dt=2/b.parquet"}
+    empty = root.parent / "empty"
+    empty.mkdir()
+    file_index.FileIndex(f"file:{empty}").vacuumed([f"file:{empty}/dt=1"], "20261207000002_v")
+    assert not (empty / file_index.INDEX_DIR).exists()

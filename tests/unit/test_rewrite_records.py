@@ -144,7 +144,8 @@ INSERT = {"matched": False, "by_source": False, "condition": "", "action": "inse
         ({"clauses": [UPDATE, dict(UPDATE, matched=False, by_source=True)]}, False),  # reads every target row
         ({"fusable": False}, False),  # the write joins again: it must read what the plan read
         ({"feed": True}, False),  # the change rows come from the summary's changes
-        ({"source_rows": 100_001}, False),  # not broadcast: the write's join is not one row per match
+        ({"source_rows": 100_001}, True),  # past the write's broadcast: one FULL join, which counts alike
+        ({"source_rows": 1_000_001}, False),  # more ON keys than the search for the files broadcasts
         ({"properties": {"spark_merge.auto_compact.min_files": "4"}}, False),  # small files join the rewrite
         ({"can": False}, False),  # dbt: SQL has no observed metrics
     ],

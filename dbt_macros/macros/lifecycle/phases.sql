@@ -244,8 +244,8 @@
 
 {#- Whether the write counts its own changes (the one-pass write), so that no summary runs before it
     (out.ok): a host that observes what its write job does (host.can_observe: Python's DataFrame writer;
-    dbt sends SQL only), a fused rewrite whose source it broadcasts (at most source_broadcast_rows()),
-    without WHEN NOT MATCHED BY SOURCE clauses, change feed or auto compaction, whose last MATCHED
+    dbt sends SQL only), a fused rewrite whose source's ON columns the search for the files broadcasts
+    (at most broadcast_rows()), without WHEN NOT MATCHED BY SOURCE clauses, change feed or auto compaction, whose last MATCHED
     clause has no condition: then every row ON matches changes, the files holding one are exactly the
     files to rewrite, and each of their rows passes through the write's join once per source row it
     matches, so the join's rows against the rows those files hold tell whether a target row matched
@@ -255,15 +255,16 @@
 {%- do spark_merge.spark_merge__fold_policy(s.table, fold) -%}
 {%- do out.update({'ok': s.fusable and matched | length > 0 and not matched[-1].condition
     and s.resolved.clauses | selectattr('by_source') | list | length == 0 and not s.ctx.get('feed')
-    and s.metrics.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int
+    and s.metrics.numSourceRows <= spark_merge.spark_merge__broadcast_rows() | int
     and not fold and host.can_observe(s.table, s.ctx)}) -%}
 {%- endmacro %}
 
 {#- The one-pass plan (observable): the data files holding a target row ON matches, and their
     partitions, from one join of the target's ON and partition columns with the broadcast source
     (matched_files_sql): the files the write rewrites, the partitions it replaces (with those its new
-    rows go to, which the staged files tell) and, for a merge that inserts, the rows that tell an
-    inserted source row from a matched one. An upsert whose keys no file holds reads no target row. -#}
+    rows go to, which the staged files tell) and, for a merge that inserts with a source the write
+    broadcasts, the rows that tell an inserted source row from a matched one (a larger source's FULL
+    join tells them itself). An upsert whose keys no file holds reads no target row. -#}
 {% macro spark_merge__plan_files(host, s) -%}
 {%- set spec, table, ctx = s.spec, s.table, s.ctx -%}
 {%- do host.step(spark_merge.spark_merge__step_label('summary') ~ ': the files holding a row ON matches (a join of the ON columns); '
@@ -272,7 +273,8 @@
 {#- no file can hold a match (match_filter 'false'): no query (Spark 4.2 fails to analyze a semi-join with a
     scan filtered by a literal false, ASSIGNMENT_ARITY_MISMATCH) -#}
 {%- if ctx.get('match_filter') != 'false' -%}
-  {%- if spark_merge.spark_merge__inserts(s.resolved) | trim == 'True' -%}
+  {%- if spark_merge.spark_merge__inserts(s.resolved) | trim == 'True'
+      and s.metrics.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int -%}
     {#- the pairs that find the files also tell the write which source rows no target row matches -#}
     {%- do ctx.update({'found_made': true}) -%}
     {%- do host.run(spark_merge.spark_merge__cache_found_sql(spec, table, ctx)) -%}

@@ -139,8 +139,10 @@
 {%- if old and not host.can_carry(table, old) -%}
   {%- do spark_merge.spark_merge__lifecycle_unobserved(host, s, 'the files holding matched rows were not listed') -%}
 {%- else -%}
-  {%- do ctx.update({'rewrite_files': s.changes.files, 'broadcast_source': true, 'rebalance': false,
-                     'inserts': spark_merge.spark_merge__inserts(s.resolved) | trim == 'True'}) -%}
+  {#- a larger source than the write broadcasts is FULL joined with the files' rows (rebalance: as write_changes) -#}
+  {%- set broadcast = m.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int -%}
+  {%- do ctx.update({'rewrite_files': s.changes.files, 'broadcast_source': broadcast, 'rebalance': not broadcast and table.partition_columns
+      | length > 0, 'inserts': spark_merge.spark_merge__inserts(s.resolved) | trim == 'True'}) -%}
   {%- do host.step('execute: write ' ~ s.changes.files | length ~ ' file(s) holding matched rows and the new rows to staging, counting the '
       ~ 'changes') -%}
   {%- do s.update({'staged': true}) -%}

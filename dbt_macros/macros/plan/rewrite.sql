@@ -131,8 +131,9 @@ SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
     match at full width to tell the inserted source rows from the matched ones; with a large source
     the join shuffles anyway, and that one join costs less than two.
     `observed` (the one-pass write, lifecycle_rewrite_observed): every joined row, with its operation
-    (__sm_op), whether it is written (__sm_write) and whether it is a target row (__sm_target), for the
-    host to count before it drops those columns and the rows not written (host.stage_observed). -#}
+    (__sm_op), whether it is written (__sm_write) and whether it is a target row (__sm_target: a FULL
+    join's source-only rows are not), for the host to count before it drops those columns and the rows
+    not written (host.stage_observed). -#}
 {% macro spark_merge__fused_rewrite_select(spec, table, resolved, ctx, partitions, observed=false) -%}
 {%- set split = ctx.get('broadcast_source') and resolved.clauses | selectattr('by_source') | list | length == 0 -%}
 {%- set kept, inserted = {}, {} -%}
@@ -148,7 +149,7 @@ SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} * FROM (
 SELECT * FROM (
 {%- if reads %}
   SELECT {{ spark_merge.spark_merge__rebalance_hint(table, ctx) }} {{ spark_merge.spark_merge__fused_columns(table) }}
-  {%- if observed %}, __sm_op, {{ written }} AS __sm_write, true AS __sm_target{% endif %}
+  {%- if observed %}, __sm_op, {{ written }} AS __sm_write, {{ 'true' if split else '__sm_file IS NOT NULL' }} AS __sm_target{% endif %}
   FROM (
 {{ spark_merge.spark_merge__changes_sql(spec, table, kept if split else resolved, ctx, partitions) }}
   ) AS __sm_j
