@@ -273,8 +273,8 @@
 {#- no file can hold a match (match_filter 'false'): no query (Spark 4.2 fails to analyze a semi-join with a
     scan filtered by a literal false, ASSIGNMENT_ARITY_MISMATCH) -#}
 {%- if ctx.get('match_filter') != 'false' -%}
-  {%- if spark_merge.spark_merge__inserts(s.resolved) | trim == 'True'
-      and s.metrics.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int -%}
+  {%- set shape = {} -%}{%- do spark_merge.spark_merge__fused_join_shape(table, s.metrics.numSourceRows, none, shape) -%}
+  {%- if spark_merge.spark_merge__inserts(s.resolved) | trim == 'True' and shape.broadcast_source -%}
     {#- the pairs that find the files also tell the write which source rows no target row matches -#}
     {%- do ctx.update({'found_made': true}) -%}
     {%- do host.run(spark_merge.spark_merge__cache_found_sql(spec, table, ctx)) -%}

@@ -99,16 +99,9 @@
   {%- do ctx.update({'rewrite_files': s.changes.files}) -%}
   {%- do spark_merge.spark_merge__lifecycle_fold(host, s, old) -%}
 {%- endif -%}
-{#- a fused write broadcasts a small source (or has none): each target row stays in the scan task
-    that read it, which writes it where it belongs; no shuffle to spread the rows (rebalance_hint) -#}
-{%- set broadcast = merging and s.get('fused') and m.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int -%}
-{#- a larger source's join shuffles every row it writes already: into a partitioned table the REBALANCE
-    gathers each partition's rows into few files; into an unpartitioned one it would only shuffle every
-    row again, to size files the join's own partitions size (adaptive execution coalesces them) -#}
-{%- set shuffled_once = merging and s.get('fused') and not broadcast and not table.partition_columns -%}
-{#- a fold gathers each partition's rows into one file or a few (the REBALANCE), as the compaction is for -#}
-{%- set rebalance = not (broadcast or shuffled_once) or ctx.get('fold') is not none -%}
-{%- do ctx.update({'broadcast_source': broadcast, 'rebalance': rebalance, 'inserts': m.numTargetRowsInserted > 0}) -%}
+{%- set shape = {'broadcast_source': false, 'rebalance': true} -%}
+{%- if merging and s.get('fused') -%}{%- do spark_merge.spark_merge__fused_join_shape(table, m.numSourceRows, ctx.get('fold'), shape) -%}{%- endif -%}
+{%- do ctx.update({'broadcast_source': shape.broadcast_source, 'rebalance': shape.rebalance, 'inserts': m.numTargetRowsInserted > 0}) -%}
 {%- do host.step('execute: write ' ~ (s.changes.files | length ~ ' changed file(s) and the new rows of ' if granular else '') ~ s.changes.partitions | length
     ~ ' partition(s) to staging') -%}
 {%- do s.update({'staged': true}) -%}
@@ -139,10 +132,9 @@
 {%- if old and not host.can_carry(table, old) -%}
   {%- do spark_merge.spark_merge__lifecycle_unobserved(host, s, 'the files holding matched rows were not listed') -%}
 {%- else -%}
-  {#- a larger source than the write broadcasts is FULL joined with the files' rows (rebalance: as write_changes) -#}
-  {%- set broadcast = m.numSourceRows <= spark_merge.spark_merge__source_broadcast_rows() | int -%}
-  {%- do ctx.update({'rewrite_files': s.changes.files, 'broadcast_source': broadcast, 'rebalance': not broadcast and table.partition_columns
-      | length > 0, 'inserts': spark_merge.spark_merge__inserts(s.resolved) | trim == 'True'}) -%}
+  {%- set shape = {} -%}{%- do spark_merge.spark_merge__fused_join_shape(table, m.numSourceRows, none, shape) -%}
+  {%- do ctx.update({'rewrite_files': s.changes.files, 'broadcast_source': shape.broadcast_source, 'rebalance': shape.rebalance,
+      'inserts': spark_merge.spark_merge__inserts(s.resolved) | trim == 'True'}) -%}
   {%- do host.step('execute: write ' ~ s.changes.files | length ~ ' file(s) holding matched rows and the new rows to staging, counting the '
       ~ 'changes') -%}
   {%- do s.update({'staged': true}) -%}
@@ -376,4 +368,16 @@
 {%- endif -%}
 {%- if journal or not waited -%}{%- do host.release_finished(table, finished.id) -%}{%- endif -%}
 {%- do out.update({'recovered': journal | length > 0}) -%}
+{%- endmacro %}
+
+{#- How a fused write joins the source (out.broadcast_source, out.rebalance). A source of at most
+    source_broadcast_rows() is broadcast: each target row stays in the scan task that read it, which
+    writes it where it belongs; no shuffle to spread the rows (rebalance_hint). A larger source's join
+    shuffles every row it writes already: into a partitioned table the REBALANCE gathers each
+    partition's rows into few files; into an unpartitioned one it would only shuffle every row again,
+    to size files the join's own partitions size (adaptive execution coalesces them). A `fold` gathers
+    each partition's rows into one file or a few (the REBALANCE), as the compaction is for. -#}
+{% macro spark_merge__fused_join_shape(table, source_rows, fold, out) -%}
+{%- set broadcast = source_rows | int <= spark_merge.spark_merge__source_broadcast_rows() | int -%}
+{%- do out.update({'broadcast_source': broadcast, 'rebalance': (not broadcast and table.partition_columns | length > 0) or fold is not none}) -%}
 {%- endmacro %}
